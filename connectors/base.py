@@ -1,0 +1,144 @@
+"""The small async interface every engine connector implements.
+
+A connector knows its engine and nothing of JSON-RPC or A2M records: it takes
+engine-level requests (field names are the engine's, already translated from
+A2M by the store) and returns raw hits. The store turns hits into records
+through the one mapper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Scalar = str | int | float | bool
+
+ID_FIELD = "_id"
+"""Pseudo field name: the engine's own document/point id."""
+
+Metric = Literal["cosine", "dot", "l2"]
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """Equality on one engine field; several values mean any-of."""
+
+    field: str
+    values: tuple[Scalar, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """A conjunction: every condition holds and, when set, the key field starts with prefix."""
+
+    must: tuple[Condition, ...] = ()
+    key_prefix: tuple[str, str] | None = None
+    """(engine field, prefix)."""
+
+    @property
+    def empty(self) -> bool:
+        return not self.must and self.key_prefix is None
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVector:
+    indices: tuple[int, ...]
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """A ranked search. At least one of text, dense, sparse is set.
+
+    text: lexical (BM25) query text, ES/OS only. sparse: Qdrant's lexical leg.
+    dense: a query vector. When a lexical leg and dense are both present the
+    connector fuses them by reciprocal rank fusion with the given k and weights.
+    """
+
+    limit: int
+    filter: Filter = field(default_factory=Filter)
+    text: str | None = None
+    sparse: SparseVector | None = None
+    dense: Sequence[float] | None = None
+    with_vectors: bool = False
+    candidates: int = 100
+    rrf_k: int = 60
+    lexical_weight: float = 1.0
+    dense_weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class OrderedRequest:
+    """Records in a defined order, no relevance: for timeline and for recall without a query.
+
+    newest_first=True returns the newest `limit` records, newest first; the
+    store reverses them for timeline. The order is the store's created_at field
+    when mapped, else the connector's documented stable fallback.
+    """
+
+    limit: int
+    filter: Filter = field(default_factory=Filter)
+    newest_first: bool = True
+    with_vectors: bool = False
+
+
+@dataclass(slots=True)
+class Hit:
+    """One engine document. score is in [0, 1], higher is better (None for ordered reads)."""
+
+    id: str
+    source: dict[str, Any]
+    score: float | None = None
+    vector: list[float] | None = None
+    highlight: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VectorInfo:
+    dimensions: int | None
+    metric: Metric
+    metrics: tuple[Metric, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineInfo:
+    """What the engine really holds, read at open(): it drives memory/describe."""
+
+    engine: str
+    """e.g. 'elasticsearch 8.19.3' — for logs and `check`, not put on the wire."""
+    vectors: VectorInfo | None = None
+    lexical: bool = False
+
+
+@runtime_checkable
+class Connector(Protocol):
+    """One engine index/collection behind one store.
+
+    Every method may raise the exceptions of :mod:`connectors.errors` and nothing
+    else; the connector translates its client's exceptions at this boundary.
+    Reads are idempotent and retried inside the connector; the caller enforces
+    the overall deadline.
+    """
+
+    async def open(self) -> EngineInfo:
+        """Connect, check the index/collection exists and read what it holds."""
+        ...
+
+    async def close(self) -> None: ...
+
+    async def ping(self) -> bool:
+        """True when the engine answers; never raises."""
+        ...
+
+    async def search(self, request: SearchRequest) -> list[Hit]:
+        """Ranked hits, best first, scores normalised into [0, 1]."""
+        ...
+
+    async def ordered(self, request: OrderedRequest) -> list[Hit]:
+        """Hits in creation order (see OrderedRequest)."""
+        ...
+
+    async def fetch(self, flt: Filter, with_vectors: bool = False) -> Hit | None:
+        """The first document matching flt (used with key equality), or None."""
+        ...

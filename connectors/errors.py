@@ -1,0 +1,34 @@
+"""Engine-neutral failures a connector may raise.
+
+Each connector translates its client library's exceptions into these at its
+boundary (``raise ... from exc``); the gateway maps them to wire codes in
+``gateway.jsonrpc``. Messages are fixed strings: an engine exception's text can
+name hosts, indices or credentials, so it is logged at debug level by the
+connector and never copied here.
+"""
+
+from __future__ import annotations
+
+
+class ConnectorError(Exception):
+    """Base of every connector failure."""
+
+
+class EngineUnavailable(ConnectorError):
+    """The engine could not be reached, or answered 429/5xx after retries."""
+
+    def __init__(self, message: str = "engine unavailable", retry_after_ms: int = 1000) -> None:
+        super().__init__(message)
+        self.retry_after_ms = retry_after_ms
+
+
+class EngineTimeout(ConnectorError):
+    """The engine did not answer within the request deadline."""
+
+
+class EngineRejected(ConnectorError):
+    """The engine refused the query (4xx): a translation bug or a mapping mismatch."""
+
+
+class EngineConfigError(ConnectorError):
+    """The index/collection is missing or does not match the store's config."""

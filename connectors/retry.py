@@ -1,0 +1,101 @@
+"""Bounded, jittered retries of idempotent reads, inside the request deadline.
+
+The store sets the deadline (``deadline_scope``); a connector wraps each engine
+read in ``retry_read`` and asks ``remaining()`` for the per-call client timeout.
+Only failures the connector classifies as transient are retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from typing import TypeVar
+
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_any,
+    wait_random_exponential,
+)
+from tenacity.stop import stop_base
+
+from connectors.errors import EngineTimeout
+
+T = TypeVar("T")
+
+_deadline: ContextVar[float | None] = ContextVar("a2m_deadline", default=None)
+_retries: ContextVar[int] = ContextVar("a2m_retries", default=0)
+
+RetryHook = Callable[[], None]
+_on_retry: list[RetryHook] = []
+
+
+def on_retry(hook: RetryHook) -> None:
+    """Register a callback run once per retry (the metrics module counts them)."""
+    _on_retry.append(hook)
+
+
+def remaining(default: float = 30.0) -> float:
+    """Seconds left before the current request's deadline (default when none is set)."""
+    dl = _deadline.get()
+    if dl is None:
+        return default
+    return max(0.0, dl - time.monotonic())
+
+
+@asynccontextmanager
+async def deadline_scope(seconds: float) -> AsyncIterator[None]:
+    """Run the block under a deadline; overrunning it raises EngineTimeout.
+
+    Raises:
+        EngineTimeout: the block did not finish within ``seconds``.
+    """
+    token = _deadline.set(time.monotonic() + seconds)
+    try:
+        async with asyncio.timeout(seconds):
+            yield
+    except TimeoutError:
+        raise EngineTimeout("deadline exceeded") from None
+    finally:
+        _deadline.reset(token)
+
+
+class _StopBeforeDeadline(stop_base):
+    """Stop retrying once the request's deadline is (nearly) reached."""
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        dl = _deadline.get()
+        return dl is not None and time.monotonic() >= dl - 0.05
+
+
+async def retry_read(
+    call: Callable[[], Awaitable[T]],
+    *,
+    transient: Callable[[BaseException], bool],
+    attempts: int,
+) -> T:
+    """Call ``call`` up to ``attempts``+1 times while it fails transiently.
+
+    The last exception propagates unchanged, for the connector to translate.
+    """
+
+    def _count(state: RetryCallState) -> None:
+        for hook in _on_retry:
+            hook()
+
+    retrying = AsyncRetrying(
+        retry=retry_if_exception(transient),
+        stop=stop_any(stop_after_attempt(attempts + 1), _StopBeforeDeadline()),
+        wait=wait_random_exponential(multiplier=0.05, max=1.0),
+        reraise=True,
+        before_sleep=_count,
+    )
+    async for attempt in retrying:
+        with attempt:
+            return await call()
+    raise AssertionError("unreachable: tenacity reraises the last error")
