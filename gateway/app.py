@@ -1,0 +1,98 @@
+"""Gateway runtime: builds one Store + Dispatcher per configured store, starts and stops them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from connectors.errors import ConnectorError
+from connectors.factory import make_connector
+from gateway.config import GatewayConfig
+from gateway.dispatcher import Dispatcher, Observer
+from gateway.store import EngineObserver, Store
+
+log = logging.getLogger(__name__)
+
+
+class UnknownStore(KeyError):
+    """No store of that name is configured."""
+
+
+class Gateway:
+    """Every store of one config, each behind its own dispatcher."""
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        observers: list[Observer] | None = None,
+        engine_observers: list[EngineObserver] | None = None,
+    ) -> None:
+        self.config = config
+        self.stores: dict[str, Store] = {
+            name: Store(
+                name,
+                store_cfg,
+                make_connector(store_cfg),
+                server_name=config.server.name,
+                default_timeout_ms=config.server.request_timeout_ms,
+                engine_observers=engine_observers,
+            )
+            for name, store_cfg in config.stores.items()
+        }
+        self.dispatchers = {
+            name: Dispatcher(store, observers) for name, store in self.stores.items()
+        }
+
+    @property
+    def default_store(self) -> str:
+        return self.config.default_store
+
+    def dispatcher(self, store: str | None = None) -> Dispatcher:
+        """The dispatcher of a store (the default store when None).
+
+        Raises:
+            UnknownStore: no store of that name.
+        """
+        name = store or self.default_store
+        try:
+            return self.dispatchers[name]
+        except KeyError:
+            raise UnknownStore(name) from None
+
+    async def start(self, strict: bool = True) -> None:
+        """Open every store.
+
+        strict: a store that cannot start raises (the CLI's `check`, tests). Not
+        strict (`serve`): the store stays closed, answers BACKEND_UNAVAILABLE and
+        /readyz says not ready, and each call retries opening it, so the gateway
+        survives an engine that comes up after it.
+
+        Raises:
+            connectors.errors.ConnectorError: strict, and an engine or index is not usable.
+        """
+        for name, store in self.stores.items():
+            try:
+                await store.ensure_started()
+            except ConnectorError as exc:
+                if strict:
+                    raise
+                log.warning("store %s not ready yet: %s", name, type(exc).__name__)
+                continue
+            log.info("store %s ready: %s", name, ", ".join(c.value for c in store.capabilities))
+
+    async def close(self) -> None:
+        await asyncio.gather(*(s.close() for s in self.stores.values()), return_exceptions=True)
+
+    async def ready(self) -> dict[str, bool]:
+        """Per store: opened and its engine answers a ping now."""
+        names = list(self.stores)
+
+        async def one(store: Store) -> bool:
+            try:
+                await store.ensure_started()
+            except ConnectorError:
+                return False
+            return await store.ready()
+
+        states = await asyncio.gather(*(one(self.stores[n]) for n in names))
+        return dict(zip(names, states, strict=True))

@@ -1,0 +1,111 @@
+"""A2M dispatcher: method name -> capability gate -> params model -> store."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from gateway.errors import CapabilityNotSupported, MethodNotFound, ReadOnly
+from gateway.jsonrpc import to_wire_error
+from gateway.methods import METHOD_CAPABILITY, WRITE_METHODS
+from gateway.params import (
+    DescribeParams,
+    FetchParams,
+    RecallParams,
+    TimelineParams,
+    parse_params,
+)
+from gateway.store import Store
+
+log = logging.getLogger(__name__)
+audit = logging.getLogger("a2m.audit")
+
+Observer = Callable[[str, str, int, float], None]
+"""(store, method, code (0 = ok), seconds): the metrics module registers one."""
+
+
+class Dispatcher:
+    """Routes A2M calls to one store; knows every method of the draft."""
+
+    def __init__(self, store: Store, observers: list[Observer] | None = None) -> None:
+        self.store = store
+        self._observers = observers or []
+        self._routes: dict[str, Callable[[Any], Awaitable[Any]]] = {
+            "memory/describe": self._describe,
+            "memory/recall": self._recall,
+            "memory/timeline": self._timeline,
+            "memory/fetch": self._fetch,
+        }
+
+    async def dispatch(self, method: str, params: Any) -> Any:
+        """Run one call.
+
+        Raises:
+            A2MError: any protocol-level failure; connector errors pass through to the
+                boundary in gateway.jsonrpc.
+        """
+        start = time.perf_counter()
+        code = 0
+        count: int | None = None
+        try:
+            result = await self._dispatch(method, params)
+            if isinstance(result, dict) and isinstance(result.get("records"), list):
+                count = len(result["records"])
+            return result
+        except Exception as exc:
+            err = to_wire_error(exc)
+            code = int(err.code)
+            if err is exc:
+                raise
+            raise err from exc
+        finally:
+            elapsed = time.perf_counter() - start
+            for observe in self._observers:
+                observe(
+                    self.store.name,
+                    method if method in METHOD_CAPABILITY else "other",
+                    code,
+                    elapsed,
+                )
+            audit.info(
+                "call",
+                extra={
+                    "store": self.store.name,
+                    "method": method[:64],
+                    "code": code,
+                    "results": count,
+                    "latency_ms": round(elapsed * 1000, 3),
+                },
+            )
+
+    async def _dispatch(self, method: str, params: Any) -> Any:
+        cap = METHOD_CAPABILITY.get(method)
+        if cap is None:
+            raise MethodNotFound(f"Method not found: {method[:100]!r}")
+        if method in WRITE_METHODS:
+            raise ReadOnly(f"This store is read-only: {method} is refused")
+        # Capabilities are known only once the engine has been read.
+        await self.store.ensure_started()
+        if not self.store.declares(cap):
+            raise CapabilityNotSupported(
+                f"Server does not implement the '{cap.value}' capability",
+                data={"capability": cap.value},
+            )
+        route = self._routes.get(method)
+        if route is None:  # a declared capability with no route would be a bug
+            raise CapabilityNotSupported(f"Server does not implement {method}")
+        return await route(params)
+
+    async def _describe(self, params: Any) -> Any:
+        return self.store.describe(parse_params(DescribeParams, params))
+
+    async def _recall(self, params: Any) -> Any:
+        return await self.store.recall(parse_params(RecallParams, params))
+
+    async def _timeline(self, params: Any) -> Any:
+        return await self.store.timeline(parse_params(TimelineParams, params))
+
+    async def _fetch(self, params: Any) -> Any:
+        return await self.store.fetch(parse_params(FetchParams, params))

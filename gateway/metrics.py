@@ -1,0 +1,63 @@
+"""Prometheus metrics: one registry per gateway process (tests build their own)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from connectors import retry
+
+_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "a2m_requests",
+            "A2M calls by store, method and JSON-RPC code (0 = success)",
+            ["store", "method", "code"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "a2m_request_duration_seconds",
+            "Time to answer an A2M call, engine included",
+            ["store", "method"],
+            buckets=_BUCKETS,
+            registry=self.registry,
+        )
+        self.engine_latency = Histogram(
+            "a2m_engine_call_duration_seconds",
+            "Time spent in engine calls",
+            ["store", "operation"],
+            buckets=_BUCKETS,
+            registry=self.registry,
+        )
+        self.engine_errors = Counter(
+            "a2m_engine_errors",
+            "Engine calls that failed, by kind",
+            ["store", "operation", "kind"],
+            registry=self.registry,
+        )
+        self.retries = Counter("a2m_engine_retries", "Engine reads retried", registry=self.registry)
+        self.inflight = Gauge(
+            "a2m_inflight_requests", "HTTP requests being served", registry=self.registry
+        )
+        self.http_responses = Counter(
+            "a2m_http_responses",
+            "HTTP responses by status",
+            ["status"],
+            registry=self.registry,
+        )
+        retry.on_retry(self.retries.inc)
+
+    def observe_call(self, store: str, method: str, code: int, seconds: float) -> None:
+        self.requests.labels(store, method, str(code)).inc()
+        self.latency.labels(store, method).observe(seconds)
+
+    def observe_engine(self, store: str, operation: str, seconds: float, error: str | None) -> None:
+        self.engine_latency.labels(store, operation).observe(seconds)
+        if error is not None:
+            self.engine_errors.labels(store, operation, error).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,462 @@
+"""Store: one configured index behind one A2M endpoint.
+
+The store owns A2M's recall/timeline/fetch semantics (limits, `where`,
+scores, ordering, prompt rendering) and turns them into engine-level requests
+for its connector. It is transport- and JSON-RPC-agnostic; errors it raises are
+A2M errors or connector errors, turned into wire errors at one boundary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from connectors.base import (
+    ID_FIELD,
+    Condition,
+    Connector,
+    EngineInfo,
+    Filter,
+    Hit,
+    OrderedRequest,
+    SearchRequest,
+    SparseVector,
+)
+from connectors.retry import deadline_scope
+from gateway import PROTOCOL
+from gateway.config import Backend, SearchMode, StoreConfig
+from gateway.embedders import QueryEmbedder, make_embedder
+from gateway.errors import (
+    CapabilityNotSupported,
+    EmbeddingMismatch,
+    InvalidParams,
+    ProtocolNotSupported,
+)
+from gateway.mapping import UNFILTERABLE_FIELDS, RecordMapper
+from gateway.methods import METHOD_CAPABILITY, Capability
+from gateway.params import (
+    DescribeParams,
+    FetchParams,
+    PromptOptions,
+    RecallParams,
+    TimelineParams,
+    WhereValue,
+)
+from gateway.prompt import METHODS, STYLES, TOKENIZER, check_options, render
+from gateway.records import Record
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+EngineObserver = Callable[[str, str, float, str | None], None]
+"""(store, operation, seconds, error kind or None): the metrics module registers one."""
+
+
+class _MatchesNothing(Exception):
+    """A `where` key the mapping does not expose: the answer is empty, no engine call needed."""
+
+
+class Store:
+    """One A2M store. Build with a connector; call start() before serving."""
+
+    def __init__(
+        self,
+        name: str,
+        config: StoreConfig,
+        connector: Connector,
+        *,
+        server_name: str = "a2m-gateway",
+        default_timeout_ms: int = 10_000,
+        engine_observers: list[EngineObserver] | None = None,
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.connector = connector
+        self.mapper = RecordMapper(config.mapping)
+        self.embedder: QueryEmbedder | None = make_embedder(config.search.embedder)
+        self._sparse_encoder: Any = None
+        if config.backend is Backend.QDRANT and config.search.sparse_vector:
+            from gateway.embedders.lexical import LexicalSparseEncoder
+
+            self._sparse_encoder = LexicalSparseEncoder()
+        self._server_name = server_name
+        self._timeout_s = (config.request_timeout_ms or default_timeout_ms) / 1000.0
+        self.info: EngineInfo | None = None
+        self.capabilities: list[Capability] = [Capability.CORE]
+        self._engine_observers = engine_observers or []
+        self._open_lock = asyncio.Lock()
+
+    @property
+    def started(self) -> bool:
+        return self.info is not None
+
+    async def ensure_started(self) -> None:
+        """Open the store on first use, so a gateway can boot while an engine is still down.
+
+        Raises:
+            connectors.errors.ConnectorError: the engine or index is not usable yet.
+        """
+        if self.info is not None:
+            return
+        async with self._open_lock:
+            if self.info is None:
+                async with deadline_scope(self._timeout_s):
+                    await self.start()
+
+    async def start(self) -> None:
+        """Index the demo corpus if this is the demo store, open the engine, fix capabilities.
+
+        Raises:
+            connectors.errors.ConnectorError: the engine or index is not usable.
+        """
+        if self.config.demo is not None:
+            from gateway.demo import ensure_demo_index
+
+            indexed = await ensure_demo_index(self.config)
+            if indexed:
+                log.info("demo store %s: indexed %d chunks", self.name, indexed)
+        self.info = await self.connector.open()
+        self.capabilities = self._capabilities(self.info)
+
+    async def close(self) -> None:
+        await self.connector.close()
+        if self.embedder is not None:
+            await self.embedder.aclose()
+
+    # -- describe -------------------------------------------------------------
+
+    def _capabilities(self, info: EngineInfo) -> list[Capability]:
+        caps = [Capability.CORE]
+        m = self.config.mapping
+        if m.uri:
+            caps.append(Capability.EXTERNAL)
+        if m.key:
+            caps.append(Capability.KEYS)
+        if info.vectors is not None:
+            caps.append(Capability.EMBEDDINGS)
+        caps.append(Capability.PROMPT)
+        return caps
+
+    def declares(self, cap: Capability) -> bool:
+        return cap in self.capabilities
+
+    async def _engine(self, operation: str, call: Awaitable[T]) -> T:
+        start = time.perf_counter()
+        error: str | None = None
+        try:
+            return await call
+        except BaseException as exc:
+            error = type(exc).__name__
+            raise
+        finally:
+            for observe in self._engine_observers:
+                observe(self.name, operation, time.perf_counter() - start, error)
+
+    def describe(self, params: DescribeParams | None = None) -> dict[str, Any]:
+        """The memory/describe result, built from what the engine really holds.
+
+        Raises:
+            ProtocolNotSupported: the client asked for another protocol version.
+        """
+        if params is not None and params.protocol is not None and params.protocol != PROTOCOL:
+            raise ProtocolNotSupported(
+                f"Protocol {params.protocol!r} is not supported; this server speaks {PROTOCOL}",
+                data={"supported": [PROTOCOL]},
+            )
+        lim = self.config.limits
+        methods = [m for m, cap in METHOD_CAPABILITY.items() if cap in self.capabilities]
+        result: dict[str, Any] = {
+            "protocol": PROTOCOL,
+            "name": self.name,
+            "capabilities": [c.value for c in self.capabilities],
+            "methods": methods,
+            "read_only": True,
+            "limits": {
+                "max_recall_limit": lim.max_recall_limit,
+                "max_query_length": lim.max_query_length,
+                "max_where_keys": lim.max_where_keys,
+                "max_where_values": lim.max_where_values,
+            },
+        }
+        if self.config.description:
+            result["description"] = self.config.description
+        if self.info is not None and self.info.vectors is not None:
+            v = self.info.vectors
+            result["embeddings"] = {
+                "dimensions": v.dimensions,
+                "metric": v.metric,
+                "metrics": list(v.metrics),
+                "model": self.embedder.model_name if self.embedder else None,
+            }
+        if Capability.PROMPT in self.capabilities:
+            result["prompt"] = {
+                "styles": list(STYLES),
+                "methods": list(METHODS),
+                "model": None,
+                "tokenizer": TOKENIZER,
+                "max_budget": lim.max_prompt_budget,
+            }
+        result["search"] = {"mode": self.config.search.mode.value, "server": self._server_name}
+        return result
+
+    # -- shared checks ----------------------------------------------------------
+
+    def _limit(self, limit: int | None, default: int) -> int:
+        lim = self.config.limits.max_recall_limit
+        if limit is None:
+            return default
+        if limit == 0:
+            raise InvalidParams(
+                f"limit 0 (unbounded) is not offered: this store declares max_recall_limit {lim}"
+            )
+        if limit < 0 or limit > lim:
+            raise InvalidParams(f"limit must be between 1 and max_recall_limit ({lim})")
+        return limit
+
+    def _gate(self, params: RecallParams | TimelineParams) -> None:
+        if params.tier is not None:
+            raise CapabilityNotSupported(
+                "Server does not implement the 'tiers' capability (tier was given)"
+            )
+        if params.key_prefix is not None and not self.declares(Capability.KEYS):
+            raise CapabilityNotSupported(
+                "Server does not implement the 'keys' capability (key_prefix was given)"
+            )
+
+    def _filter(self, where: dict[str, WhereValue] | None, key_prefix: str | None) -> Filter:
+        lim = self.config.limits
+        must: list[Condition] = []
+        if where:
+            if len(where) > lim.max_where_keys:
+                raise InvalidParams(f"where has more than {lim.max_where_keys} keys")
+            unexposed = False
+            for name, value in where.items():
+                values = tuple(value) if isinstance(value, list) else (value,)
+                if len(values) > lim.max_where_values:
+                    raise InvalidParams(
+                        f"where.{name[:64]} has more than {lim.max_where_values} values"
+                    )
+                if name in UNFILTERABLE_FIELDS:
+                    raise InvalidParams(f"where.{name} is not an equality-filterable field")
+                field = self.mapper.engine_field(name)
+                if field is None:
+                    # Never filter on a field the mapping does not expose: it matches nothing.
+                    unexposed = True
+                    continue
+                if name == "id":
+                    values = tuple(str(v) for v in values)
+                    field = ID_FIELD if field == ID_FIELD else field
+                must.append(Condition(field=field, values=values))
+            if unexposed:
+                raise _MatchesNothing
+        prefix: tuple[str, str] | None = None
+        if key_prefix is not None:
+            if len(key_prefix) > lim.max_key_length:
+                raise InvalidParams(f"key_prefix is longer than {lim.max_key_length}")
+            assert self.config.mapping.key is not None  # keys declared only when mapped
+            prefix = (self.config.mapping.key, key_prefix)
+        return Filter(must=tuple(must), key_prefix=prefix)
+
+    def _check_prompt(self, params: RecallParams | TimelineParams) -> PromptOptions | None:
+        options = params.prompt_options()
+        if options is not None:
+            check_options(options, self.config.limits.max_prompt_budget)
+        return options
+
+    def _records(self, hits: list[Hit], with_embedding: bool) -> list[Record]:
+        return [self.mapper.to_record(h, with_embedding=with_embedding) for h in hits]
+
+    @staticmethod
+    def _result(records: list[Record], options: PromptOptions | None) -> dict[str, Any]:
+        result: dict[str, Any] = {"records": [r.to_wire() for r in records]}
+        if options is not None:
+            rendered = render(records, options)
+            result["prompt"] = rendered.text
+            result["prompt_ids"] = rendered.ids
+        return result
+
+    # -- recall -------------------------------------------------------------------
+
+    async def recall(self, params: RecallParams) -> dict[str, Any]:
+        """memory/recall: engine-ranked records, scores in [0, 1] descending.
+
+        Raises:
+            InvalidParams, CapabilityNotSupported, EmbeddingMismatch, ConnectorError.
+        """
+        self._gate(params)
+        lim = self.config.limits
+        limit = self._limit(params.limit, lim.default_recall_limit)
+        text = (params.query or "").strip()
+        if len(params.query or "") > lim.max_query_length:
+            raise InvalidParams(f"query is longer than max_query_length ({lim.max_query_length})")
+        vector = params.embedding
+        if vector is not None:
+            self._check_vector(vector)
+        options = self._check_prompt(params)
+        try:
+            flt = self._filter(params.where, params.key_prefix)
+        except _MatchesNothing:
+            return self._result([], options)
+
+        async with deadline_scope(self._timeout_s):
+            if not text and vector is None:
+                hits = await self._engine(
+                    "ordered",
+                    self.connector.ordered(
+                        OrderedRequest(limit=limit, filter=flt, with_vectors=params.embeddings)
+                    ),
+                )
+                # No query: recency order; the score states that rank, nothing more.
+                for rank, hit in enumerate(hits):
+                    hit.score = round(1.0 / (1 + rank), 6)
+            else:
+                request = await self._search_request(text, vector, flt, limit, params.embeddings)
+                if request is None:
+                    return self._result([], options)
+                hits = await self._engine("search", self.connector.search(request))
+
+        records = self._records(hits, params.embeddings)
+        for r in records:
+            r.score = _clamp(r.score)
+        records.sort(key=lambda r: -(r.score or 0.0))
+        if params.min_score is not None:
+            records = [r for r in records if (r.score or 0.0) >= params.min_score]
+        return self._result(records[:limit], options)
+
+    def _check_vector(self, vector: list[float]) -> None:
+        if not self.declares(Capability.EMBEDDINGS):
+            raise CapabilityNotSupported(
+                "Server does not implement the 'embeddings' capability (embedding was given)"
+            )
+        assert self.info is not None
+        assert self.info.vectors is not None
+        dims = self.info.vectors.dimensions
+        if dims is not None and len(vector) != dims:
+            raise EmbeddingMismatch(
+                f"embedding has {len(vector)} dimensions; this store's vectors have {dims}",
+                data={"expected": dims, "got": len(vector)},
+            )
+        if not all(math.isfinite(x) for x in vector):
+            raise InvalidParams("embedding must contain finite numbers only")
+
+    async def _search_request(
+        self,
+        text: str,
+        vector: list[float] | None,
+        flt: Filter,
+        limit: int,
+        with_vectors: bool,
+    ) -> SearchRequest | None:
+        s = self.config.search
+        lexical = bool(text) and (
+            s.mode in (SearchMode.LEXICAL, SearchMode.HYBRID) or vector is not None
+        )
+        if self.info is not None and not self.info.lexical:
+            lexical = False
+        dense: list[float] | None = vector
+        if dense is None and text and s.mode in (SearchMode.DENSE, SearchMode.HYBRID):
+            assert self.embedder is not None  # config validation requires one for these modes
+            dense = await self.embedder.embed_query(text)
+            self._check_vector(dense)
+        sparse: SparseVector | None = None
+        lex_text: str | None = None
+        if lexical:
+            if self._sparse_encoder is not None:
+                sparse = self._sparse_encoder.encode_query(text)
+                if not sparse.indices:
+                    sparse = None
+            else:
+                lex_text = text
+        if dense is None and sparse is None and lex_text is None:
+            return None  # nothing rankable in the query (e.g. only stopwords or punctuation)
+        return SearchRequest(
+            limit=limit,
+            filter=flt,
+            text=lex_text,
+            sparse=sparse,
+            dense=dense,
+            with_vectors=with_vectors,
+            candidates=max(s.candidates, limit),
+            rrf_k=s.rrf_k,
+            lexical_weight=s.lexical_weight,
+            dense_weight=s.dense_weight,
+        )
+
+    # -- timeline -------------------------------------------------------------------
+
+    async def timeline(self, params: TimelineParams) -> dict[str, Any]:
+        """memory/timeline: ascending creation order; with limit, the newest `limit` records.
+
+        Never implemented through recall (§4.4): it asks the connector for an
+        ordered read, never a ranked one.
+
+        Raises:
+            InvalidParams, CapabilityNotSupported, ConnectorError.
+        """
+        self._gate(params)
+        limit = self._limit(params.limit, self.config.limits.default_timeline_limit)
+        options = self._check_prompt(params)
+        try:
+            flt = self._filter(params.where, params.key_prefix)
+        except _MatchesNothing:
+            return self._result([], options)
+        async with deadline_scope(self._timeout_s):
+            hits = await self._engine(
+                "ordered",
+                self.connector.ordered(
+                    OrderedRequest(
+                        limit=limit, filter=flt, newest_first=True, with_vectors=params.embeddings
+                    )
+                ),
+            )
+        hits.reverse()
+        for h in hits:
+            h.score = None
+        return self._result(self._records(hits, params.embeddings), options)
+
+    # -- fetch ------------------------------------------------------------------------
+
+    async def fetch(self, params: FetchParams) -> dict[str, Any]:
+        """memory/fetch: the record at a key, or null.
+
+        Raises:
+            InvalidParams, ConnectorError.
+        """
+        key_field = self.config.mapping.key
+        assert key_field is not None  # the dispatcher gates fetch on the keys capability
+        if len(params.key) > self.config.limits.max_key_length:
+            raise InvalidParams(f"key is longer than {self.config.limits.max_key_length}")
+        async with deadline_scope(self._timeout_s):
+            hit = await self._engine(
+                "fetch",
+                self.connector.fetch(
+                    Filter(must=(Condition(field=key_field, values=(params.key,)),)),
+                    with_vectors=params.embeddings,
+                ),
+            )
+        if hit is None:
+            return {"record": None}
+        hit.score = None
+        return {"record": self.mapper.to_record(hit, with_embedding=params.embeddings).to_wire()}
+
+    async def ready(self) -> bool:
+        return await self.connector.ping()
+
+    async def sample(self, n: int = 3) -> list[dict[str, Any]]:
+        """The newest n mapped records: the onboarding preview of `a2m-gateway check`."""
+        async with deadline_scope(self._timeout_s):
+            hits = await self.connector.ordered(OrderedRequest(limit=n))
+        for h in hits:
+            h.score = None
+        return [r.to_wire() for r in self._records(hits, False)]
+
+
+def _clamp(score: float | None) -> float:
+    if score is None or not math.isfinite(score):
+        return 0.0
+    return min(1.0, max(0.0, score))

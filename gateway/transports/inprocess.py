@@ -1,0 +1,56 @@
+"""In-process binding (§8.1): serialises to JSON and back, as a remote call would."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import orjson
+
+from gateway.dispatcher import Dispatcher
+from gateway.jsonrpc import handle_message
+
+
+class A2MRemoteError(Exception):
+    """A JSON-RPC error object returned by the server."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class InProcessClient:
+    """Call a store from the same process, through the same JSON the network carries."""
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self._dispatcher = dispatcher
+        self._ids = itertools.count(1)
+
+    async def send(
+        self, message: dict[str, Any] | list[Any] | str | bytes
+    ) -> dict[str, Any] | None:
+        """Send one raw JSON-RPC message; returns the response object (None for a notification)."""
+        raw = message if isinstance(message, str | bytes) else orjson.dumps(message)
+        body = await handle_message(raw, self._dispatcher.dispatch)
+        if body is None:
+            return None
+        response: dict[str, Any] = orjson.loads(body)
+        return response
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Call a method and return its result.
+
+        Raises:
+            A2MRemoteError: the server answered with an error object.
+        """
+        request: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self._ids), "method": method}
+        if params is not None:
+            request["params"] = params
+        response = await self.send(request)
+        assert response is not None
+        if "error" in response:
+            err = response["error"]
+            raise A2MRemoteError(err["code"], err["message"], err.get("data"))
+        return response["result"]
