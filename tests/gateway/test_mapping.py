@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from connectors.base import ID_FIELD, Hit
+from gateway.config import MappingConfig
+from gateway.mapping import RecordMapper, media_type_from_uri
+
+
+def test_template_content_uri_media_type_metadata_allow_list() -> None:
+    mapper = RecordMapper(
+        MappingConfig(
+            content_template="{title}\n\n{body.text}",
+            uri="url",
+            media_type_from_uri=True,
+            key="k",
+            group="doc",
+            created_at="ts",
+            metadata=["lang", "tags"],
+        )
+    )
+    hit = Hit(
+        id="e1",
+        source={
+            "title": "T",
+            "body": {"text": "B"},
+            "url": "https://x.example/a/report.pdf?v=2",
+            "k": "kb/a",
+            "doc": "d1",
+            "ts": "2026-01-02T03:04:05Z",
+            "lang": "en",
+            "tags": ["x", "y"],
+            "acl": ["secret-group"],
+        },
+        score=0.5,
+    )
+    wire = mapper.to_record(hit).to_wire()
+    assert wire == {
+        "id": "e1",
+        "content": "T\n\nB",
+        "uri": "https://x.example/a/report.pdf?v=2",
+        "media_type": "application/pdf",
+        "key": "kb/a",
+        "group": "d1",
+        "created_at": "2026-01-02T03:04:05.000Z",
+        "metadata": {"lang": "en", "tags": ["x", "y"]},
+        "score": 0.5,
+    }
+    assert "acl" not in str(wire)
+
+
+def test_engine_field_exposes_only_mapped_names() -> None:
+    mapper = RecordMapper(MappingConfig(content="c", key="k", metadata=["lang"]))
+    assert mapper.engine_field("key") == "k"
+    assert mapper.engine_field("lang") == "lang"
+    assert mapper.engine_field("id") == ID_FIELD
+    assert mapper.engine_field("group") is None
+    assert mapper.engine_field("acl") is None
+
+
+def test_embedding_only_on_request() -> None:
+    mapper = RecordMapper(MappingConfig(content="c"))
+    hit = Hit(id="1", source={"c": "x"}, vector=[0.1, 0.2])
+    assert "embedding" not in mapper.to_record(hit).to_wire()
+    assert mapper.to_record(hit, with_embedding=True).to_wire()["embedding"] == [0.1, 0.2]
+
+
+def test_media_type_from_uri_extension() -> None:
+    assert media_type_from_uri("docs/guide.md#setup") == "text/markdown"
+    assert media_type_from_uri("s3://bucket/key/img.PNG") == "image/png"
+    assert media_type_from_uri("https://x.example/") is None

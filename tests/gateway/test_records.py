@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from gateway.records import Record, format_timestamp, parse_timestamp
+
+RFC3339_MS_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2026-07-28T10:15:30.123456Z", "2026-07-28T10:15:30.123Z"),
+        ("2026-07-28T12:15:30+02:00", "2026-07-28T10:15:30.000Z"),
+        ("2026-07-28", "2026-07-28T00:00:00.000Z"),
+        ("2026-07-28T10:15:30", "2026-07-28T10:15:30.000Z"),
+        (1785233730123, "2026-07-28T10:15:30.123Z"),
+        ("1785233730123", "2026-07-28T10:15:30.123Z"),
+        (datetime(2026, 7, 28, 10, 15, 30, 999999, tzinfo=UTC), "2026-07-28T10:15:30.999Z"),
+    ],
+)
+def test_timestamps_are_rfc3339_utc_ms(value: object, expected: str) -> None:
+    parsed = parse_timestamp(value)
+    assert parsed is not None
+    out = format_timestamp(parsed)
+    assert out == expected
+    assert RFC3339_MS_Z.match(out)
+
+
+@pytest.mark.parametrize("value", [None, True, "yesterday", "", [], {"a": 1}])
+def test_non_dates_are_none(value: object) -> None:
+    assert parse_timestamp(value) is None
+
+
+def test_other_zones_convert_to_utc() -> None:
+    ts = datetime(2026, 1, 1, 1, 0, tzinfo=timezone(timedelta(hours=5)))
+    assert format_timestamp(ts) == "2025-12-31T20:00:00.000Z"
+
+
+def test_absent_fields_are_omitted_and_metadata_round_trips() -> None:
+    meta = {"nested": {"list": [1, "two", None, {"x": 1.5}]}, "flag": False, "empty": {}}
+    wire = Record(id="r1", content="c", metadata=meta).to_wire()
+    assert wire == {"id": "r1", "content": "c", "metadata": meta}
+    assert wire["metadata"] is meta

@@ -1,0 +1,223 @@
+"""Store semantics that do not depend on an engine's behaviour.
+
+The connector here is a recording stub: it checks what the store asks the
+engine for (filters, limits, ordering requests), not how an engine ranks —
+ranking and filtering against real engines live in tests/connectors and
+tests/conformance.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from connectors.base import (
+    ID_FIELD,
+    Condition,
+    EngineInfo,
+    Filter,
+    Hit,
+    OrderedRequest,
+    SearchRequest,
+    VectorInfo,
+)
+from gateway.config import parse_config
+from gateway.dispatcher import Dispatcher
+from gateway.store import Store
+from gateway.transports.inprocess import A2MRemoteError, InProcessClient
+
+
+class RecordingConnector:
+    def __init__(self, hits: list[Hit], vectors: VectorInfo | None = None) -> None:
+        self.hits = hits
+        self.vectors = vectors
+        self.searches: list[SearchRequest] = []
+        self.ordered_reads: list[OrderedRequest] = []
+        self.fetches: list[Filter] = []
+
+    async def open(self) -> EngineInfo:
+        return EngineInfo(engine="stub", vectors=self.vectors, lexical=True)
+
+    async def close(self) -> None:
+        return None
+
+    async def ping(self) -> bool:
+        return True
+
+    async def search(self, request: SearchRequest) -> list[Hit]:
+        self.searches.append(request)
+        return [Hit(h.id, h.source, h.score) for h in self.hits[: request.limit]]
+
+    async def ordered(self, request: OrderedRequest) -> list[Hit]:
+        self.ordered_reads.append(request)
+        return [Hit(h.id, h.source) for h in self.hits[: request.limit]]
+
+    async def fetch(self, flt: Filter, with_vectors: bool = False) -> Hit | None:
+        self.fetches.append(flt)
+        return None
+
+
+def make(
+    hits: list[Hit] | None = None, vectors: VectorInfo | None = None, **search: Any
+) -> tuple[InProcessClient, RecordingConnector]:
+    cfg = parse_config(
+        {
+            "stores": {
+                "s": {
+                    "backend": "elasticsearch",
+                    "index": "i",
+                    "connection": {"hosts": ["http://127.0.0.1:1"]},
+                    "mapping": {
+                        "content": "body",
+                        "key": "k",
+                        "group": "g",
+                        "uri": "u",
+                        "created_at": "ts",
+                        "metadata": ["lang"],
+                    },
+                    "search": {"text_fields": ["body"], **search},
+                    "limits": {"max_recall_limit": 50},
+                }
+            }
+        }
+    )
+    conn = RecordingConnector(hits or [], vectors)
+    store = Store("s", cfg.stores["s"], conn)
+    return InProcessClient(Dispatcher(store)), conn
+
+
+def hits(n: int) -> list[Hit]:
+    return [
+        Hit(
+            id=str(i), source={"body": f"doc {i}", "ts": f"2026-01-{i + 1:02d}"}, score=1.5 - i / 10
+        )
+        for i in range(n)
+    ]
+
+
+async def code_of(client: InProcessClient, method: str, params: dict[str, Any]) -> int:
+    with pytest.raises(A2MRemoteError) as info:
+        await client.call(method, params)
+    return info.value.code
+
+
+async def test_describe_is_built_from_the_store() -> None:
+    client, _ = make(vectors=VectorInfo(dimensions=3, metric="cosine", metrics=("cosine", "dot")))
+    d = await client.call("memory/describe", {"protocol": "a2m/0.1"})
+    assert d["read_only"] is True
+    assert d["capabilities"] == ["core", "external", "keys", "embeddings", "prompt"]
+    assert "memory/fetch" in d["methods"]
+    assert "memory/promote" not in d["methods"]
+    assert d["embeddings"] == {
+        "dimensions": 3,
+        "metric": "cosine",
+        "metrics": ["cosine", "dot"],
+        "model": None,
+    }
+    assert d["limits"]["max_recall_limit"] == 50
+    assert await code_of(client, "memory/describe", {"protocol": "a2m/0.2"}) == -32007
+
+
+async def test_where_translates_fields_and_metadata_unknown_matches_nothing() -> None:
+    client, conn = make(hits(3))
+    await client.call("memory/recall", {"query": "x", "where": {"group": ["a", "b"], "lang": "en"}})
+    assert conn.searches[-1].filter.must == (
+        Condition("g", ("a", "b")),
+        Condition("lang", ("en",)),
+    )
+    before = len(conn.searches)
+    out = await client.call("memory/recall", {"query": "x", "where": {"acl": "admins"}})
+    assert out == {"records": []}
+    assert len(conn.searches) == before, "an unexposed key must not reach the engine"
+    await client.call("memory/recall", {"query": "x", "where": {"id": ["1", "2"]}})
+    assert conn.searches[-1].filter.must == (Condition(ID_FIELD, ("1", "2")),)
+    assert await code_of(client, "memory/recall", {"where": {"content": "x"}}) == -32602
+
+
+async def test_limits_are_enforced() -> None:
+    client, _ = make(hits(60))
+    assert len((await client.call("memory/recall", {"query": "x"}))["records"]) == 10
+    assert len((await client.call("memory/recall", {"query": "x", "limit": 50}))["records"]) == 50
+    for bad in (51, 0, -1):
+        assert await code_of(client, "memory/recall", {"query": "x", "limit": bad}) == -32602
+    assert await code_of(client, "memory/recall", {"query": "q" * 5000}) == -32602
+    many = {f"k{i}": "v" for i in range(17)}
+    assert await code_of(client, "memory/recall", {"where": many}) == -32602
+    assert await code_of(client, "memory/recall", {"where": {"lang": ["x"] * 101}}) == -32602
+
+
+async def test_scores_clamped_descending_and_min_score() -> None:
+    client, _ = make(hits(8))
+    records = (await client.call("memory/recall", {"query": "x"}))["records"]
+    scores = [r["score"] for r in records]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    kept = (await client.call("memory/recall", {"query": "x", "min_score": 0.95}))["records"]
+    assert kept
+    assert all(r["score"] >= 0.95 for r in kept)
+
+
+async def test_empty_query_is_recency_not_search() -> None:
+    client, conn = make(hits(3))
+    for params in ({}, {"query": ""}, {"query": "   "}):
+        out = await client.call("memory/recall", params)
+        assert [r["id"] for r in out["records"]] == ["0", "1", "2"]
+    assert conn.searches == []
+    assert all(r.newest_first for r in conn.ordered_reads)
+
+
+async def test_timeline_reverses_newest_first_read() -> None:
+    client, conn = make(hits(5))
+    out = await client.call("memory/timeline", {"limit": 3})
+    assert [r["id"] for r in out["records"]] == ["2", "1", "0"]
+    assert conn.ordered_reads[-1].limit == 3
+    assert conn.ordered_reads[-1].newest_first
+    assert conn.searches == [], "timeline is never implemented through recall"
+    assert all("score" not in r for r in out["records"])
+
+
+async def test_vectors_and_capability_gates() -> None:
+    client, conn = make(hits(2), vectors=VectorInfo(3, "cosine", ("cosine",)))
+    assert await code_of(client, "memory/recall", {"embedding": [0.1, 0.2]}) == -32002
+    await client.call("memory/recall", {"embedding": [0.1, 0.2, 0.3], "query": "x"})
+    assert conn.searches[-1].dense == [0.1, 0.2, 0.3]
+    assert conn.searches[-1].text == "x", "text and vector together are hybrid"
+    no_vec, _ = make(hits(2))
+    assert await code_of(no_vec, "memory/recall", {"embedding": [0.1]}) == -32003
+    assert await code_of(no_vec, "memory/recall", {"tier": "episodic"}) == -32003
+    assert await code_of(no_vec, "memory/timeline", {"tier": "episodic"}) == -32003
+
+
+async def test_read_only_and_unknown_methods() -> None:
+    client, _ = make()
+    for method in ("memory/remember", "memory/forget", "memory/summarize"):
+        for params in ({}, {"records": [{"content": "x"}]}, {"ids": ["1"]}):
+            assert await code_of(client, method, params) == -32004
+    for method in (
+        "memory/promote",
+        "memory/consolidate",
+        "memory/reinforce",
+        "memory/session/list",
+        "memory/events",
+    ):
+        assert await code_of(client, method, {}) == -32003
+    assert await code_of(client, "memory/bogus", {}) == -32601
+    assert await code_of(client, "tools/list", {}) == -32601
+
+
+async def test_fetch_key_required_and_miss_is_null() -> None:
+    client, conn = make()
+    assert await client.call("memory/fetch", {"key": "kb/x"}) == {"record": None}
+    assert conn.fetches[-1].must == (Condition("k", ("kb/x",)),)
+    assert await code_of(client, "memory/fetch", {}) == -32602
+    assert await code_of(client, "memory/fetch", {"key": ""}) == -32602
+
+
+async def test_prompt_does_not_change_records() -> None:
+    client, _ = make(hits(5))
+    plain = await client.call("memory/recall", {"query": "x"})
+    with_prompt = await client.call("memory/recall", {"query": "x", "prompt": {"style": "cited"}})
+    assert with_prompt["records"] == plain["records"]
+    assert with_prompt["prompt_ids"] == [r["id"] for r in plain["records"]]
+    assert await code_of(client, "memory/recall", {"prompt": {"method": "model"}}) == -32602
