@@ -222,6 +222,17 @@ class LimitsConfig(_Model):
     max_key_length: int = Field(default=1024, gt=0)
     max_prompt_budget: int = Field(default=100_000, gt=0)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_follow_max(cls, data: Any) -> Any:
+        # A lowered max_recall_limit lowers the defaults the operator did not set.
+        if isinstance(data, dict) and isinstance(data.get("max_recall_limit"), int):
+            top = data["max_recall_limit"]
+            data = dict(data)
+            data.setdefault("default_recall_limit", min(10, max(top, 1)))
+            data.setdefault("default_timeline_limit", min(100, max(top, 1)))
+        return data
+
     @model_validator(mode="after")
     def _defaults_within_max(self) -> LimitsConfig:
         if self.default_recall_limit > self.max_recall_limit:

@@ -25,7 +25,6 @@ from gateway.errors import (
     BackendTimeout,
     BackendUnavailable,
     InternalError,
-    InvalidParams,
     InvalidRequest,
     ParseError,
 )
@@ -84,10 +83,8 @@ def parse_request(raw: bytes | str) -> Request:
     params = msg.get("params")
     if "params" in msg and not isinstance(params, dict | list):
         raise EnvelopeError(InvalidRequest("Invalid request: params must be an object"), echo)
-    if isinstance(params, list):
-        raise EnvelopeError(
-            InvalidParams("Invalid params: this server accepts by-name params only"), echo
-        )
+    # By-position params are refused per method (-32602), after the read-only and
+    # capability checks, which do not depend on params.
     return Request(id=echo, method=method, params=params, notification=rid is _MISSING)
 
 

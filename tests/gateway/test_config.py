@@ -104,7 +104,13 @@ def test_yaml_errors_and_missing_file(tmp_path: Path) -> None:
 
 def test_example_configs_validate(monkeypatch: pytest.MonkeyPatch) -> None:
     root = Path(__file__).resolve().parents[2] / "config"
-    for var in ("ES_API_KEY", "OPENSEARCH_PASSWORD", "QDRANT_API_KEY", "OPENAI_API_KEY"):
+    for var in (
+        "ES_API_KEY",
+        "OPENSEARCH_PASSWORD",
+        "QDRANT_API_KEY",
+        "OPENAI_API_KEY",
+        "AOS_ENDPOINT",
+    ):
         monkeypatch.setenv(var, "x")
     files = sorted(root.glob("**/*.yaml"))
     assert files, "config/ holds the example configs"

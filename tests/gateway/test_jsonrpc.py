@@ -43,7 +43,6 @@ async def call(raw: bytes | str) -> dict[str, Any]:
         (b'{"jsonrpc":"2.0","id":{"a":1},"method":"m"}', -32600),
         (b'{"jsonrpc":"2.0","id":true,"method":"m"}', -32600),
         (b'{"jsonrpc":"2.0","id":1,"method":"m","params":"x"}', -32600),
-        (b'{"jsonrpc":"2.0","id":1,"method":"m","params":[1,2]}', -32602),
     ],
 )
 async def test_envelope_errors(raw: bytes, code: int) -> None:
@@ -67,6 +66,11 @@ async def test_id_is_echoed(rid: Any) -> None:
 async def test_id_echoed_on_invalid_request_when_readable() -> None:
     body = await call(b'{"jsonrpc":"2.0","id":"k","method":5}')
     assert body["id"] == "k"
+
+
+async def test_positional_params_reach_the_dispatcher() -> None:
+    body = await call(b'{"jsonrpc":"2.0","id":1,"method":"m","params":[1,2]}')
+    assert body["result"] == {"method": "m", "params": [1, 2]}
 
 
 async def test_notification_gets_no_response() -> None:

@@ -131,7 +131,7 @@ async def test_where_translates_fields_and_metadata_unknown_matches_nothing() ->
     assert out == {"records": []}
     assert len(conn.searches) == before, "an unexposed key must not reach the engine"
     await client.call("memory/recall", {"query": "x", "where": {"id": ["1", "2"]}})
-    assert conn.searches[-1].filter.must == (Condition(ID_FIELD, ("1", "2")),)
+    assert list(conn.searches[-1].filter.must) == [Condition(ID_FIELD, ("1", "2"))]
     assert await code_of(client, "memory/recall", {"where": {"content": "x"}}) == -32602
 
 
