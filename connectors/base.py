@@ -22,10 +22,27 @@ Metric = Literal["cosine", "dot", "l2"]
 
 @dataclass(frozen=True, slots=True)
 class Condition:
-    """Equality on one engine field; several values mean any-of."""
+    """Equality on one engine field; several values mean any-of.
+
+    phrase: the field is analysed text (a record's content); the connector
+    matches the values as phrases and the store checks exact equality after.
+    """
 
     field: str
     values: tuple[Scalar, ...]
+    phrase: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TimeWindows:
+    """A date field inside any of the half-open windows [gte, lt) (ISO 8601 UTC strings).
+
+    Equality on a record timestamp is a one-millisecond window, which holds
+    whatever precision the engine stores dates at.
+    """
+
+    field: str
+    windows: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +52,11 @@ class Filter:
     must: tuple[Condition, ...] = ()
     key_prefix: tuple[str, str] | None = None
     """(engine field, prefix)."""
+    times: tuple[TimeWindows, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not self.must and self.key_prefix is None
+        return not self.must and self.key_prefix is None and not self.times
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,10 @@ from gateway.records import Record, parse_timestamp
 
 # Record fields that a `where` equality may test, when the mapping exposes them.
 FILTERABLE_FIELDS = ("id", "key", "group", "role", "uri", "media_type")
-# Record fields that exist but cannot be tested for equality through an engine filter.
-UNFILTERABLE_FIELDS = frozenset({"content", "created_at", "updated_at", "score", "embedding"})
+# Record fields tested through their own filter kinds (phrase + exact check, time windows).
+TIME_FIELDS = ("created_at", "updated_at")
+# Record fields that exist but are not stored values an engine filter could test.
+UNFILTERABLE_FIELDS = frozenset({"score", "embedding"})
 
 _EXTRA_TYPES = {".md": "text/markdown", ".markdown": "text/markdown", ".jsonl": "application/jsonl"}
 
@@ -119,7 +121,7 @@ class RecordMapper:
         m = self._m
         if name == "id":
             return m.id
-        if name in FILTERABLE_FIELDS:
+        if name in FILTERABLE_FIELDS or name in TIME_FIELDS or name == "content":
             field = getattr(m, name)
             return field if isinstance(field, str) and field else None
         if name in m.metadata:

@@ -13,10 +13,10 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from connectors.base import (
-    ID_FIELD,
     Condition,
     Connector,
     EngineInfo,
@@ -25,6 +25,7 @@ from connectors.base import (
     OrderedRequest,
     SearchRequest,
     SparseVector,
+    TimeWindows,
 )
 from connectors.retry import deadline_scope
 from gateway import PROTOCOL
@@ -36,7 +37,7 @@ from gateway.errors import (
     InvalidParams,
     ProtocolNotSupported,
 )
-from gateway.mapping import UNFILTERABLE_FIELDS, RecordMapper
+from gateway.mapping import TIME_FIELDS, UNFILTERABLE_FIELDS, RecordMapper
 from gateway.methods import METHOD_CAPABILITY, Capability
 from gateway.params import (
     DescribeParams,
@@ -47,7 +48,7 @@ from gateway.params import (
     WhereValue,
 )
 from gateway.prompt import METHODS, STYLES, TOKENIZER, check_options, render
-from gateway.records import Record
+from gateway.records import Record, format_timestamp, parse_timestamp
 
 log = logging.getLogger(__name__)
 
@@ -231,6 +232,7 @@ class Store:
     def _filter(self, where: dict[str, WhereValue] | None, key_prefix: str | None) -> Filter:
         lim = self.config.limits
         must: list[Condition] = []
+        times: list[TimeWindows] = []
         if where:
             if len(where) > lim.max_where_keys:
                 raise InvalidParams(f"where has more than {lim.max_where_keys} keys")
@@ -243,15 +245,21 @@ class Store:
                     )
                 if name in UNFILTERABLE_FIELDS:
                     raise InvalidParams(f"where.{name} is not an equality-filterable field")
+                if name == "content" and self.config.mapping.content_template:
+                    raise InvalidParams(
+                        "where.content is not offered: this store's content joins several fields"
+                    )
                 field = self.mapper.engine_field(name)
                 if field is None:
                     # Never filter on a field the mapping does not expose: it matches nothing.
                     unexposed = True
                     continue
+                if name in TIME_FIELDS:
+                    times.append(TimeWindows(field=field, windows=_ms_windows(name, values)))
+                    continue
                 if name == "id":
                     values = tuple(str(v) for v in values)
-                    field = ID_FIELD if field == ID_FIELD else field
-                must.append(Condition(field=field, values=values))
+                must.append(Condition(field=field, values=values, phrase=name == "content"))
             if unexposed:
                 raise _MatchesNothing
         prefix: tuple[str, str] | None = None
@@ -260,7 +268,16 @@ class Store:
                 raise InvalidParams(f"key_prefix is longer than {lim.max_key_length}")
             assert self.config.mapping.key is not None  # keys declared only when mapped
             prefix = (self.config.mapping.key, key_prefix)
-        return Filter(must=tuple(must), key_prefix=prefix)
+        return Filter(must=tuple(must), key_prefix=prefix, times=tuple(times))
+
+    @staticmethod
+    def _exact_content(records: list[Record], where: dict[str, WhereValue] | None) -> list[Record]:
+        """Engines match content as a phrase; A2M's where is equality, checked here."""
+        if not where or "content" not in where:
+            return records
+        value = where["content"]
+        wanted = {str(v) for v in (value if isinstance(value, list) else [value])}
+        return [r for r in records if r.content in wanted]
 
     def _check_prompt(self, params: RecallParams | TimelineParams) -> PromptOptions | None:
         options = params.prompt_options()
@@ -320,7 +337,7 @@ class Store:
                     return self._result([], options)
                 hits = await self._engine("search", self.connector.search(request))
 
-        records = self._records(hits, params.embeddings)
+        records = self._exact_content(self._records(hits, params.embeddings), params.where)
         for r in records:
             r.score = _clamp(r.score)
         records.sort(key=lambda r: -(r.score or 0.0))
@@ -417,7 +434,8 @@ class Store:
         hits.reverse()
         for h in hits:
             h.score = None
-        return self._result(self._records(hits, params.embeddings), options)
+        records = self._exact_content(self._records(hits, params.embeddings), params.where)
+        return self._result(records, options)
 
     # -- fetch ------------------------------------------------------------------------
 
@@ -454,6 +472,25 @@ class Store:
         for h in hits:
             h.score = None
         return [r.to_wire() for r in self._records(hits, False)]
+
+
+def _ms_windows(name: str, values: tuple[WhereValue, ...]) -> tuple[tuple[str, str], ...]:
+    """Each timestamp as the millisecond it names: [t, t + 1 ms).
+
+    Raises:
+        InvalidParams: a value is not an RFC 3339 timestamp string.
+    """
+    windows = []
+    for value in values:
+        ts = parse_timestamp(value) if isinstance(value, str) else None
+        if ts is None:
+            raise InvalidParams(f"where.{name} takes RFC 3339 timestamps")
+        start = ts.replace(microsecond=ts.microsecond // 1000 * 1000)
+        windows.append((format_timestamp(start), format_timestamp(start + _MS)))
+    return tuple(windows)
+
+
+_MS = timedelta(milliseconds=1)
 
 
 def _clamp(score: float | None) -> float:

@@ -20,6 +20,7 @@ from connectors.base import (
     Hit,
     OrderedRequest,
     SearchRequest,
+    TimeWindows,
     VectorInfo,
 )
 from gateway.config import parse_config
@@ -132,7 +133,32 @@ async def test_where_translates_fields_and_metadata_unknown_matches_nothing() ->
     assert len(conn.searches) == before, "an unexposed key must not reach the engine"
     await client.call("memory/recall", {"query": "x", "where": {"id": ["1", "2"]}})
     assert list(conn.searches[-1].filter.must) == [Condition(ID_FIELD, ("1", "2"))]
-    assert await code_of(client, "memory/recall", {"where": {"content": "x"}}) == -32602
+    assert await code_of(client, "memory/recall", {"where": {"score": 1}}) == -32602
+
+
+async def test_where_on_content_and_timestamps() -> None:
+    client, conn = make(hits(3))
+    out = await client.call("memory/recall", {"query": "x", "where": {"content": "doc 1"}})
+    assert list(conn.searches[-1].filter.must) == [Condition("body", ("doc 1",), phrase=True)]
+    # The stub ignores filters; the store's exact check keeps only equal content.
+    assert [r["id"] for r in out["records"]] == ["1"]
+    await client.call(
+        "memory/timeline", {"where": {"created_at": ["2026-01-02T00:00:00.000Z", "2026-01-03"]}}
+    )
+    assert conn.ordered_reads[-1].filter.times == (
+        TimeWindows(
+            "ts",
+            (
+                ("2026-01-02T00:00:00.000Z", "2026-01-02T00:00:00.001Z"),
+                ("2026-01-03T00:00:00.000Z", "2026-01-03T00:00:00.001Z"),
+            ),
+        ),
+    )
+    assert await code_of(client, "memory/recall", {"where": {"created_at": "soon"}}) == -32602
+    assert await code_of(client, "memory/recall", {"where": {"created_at": 5}}) == -32602
+    assert (await client.call("memory/recall", {"where": {"updated_at": "2026-01-01"}})) == {
+        "records": []
+    }, "updated_at is not mapped: matches nothing"
 
 
 async def test_limits_are_enforced() -> None:

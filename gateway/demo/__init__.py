@@ -1,0 +1,244 @@
+"""The embedded demo store: a small corpus shipped in the package, indexed into Qdrant local mode.
+
+``gateway/demo/corpus/*.md`` are short documents about A2M and this gateway.
+Each ``##`` section becomes one chunk (one point) with ``content`` (the
+section's heading and text), ``title``, ``uri`` (a relative reference to the
+section, ``gateway/demo/corpus/recall.md#limits``), ``media_type``
+(``text/markdown``), ``key`` (``demo/<file>/<section>``), ``group`` (the
+file's stem) and ``created_at`` (deterministic, distinct per chunk). Chunks
+carry only a lexical sparse vector (:class:`LexicalSparseEncoder`, with the
+collection's IDF modifier), so free-text recall needs no model and nothing is
+downloaded.
+
+:func:`ensure_demo_index` indexes the corpus on first start; the store then
+opens the collection through the ordinary Qdrant connector.
+:func:`default_demo_config` is the demo store's config built in code;
+``config/demo.yaml`` is the same config as a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from connectors.errors import EngineConfigError, EngineUnavailable
+from gateway.config import (
+    Backend,
+    ConnectionConfig,
+    DemoConfig,
+    GatewayConfig,
+    MappingConfig,
+    SearchConfig,
+    SearchMode,
+    StoreConfig,
+)
+from gateway.embedders.lexical import LexicalSparseEncoder
+
+if TYPE_CHECKING:
+    from qdrant_client import AsyncQdrantClient
+
+log = logging.getLogger(__name__)
+
+DEMO_STORE = "demo"
+DEMO_INDEX = "a2m-demo"
+DEMO_SPARSE_VECTOR = "text-sparse"
+CORPUS_URI_BASE = "gateway/demo/corpus"
+MEDIA_TYPE = "text/markdown"
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+"""created_at of the first chunk; each next chunk is one minute later."""
+
+_FINGERPRINT = "corpus_sha"
+"""Payload field (never mapped, so never returned) that records which corpus was indexed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One section of one corpus document."""
+
+    key: str
+    group: str
+    title: str
+    uri: str
+    content: str
+    created_at: str
+
+
+def _slug(heading: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", heading.lower()).strip("-") or "section"
+
+
+def corpus_files() -> list[tuple[str, str]]:
+    """(file stem, markdown text) of every packaged corpus document, sorted by name."""
+    root = resources.files("gateway.demo").joinpath("corpus")
+    files = sorted((entry.name, entry) for entry in root.iterdir() if entry.name.endswith(".md"))
+    return [(name[: -len(".md")], entry.read_text(encoding="utf-8")) for name, entry in files]
+
+
+def chunks() -> list[Chunk]:
+    """Every section of the packaged corpus, in file then section order."""
+    out: list[Chunk] = []
+    for stem, text in corpus_files():
+        doc_title = stem
+        sections: list[tuple[str, list[str]]] = []
+        for line in text.splitlines():
+            if line.startswith("# ") and not sections:
+                doc_title = line[2:].strip()
+            elif line.startswith("## "):
+                sections.append((line[3:].strip(), []))
+            elif sections:
+                sections[-1][1].append(line)
+        seen: set[str] = set()
+        for heading, body in sections:
+            slug = _slug(heading)
+            while slug in seen:  # two sections with one heading still get distinct keys
+                slug += "-2"
+            seen.add(slug)
+            out.append(
+                Chunk(
+                    key=f"demo/{stem}/{slug}",
+                    group=stem,
+                    title=f"{doc_title}: {heading}",
+                    uri=f"{CORPUS_URI_BASE}/{stem}.md#{slug}",
+                    content=f"{heading}\n\n" + "\n".join(body).strip(),
+                    created_at=(EPOCH + timedelta(minutes=len(out))).strftime(
+                        "%Y-%m-%dT%H:%M:%S.000Z"
+                    ),
+                )
+            )
+    return out
+
+
+def fingerprint(items: list[Chunk]) -> str:
+    digest = hashlib.sha256()
+    for c in items:
+        digest.update(repr((c.key, c.title, c.uri, c.content, c.created_at)).encode())
+    return digest.hexdigest()[:16]
+
+
+async def ensure_demo_index(store: StoreConfig) -> int:
+    """Create and fill the demo collection at ``store.connection.path`` unless it is current.
+
+    Payload field names follow the store's mapping (``content``, ``uri``, …
+    when unmapped), the sparse vector is ``store.search.sparse_vector``. A
+    collection indexed from another version of the corpus, or left half-written,
+    is rebuilt. The client is closed before returning: local mode locks its
+    path and the connector opens it next.
+
+    Returns:
+        The number of chunks indexed; 0 when the collection was already current.
+
+    Raises:
+        EngineConfigError: the store is not a Qdrant local-mode store on a path
+            with a sparse vector.
+        EngineUnavailable: the path is locked by another process.
+    """
+    from qdrant_client import AsyncQdrantClient
+
+    path = store.connection.path
+    if store.backend is not Backend.QDRANT or not path or not store.search.sparse_vector:
+        raise EngineConfigError(
+            "the demo store needs backend qdrant, connection.path and search.sparse_vector"
+        )
+    items = chunks()
+    sha = fingerprint(items)
+    try:
+        client = AsyncQdrantClient(path=path)  # creates the directory when absent
+    except RuntimeError as exc:  # "already accessed by another instance"
+        raise EngineUnavailable("the demo store's path is in use by another process") from exc
+    try:
+        if await _is_current(client, store.index, len(items), sha):
+            return 0
+        await _index(client, store, items, sha)
+        log.info("demo corpus indexed: %d chunks into %s", len(items), store.index)
+        return len(items)
+    finally:
+        await client.close()
+
+
+async def _is_current(client: AsyncQdrantClient, index: str, count: int, sha: str) -> bool:
+    if not await client.collection_exists(index):
+        return False
+    if (await client.count(index, exact=True)).count != count:
+        return False
+    records, _ = await client.scroll(index, limit=1, with_payload=[_FINGERPRINT])
+    return bool(records) and (records[0].payload or {}).get(_FINGERPRINT) == sha
+
+
+async def _index(
+    client: AsyncQdrantClient, store: StoreConfig, items: list[Chunk], sha: str
+) -> None:
+    from qdrant_client import models
+
+    sparse_name = store.search.sparse_vector
+    assert sparse_name is not None
+    if await client.collection_exists(store.index):
+        await client.delete_collection(store.index)
+    await client.create_collection(
+        store.index,
+        vectors_config={},
+        sparse_vectors_config={
+            sparse_name: models.SparseVectorParams(modifier=models.Modifier.IDF)
+        },
+    )
+    m = store.mapping
+    names = {
+        "content": m.content or "content",
+        "uri": m.uri or "uri",
+        "media_type": m.media_type or "media_type",
+        "key": m.key or "key",
+        "group": m.group or "group",
+        "created_at": m.created_at or "created_at",
+    }
+    # The title leads each chunk's terms, so a query naming the document finds it.
+    texts = [f"{c.title}\n{c.content}" for c in items]
+    encoder = LexicalSparseEncoder(avgdl=LexicalSparseEncoder.average_length(texts))
+    points = []
+    for i, (c, text) in enumerate(zip(items, texts, strict=True), start=1):
+        payload: dict[str, Any] = {
+            names["content"]: c.content,
+            names["uri"]: c.uri,
+            names["media_type"]: MEDIA_TYPE,
+            names["key"]: c.key,
+            names["group"]: c.group,
+            names["created_at"]: c.created_at,
+            "title": c.title,
+            _FINGERPRINT: sha,
+        }
+        sv = encoder.encode_document(text)
+        vector = models.SparseVector(indices=list(sv.indices), values=list(sv.values))
+        points.append(models.PointStruct(id=i, vector={sparse_name: vector}, payload=payload))
+    await client.upsert(store.index, points=points)
+
+
+def default_demo_config(data_dir: Path) -> GatewayConfig:
+    """The demo gateway config: one lexical Qdrant store ``demo`` at ``data_dir / "qdrant"``.
+
+    ``config/demo.yaml`` is the same config as a file (its path is relative to it).
+    """
+    store = StoreConfig(
+        backend=Backend.QDRANT,
+        index=DEMO_INDEX,
+        description="Documentation of A2M and this gateway, packaged as a demo (Qdrant local mode)",
+        connection=ConnectionConfig(path=str(data_dir / "qdrant")),
+        mapping=MappingConfig(
+            content="content",
+            uri="uri",
+            media_type="media_type",
+            key="key",
+            group="group",
+            created_at="created_at",
+            metadata=["title"],
+        ),
+        search=SearchConfig(mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR),
+        demo=DemoConfig(corpus="packaged"),
+    )
+    return GatewayConfig(stores={DEMO_STORE: store})
+
+
+__all__ = ["DEMO_STORE", "Chunk", "chunks", "default_demo_config", "ensure_demo_index"]

@@ -1,0 +1,600 @@
+"""Black-box conformance harness: the real gateway, started as a subprocess, over HTTP and stdio.
+
+The suite is written from the draft (``shared/spec/a2m-0.1.txt``) and from
+``shared/spec/DECISIONS.md``, not from the gateway's code: it talks to
+``a2m-gateway serve`` / ``a2m-gateway stdio`` exactly as an agent would, with
+``A2M_DATA_DIR`` pointing at a fresh directory so the embedded demo store is
+indexed from scratch. The only gateway imports are what a test needs as ground
+truth or as its subject: the documented error codes, the packaged demo corpus and
+config, the lexical encoder (to build a store with vectors) and the in-process
+binding.
+
+One server per transport lives for the whole session (the demo indexes its
+corpus at first start, which is the slow part). Tests that want the same
+assertions on both transports take the ``client`` fixture, which is
+parametrised over ``http`` and ``stdio``; transport-specific tests take
+``http_client`` / ``stdio_client`` or start their own process.
+
+Nothing here sleeps: a server is ready when ``/readyz`` says so (polled under a
+deadline, paced by waiting on the process itself), a stdio answer is the line
+that arrives before a deadline, and "no answer" on stdio is proven by a probe
+request whose answer arrives first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import queue
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+import yaml
+
+PROTOCOL = "a2m/0.1"
+CALL_TIMEOUT_S = 30.0
+"""Every single call must be answered within this; a hang fails the test, never the run."""
+START_TIMEOUT_S = 240.0
+"""First start indexes the packaged corpus into Qdrant local mode."""
+EXIT_TIMEOUT_S = 20.0
+
+TIMESTAMP_RE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
+"""§3.3: RFC 3339, UTC, `Z`, millisecond precision."""
+
+# DECISIONS.md §2, written out here rather than imported: the suite is black-box.
+METHOD_CAPABILITY: dict[str, str] = {
+    "memory/describe": "core",
+    "memory/remember": "core",
+    "memory/recall": "core",
+    "memory/timeline": "core",
+    "memory/forget": "core",
+    "memory/promote": "tiers",
+    "memory/consolidate": "tiers",
+    "memory/reinforce": "salience",
+    "memory/fetch": "keys",
+    "memory/session/list": "sessions",
+    "memory/session/close": "sessions",
+    "memory/events": "events",
+    "memory/events/subscribe": "events",
+    "memory/events/unsubscribe": "events",
+    "memory/summarize": "summarize",
+}
+KNOWN_CAPABILITIES = frozenset(
+    {
+        "core",
+        "tiers",
+        "salience",
+        "keys",
+        "sessions",
+        "events",
+        "summarize",
+        "embeddings",
+        "external",
+        "scopes",
+        "prompt",
+    }
+)
+CORE_METHODS = [m for m, cap in METHOD_CAPABILITY.items() if cap == "core"]
+
+
+class _NoParams:
+    """Marks a request sent without a `params` member at all (not even null)."""
+
+    def __repr__(self) -> str:
+        return "no-params"
+
+
+NO_PARAMS: Any = _NoParams()
+
+
+def gateway_command() -> list[str]:
+    """The installed console script of the interpreter running the tests."""
+    beside = Path(sys.executable).with_name("a2m-gateway")
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("a2m-gateway")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "gateway"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def gateway_env(data_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["A2M_DATA_DIR"] = str(data_dir)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def tail(path: Path, limit: int = 4000) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[-limit:]
+    except OSError:
+        return ""
+
+
+# -- replies and errors ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What came back for one message: an HTTP response, or the stdio line (if any)."""
+
+    transport: str
+    body: bytes
+    status: int | None = None
+    """HTTP status; None on stdio."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not self.body
+
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+    def response(self) -> dict[str, Any]:
+        """The JSON-RPC response object; fails the test if the reply is not one."""
+        assert self.body, f"{self.transport}: expected a JSON-RPC response, got nothing"
+        obj = self.json()
+        assert_response_object(obj)
+        assert isinstance(obj, dict)
+        return obj
+
+    def error(self) -> dict[str, Any]:
+        obj = self.response()
+        assert "error" in obj, f"expected an error, got result {str(obj.get('result'))[:300]}"
+        err: dict[str, Any] = obj["error"]
+        return err
+
+
+def assert_response_object(obj: Any) -> None:
+    """JSON-RPC 2.0 §5: jsonrpc, id, and exactly one of result / error (code int, message str)."""
+    assert isinstance(obj, dict), f"not a response object: {obj!r:.200}"
+    assert obj.get("jsonrpc") == "2.0", obj
+    assert "id" in obj, obj
+    assert ("result" in obj) != ("error" in obj), obj
+    if "error" in obj:
+        err = obj["error"]
+        assert isinstance(err, dict), obj
+        assert isinstance(err.get("code"), int), obj
+        assert not isinstance(err["code"], bool), obj
+        assert isinstance(err.get("message"), str), obj
+
+
+class RpcError(AssertionError):
+    """A call expected to succeed answered with a JSON-RPC error."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(f"{error.get('code')}: {error.get('message')} (data={error.get('data')})")
+        self.code = error.get("code")
+        self.error = error
+
+
+def assert_ranked(records: list[dict[str, Any]]) -> None:
+    """§5.3: scores SHOULD be in [0, 1] and MUST descend within a result."""
+    scores = [r["score"] for r in records]
+    for s in scores:
+        assert isinstance(s, int | float), s
+        assert not isinstance(s, bool), s
+        assert 0.0 <= s <= 1.0, s
+    assert scores == sorted(scores, reverse=True), scores
+    ids = [r["id"] for r in records]
+    assert len(ids) == len(set(ids)), "a record appears twice in one result"
+
+
+def assert_timestamps(records: list[dict[str, Any]]) -> None:
+    for r in records:
+        for name in ("created_at", "updated_at"):
+            if name in r:
+                value = r[name]
+                assert isinstance(value, str), f"{name} is not a string: {value!r}"
+                assert re.match(TIMESTAMP_RE, value), f"{name} not RFC 3339 UTC ms Z: {value!r}"
+                datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+# -- clients ---------------------------------------------------------------------------------------
+
+
+class A2MClient:
+    """One message in, one reply out, over some transport; the helpers build on `send`."""
+
+    transport = "abstract"
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+
+    def send(self, raw: bytes, *, timeout: float = CALL_TIMEOUT_S) -> Reply:
+        raise NotImplementedError
+
+    def send_json(self, message: Any, *, timeout: float = CALL_TIMEOUT_S) -> Reply:
+        return self.send(orjson.dumps(message), timeout=timeout)
+
+    def request(
+        self,
+        method: str,
+        params: Any = NO_PARAMS,
+        *,
+        request_id: Any = NO_PARAMS,
+        timeout: float = CALL_TIMEOUT_S,
+    ) -> dict[str, Any]:
+        """Send a request and return the response object, checking the id is echoed."""
+        rid = next(self._ids) if request_id is NO_PARAMS else request_id
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not NO_PARAMS:
+            message["params"] = params
+        response = self.send_json(message, timeout=timeout).response()
+        assert response["id"] == rid, f"id not echoed: sent {rid!r}, got {response['id']!r}"
+        return response
+
+    def call(self, method: str, params: Any = NO_PARAMS, *, timeout: float = CALL_TIMEOUT_S) -> Any:
+        """The result of a call that must succeed."""
+        response = self.request(method, params, timeout=timeout)
+        if "error" in response:
+            raise RpcError(response["error"])
+        return response["result"]
+
+    def error(self, method: str, params: Any = NO_PARAMS) -> dict[str, Any]:
+        """The error object of a call that must fail."""
+        response = self.request(method, params)
+        assert "error" in response, (
+            f"{method} should have failed; result: {str(response.get('result'))[:300]}"
+        )
+        err: dict[str, Any] = response["error"]
+        return err
+
+    def error_code(self, method: str, params: Any = NO_PARAMS) -> int:
+        code: int = self.error(method, params)["code"]
+        return code
+
+    def close(self) -> None:
+        pass
+
+
+class HttpClient(A2MClient):
+    """POSTs one message per request to the store endpoint."""
+
+    transport = "http"
+
+    def __init__(self, base_url: str, path: str = "/a2m") -> None:
+        super().__init__()
+        self.base_url = base_url
+        self.path = path
+        self.http = httpx.Client(base_url=base_url, timeout=CALL_TIMEOUT_S)
+
+    def post(
+        self,
+        content: bytes | Iterator[bytes],
+        *,
+        path: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = CALL_TIMEOUT_S,
+    ) -> httpx.Response:
+        sent = {"content-type": "application/json"}
+        sent.update(headers or {})
+        return self.http.post(path or self.path, content=content, headers=sent, timeout=timeout)
+
+    def send(self, raw: bytes, *, timeout: float = CALL_TIMEOUT_S) -> Reply:
+        r = self.post(raw, timeout=timeout)
+        return Reply("http", r.content, r.status_code, dict(r.headers))
+
+    def close(self) -> None:
+        self.http.close()
+
+
+class StdioClient(A2MClient):
+    """Writes one line per message; reads stdout lines on a thread into a queue.
+
+    Whether a message was answered is decided without waiting on a clock: after
+    each message the client sends a probe request with its own id, and the
+    answer to the message (if any) must arrive before the probe's, since the
+    server answers in order. Every line read is kept in `lines` and must be a
+    JSON-RPC message: stdout carries nothing else (§8.2).
+    """
+
+    transport = "stdio"
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        super().__init__()
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        self.proc = proc
+        self.lines: list[bytes] = []
+        self._queue: queue.Queue[bytes | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._probes = itertools.count(1)
+        self._reader = threading.Thread(target=self._read, args=(proc.stdout,), daemon=True)
+        self._reader.start()
+
+    def _read(self, stream: Any) -> None:
+        for line in iter(stream.readline, b""):
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def next_line(self, timeout: float = CALL_TIMEOUT_S) -> bytes:
+        try:
+            line = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            pytest.fail(f"stdio: no line from the server within {timeout}s (hang)")
+        if line is None:
+            pytest.fail(f"stdio: the server closed stdout (exit code {self.proc.poll()})")
+        assert line.endswith(b"\n"), f"stdio: a line without its newline: {line[:200]!r}"
+        self.lines.append(line)
+        obj = orjson.loads(line)  # raises (fails the test) on anything but JSON
+        assert isinstance(obj, dict), line[:300]
+        assert obj.get("jsonrpc") == "2.0", line[:300]
+        return line
+
+    def write(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, raw: bytes, *, timeout: float = CALL_TIMEOUT_S) -> Reply:
+        assert b"\n" not in raw, "a stdio message is one line (§8.2)"
+        with self._lock:
+            probe_id = f"probe-{next(self._probes)}"
+            probe = orjson.dumps(
+                {"jsonrpc": "2.0", "id": probe_id, "method": "memory/describe", "params": {}}
+            )
+            self.write(raw + b"\n" + probe + b"\n")
+            answers: list[bytes] = []
+            deadline = time.monotonic() + timeout
+            while True:
+                line = self.next_line(max(0.1, deadline - time.monotonic()))
+                obj = orjson.loads(line)
+                if "method" in obj and "id" not in obj:
+                    continue  # a server notification: tolerated while awaiting (§8.2)
+                if obj.get("id") == probe_id and "result" in obj:
+                    break
+                answers.append(line)
+            assert len(answers) <= 1, f"stdio: one message got {len(answers)} lines: {answers!r}"
+            body = answers[0].rstrip(b"\n") if answers else b""
+            return Reply("stdio", body)
+
+    def close(self) -> None:
+        """Close stdin (the server's EOF)."""
+        with contextlib.suppress(OSError, ValueError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+
+    def release(self) -> None:
+        """After the process ended: let the reader drain, then close stdout."""
+        self._reader.join(timeout=EXIT_TIMEOUT_S)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+# -- processes -------------------------------------------------------------------------------------
+
+
+@dataclass
+class HttpServer:
+    proc: subprocess.Popen[bytes]
+    base_url: str
+    stderr_path: Path
+    started_at: float
+    ready_after_s: float = 0.0
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=EXIT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=EXIT_TIMEOUT_S)
+        return self.proc.returncode
+
+
+def start_http_server(
+    data_dir: Path, config: Path | None = None, *, timeout: float = START_TIMEOUT_S
+) -> HttpServer:
+    """Start `a2m-gateway serve` on a free loopback port and wait until /readyz says ready.
+
+    Raises:
+        AssertionError (via pytest.fail): the process exited or did not get ready in time.
+    """
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    # No --host: the default bind is part of what is tested (§8.3.1: loopback).
+    cmd = [*gateway_command(), "serve", "--port", str(port)]
+    if config is not None:
+        cmd += ["--config", str(config)]
+    stderr_path = data_dir / f"serve-{port}.stderr"
+    with (
+        open(data_dir / f"serve-{port}.stdout", "wb") as out,
+        open(stderr_path, "wb") as err,
+    ):
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=gateway_env(data_dir)
+        )
+    server = HttpServer(proc, f"http://127.0.0.1:{port}", stderr_path, started)
+    wait_ready(server, timeout)
+    return server
+
+
+def wait_ready(server: HttpServer, timeout: float) -> None:
+    deadline = server.started_at + timeout
+    with httpx.Client(base_url=server.base_url, timeout=5.0) as http:
+        while True:
+            if server.proc.poll() is not None:
+                pytest.fail(
+                    f"a2m-gateway serve exited with {server.proc.returncode}:\n"
+                    + tail(server.stderr_path)
+                )
+            with contextlib.suppress(httpx.TransportError):
+                if http.get("/readyz").status_code == 200:
+                    server.ready_after_s = time.monotonic() - server.started_at
+                    return
+            if time.monotonic() > deadline:
+                server.stop()
+                pytest.fail(f"not ready within {timeout}s:\n" + tail(server.stderr_path))
+            # Pace the poll by waiting on the process: returns at once if it dies.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                server.proc.wait(timeout=0.1)
+
+
+@dataclass
+class StdioServer:
+    proc: subprocess.Popen[bytes]
+    client: StdioClient
+    stderr_path: Path
+
+    def stop(self, timeout: float = EXIT_TIMEOUT_S) -> int:
+        """Close stdin and wait for the exit; kill only past the deadline (and fail then).
+
+        Raises:
+            subprocess.TimeoutExpired: the server did not exit within `timeout` of EOF.
+        """
+        self.client.close()
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=EXIT_TIMEOUT_S)
+            raise
+        finally:
+            self.client.release()
+        return self.proc.returncode
+
+
+def spawn_stdio(data_dir: Path, config: Path | None = None) -> StdioServer:
+    """Start `a2m-gateway stdio` (no wait: its first answer comes once the store is open)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [*gateway_command(), "stdio"]
+    if config is not None:
+        cmd += ["--config", str(config)]
+    stderr_path = data_dir / "stdio.stderr"
+    with open(stderr_path, "wb") as err:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=gateway_env(data_dir),
+        )
+    return StdioServer(proc, StdioClient(proc), stderr_path)
+
+
+def start_stdio_server(data_dir: Path, config: Path | None = None) -> StdioServer:
+    server = spawn_stdio(data_dir, config)
+    try:
+        server.client.call("memory/describe", {"protocol": PROTOCOL}, timeout=START_TIMEOUT_S)
+    except BaseException:
+        server.stop()
+        sys.stderr.write(tail(server.stderr_path))
+        raise
+    return server
+
+
+def write_demo_config(path: Path, data_dir: Path, **server: Any) -> Path:
+    """A config file holding the embedded demo store, with `server:` settings overridden."""
+    from gateway.demo import default_demo_config
+
+    cfg = default_demo_config(data_dir)
+    doc = cfg.model_dump(mode="json", exclude_none=True)
+    doc.setdefault("server", {}).update(server)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def max_body_bytes() -> int:
+    """The demo server's body limit (its config is the packaged demo's)."""
+    from gateway.demo import default_demo_config
+
+    return default_demo_config(Path("/nonexistent")).server.max_body_bytes
+
+
+# -- fixtures --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    server = start_http_server(tmp_path_factory.mktemp("http-demo"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def http_client(http_server: HttpServer) -> Iterator[HttpClient]:
+    client = HttpClient(http_server.base_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def stdio_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioServer]:
+    server = start_stdio_server(tmp_path_factory.mktemp("stdio-demo"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def stdio_client(stdio_server: StdioServer) -> StdioClient:
+    return stdio_server.client
+
+
+@pytest.fixture(scope="session", params=["http", "stdio"])
+def client(request: pytest.FixtureRequest) -> A2MClient:
+    """The same tests over both transports."""
+    fixture: A2MClient = request.getfixturevalue(f"{request.param}_client")
+    return fixture
+
+
+_describe_cache: dict[str, dict[str, Any]] = {}
+
+
+@pytest.fixture
+def describe(client: A2MClient) -> dict[str, Any]:
+    """memory/describe of the store behind `client` (called first, as §2 asks of a client)."""
+    if client.transport not in _describe_cache:
+        _describe_cache[client.transport] = client.call("memory/describe", {"protocol": PROTOCOL})
+    return _describe_cache[client.transport]
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """What the store holds, read through timeline: the basis for choosing test inputs."""
+
+    records: list[dict[str, Any]]
+    max_recall_limit: int
+
+    def with_field(self, name: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get(name) not in (None, "")]
+
+    def values(self, name: str) -> list[Any]:
+        return list(dict.fromkeys(r[name] for r in self.with_field(name)))
+
+
+_corpus_cache: dict[str, Corpus] = {}
+
+
+@pytest.fixture
+def corpus(client: A2MClient, describe: dict[str, Any]) -> Corpus:
+    if client.transport not in _corpus_cache:
+        limit = int(describe.get("limits", {}).get("max_recall_limit", 100))
+        result = client.call("memory/timeline", {"limit": limit})
+        _corpus_cache[client.transport] = Corpus(result["records"], limit)
+    return _corpus_cache[client.transport]

@@ -1,0 +1,578 @@
+"""QdrantConnector against real Qdrant local mode, loaded with a SciFact subset.
+
+The subset is every judged document of the first 100 train queries plus 1,000
+unjudged ones (1,080 points), with the shared all-MiniLM-L6-v2 vectors and the
+project's lexical sparse vectors. Server-only behaviour (error translation of
+HTTP answers) is checked against a tiny HTTP peer of our own on loopback.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors.base import (
+    ID_FIELD,
+    Condition,
+    Connector,
+    Filter,
+    OrderedRequest,
+    SearchRequest,
+    SparseVector,
+)
+from connectors.errors import EngineConfigError, EngineTimeout, EngineUnavailable
+from connectors.qdrant import QdrantConnector, _prefix_words, _translate_filter
+from connectors.retry import deadline_scope
+from gateway.config import StoreConfig
+from gateway.embedders.lexical import LexicalSparseEncoder
+from tests.support.scifact import SciFact, documents, load_qdrant, load_scifact, subset
+
+pytestmark = pytest.mark.integration
+
+# Measured on this subset (see the module docstring): hit@10 dense 0.92,
+# sparse 0.87, hybrid 0.93. The thresholds leave room for engine-version noise
+# but would catch a broken leg, filter or fusion.
+MIN_HIT_AT_10 = {"dense": 0.88, "sparse": 0.82}
+
+
+@dataclass
+class Loaded:
+    sf: SciFact
+    query_ids: list[str]
+    doc_ids: list[str]
+    docs: dict[str, dict[str, Any]]
+    encoder: LexicalSparseEncoder
+    path: Path
+    unnamed_path: Path
+
+
+@pytest.fixture(scope="session")
+def loaded(scifact_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Loaded:
+    sf = load_scifact(scifact_dir)
+    qids, dids = subset(sf, n_queries=100, n_others=1000)
+    base = tmp_path_factory.mktemp("qdrant")
+    encoder = load_qdrant(base / "named", sf, dids)
+    load_qdrant(base / "unnamed", sf, dids[:200], dense_name=None)
+    docs = {str(d["id"]): d for d in documents(sf, dids)}
+    return Loaded(sf, qids, dids, docs, encoder, base / "named", base / "unnamed")
+
+
+def store(path: Path, **over: Any) -> StoreConfig:
+    """The test store: hybrid over the loaded collection; keyword overrides per section."""
+    raw: dict[str, Any] = {
+        "backend": "qdrant",
+        "index": "scifact",
+        "connection": {"path": str(path), "retries": 1},
+        "mapping": {
+            "content": "content",
+            "key": "key",
+            "group": "group",
+            "created_at": "created_at",
+            "metadata": ["title", "year", "judged"],
+        },
+        "search": {
+            "mode": "hybrid",
+            "vector_field": "dense",
+            "sparse_vector": "text-sparse",
+            "embedder": {"kind": "openai", "url": "http://127.0.0.1:9/v1", "model": "m"},
+        },
+    }
+    for section, values in over.items():
+        if isinstance(values, dict):
+            raw[section] = {**raw.get(section, {}), **values}
+        else:
+            raw[section] = values
+    return StoreConfig.model_validate(raw)
+
+
+@pytest.fixture
+async def conn(loaded: Loaded) -> AsyncIterator[QdrantConnector]:
+    c = QdrantConnector(store(loaded.path))
+    await c.open()
+    try:
+        yield c
+    finally:
+        await c.close()
+
+
+def _request(loaded: Loaded, qid: str, mode: str, **kw: Any) -> SearchRequest:
+    text = loaded.sf.queries[qid]
+    return SearchRequest(
+        limit=kw.pop("limit", 10),
+        sparse=loaded.encoder.encode_query(text) if mode in ("sparse", "hybrid") else None,
+        dense=loaded.sf.query_vector(qid) if mode in ("dense", "hybrid") else None,
+        **kw,
+    )
+
+
+# -- open / describe ---------------------------------------------------------------------
+
+
+async def test_open_reports_dense_vector_and_lexical(loaded: Loaded) -> None:
+    c = QdrantConnector(store(loaded.path))
+    assert isinstance(c, Connector)
+    info = await c.open()
+    try:
+        assert info.engine.startswith("qdrant local mode")
+        assert info.vectors is not None
+        assert info.vectors.dimensions == 384
+        assert info.vectors.metric == "cosine"
+        assert info.vectors.metrics == ("cosine", "dot", "l2")
+        assert info.lexical is True
+        assert await c.ping() is True
+    finally:
+        await c.close()
+    assert await c.ping() is False
+
+
+async def test_unnamed_default_vector(loaded: Loaded) -> None:
+    c = QdrantConnector(store(loaded.unnamed_path, search={"vector_field": None}))
+    info = await c.open()
+    try:
+        assert info.engine.startswith("qdrant local mode")
+        assert info.vectors is not None
+        assert info.vectors.dimensions == 384
+        qid = loaded.query_ids[0]
+        hits = await c.search(_request(loaded, qid, "dense", with_vectors=True))
+        assert hits
+        assert all(h.vector is not None and len(h.vector) == 384 for h in hits)
+        stored = loaded.sf.doc_vector(hits[0].id)
+        assert hits[0].vector == pytest.approx(stored, abs=1e-6)
+    finally:
+        await c.close()
+
+
+async def test_lexical_store_without_dense_vector_reports_none(loaded: Loaded) -> None:
+    c = QdrantConnector(store(loaded.path, search={"mode": "lexical", "vector_field": None}))
+    info = await c.open()
+    try:
+        # The collection's dense vector is named, and a lexical store names none.
+        assert info.vectors is None
+        assert info.lexical is True
+    finally:
+        await c.close()
+
+
+@pytest.mark.parametrize(
+    ("over", "names"),
+    [
+        ({"index": "no-such-collection"}, "index"),
+        ({"search": {"vector_field": "nope"}}, "search.vector_field"),
+        ({"search": {"sparse_vector": "nope"}}, "search.sparse_vector"),
+        ({"search": {"vector_field": None}}, "search.vector_field"),
+    ],
+)
+async def test_missing_collection_or_vector_is_a_config_error(
+    loaded: Loaded, over: dict[str, Any], names: str
+) -> None:
+    c = QdrantConnector(store(loaded.path, **over))
+    with pytest.raises(EngineConfigError, match=names.replace(".", r"\.")) as err:
+        await c.open()
+    assert str(loaded.path) not in str(err.value)
+    # A failed open released local mode's lock: the path opens again at once.
+    ok = QdrantConnector(store(loaded.path))
+    await ok.open()
+    await ok.close()
+
+
+async def test_in_memory_location_without_collection_is_a_config_error() -> None:
+    c = QdrantConnector(
+        StoreConfig.model_validate(
+            {
+                "backend": "qdrant",
+                "index": "absent",
+                "connection": {"location": ":memory:"},
+                "mapping": {"content": "content"},
+                "search": {"sparse_vector": "s"},
+            }
+        )
+    )
+    with pytest.raises(EngineConfigError):
+        await c.open()
+
+
+async def test_reads_on_a_closed_connector_are_unavailable(loaded: Loaded) -> None:
+    c = QdrantConnector(store(loaded.path))
+    await c.open()
+    await c.close()
+    with pytest.raises(EngineUnavailable):
+        await c.ordered(OrderedRequest(limit=1))
+
+
+# -- ranking quality ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+async def hit_rates(loaded: Loaded) -> dict[str, float]:
+    """hit@10 (a relevant document among the first 10) per mode over the 100 queries."""
+    c = QdrantConnector(store(loaded.path))
+    await c.open()
+    try:
+        rates = {}
+        for mode in ("dense", "sparse", "hybrid"):
+            found = 0
+            for qid in loaded.query_ids:
+                hits = await c.search(_request(loaded, qid, mode))
+                found += bool({h.id for h in hits} & loaded.sf.qrels[qid])
+            rates[mode] = found / len(loaded.query_ids)
+        return rates
+    finally:
+        await c.close()
+
+
+@pytest.mark.parametrize("mode", ["dense", "sparse"])
+def test_each_leg_finds_relevant_documents(hit_rates: dict[str, float], mode: str) -> None:
+    assert hit_rates[mode] >= MIN_HIT_AT_10[mode], hit_rates
+
+
+def test_hybrid_is_at_least_as_good_as_the_worse_leg(hit_rates: dict[str, float]) -> None:
+    assert hit_rates["hybrid"] >= min(hit_rates["dense"], hit_rates["sparse"]), hit_rates
+
+
+@pytest.mark.parametrize("mode", ["dense", "sparse", "hybrid"])
+async def test_scores_are_normalised_and_descending(
+    loaded: Loaded, conn: QdrantConnector, mode: str
+) -> None:
+    for qid in loaded.query_ids[:10]:
+        hits = await conn.search(_request(loaded, qid, mode, limit=20))
+        assert len(hits) == 20
+        scores = [h.score for h in hits]
+        assert all(s is not None and 0.0 <= s <= 1.0 for s in scores)
+        assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+        if mode != "dense":
+            assert scores[0] == pytest.approx(1.0)
+
+
+async def test_payload_is_limited_to_mapped_fields(loaded: Loaded, conn: QdrantConnector) -> None:
+    hits = await conn.search(_request(loaded, loaded.query_ids[0], "dense", limit=3))
+    mapped = {"content", "key", "group", "created_at", "title", "year", "judged"}
+    for h in hits:
+        assert set(h.source) <= mapped
+        assert h.source["key"] == f"scifact/{h.id}"
+        assert h.vector is None
+
+
+async def test_zero_weight_drops_a_leg(loaded: Loaded, conn: QdrantConnector) -> None:
+    qid = loaded.query_ids[1]
+    dense = await conn.search(_request(loaded, qid, "dense"))
+    fused = await conn.search(_request(loaded, qid, "hybrid", lexical_weight=0.0))
+    assert [h.id for h in fused] == [h.id for h in dense]
+
+
+async def test_empty_sparse_query_finds_nothing(conn: QdrantConnector) -> None:
+    assert await conn.search(SearchRequest(limit=5, sparse=SparseVector((), ()))) == []
+
+
+async def test_with_vectors_returns_the_stored_dense_vector(
+    loaded: Loaded, conn: QdrantConnector
+) -> None:
+    hits = await conn.search(_request(loaded, loaded.query_ids[2], "hybrid", with_vectors=True))
+    assert hits
+    for h in hits:
+        assert h.vector is not None
+        assert len(h.vector) == 384
+        assert h.vector == pytest.approx(loaded.sf.doc_vector(h.id), abs=1e-6)
+    rows = await conn.ordered(OrderedRequest(limit=2, with_vectors=True))
+    assert all(r.vector is not None and len(r.vector) == 384 for r in rows)
+
+
+# -- filters -----------------------------------------------------------------------------
+
+
+def _expected(loaded: Loaded, pred: Any) -> set[str]:
+    return {d for d, doc in loaded.docs.items() if pred(doc)}
+
+
+@pytest.mark.parametrize("mode", ["dense", "sparse", "hybrid"])
+async def test_equality_filter(loaded: Loaded, conn: QdrantConnector, mode: str) -> None:
+    flt = Filter(must=(Condition("group", ("g3",)),))
+    hits = await conn.search(_request(loaded, loaded.query_ids[3], mode, limit=30, filter=flt))
+    assert hits
+    assert {h.source["group"] for h in hits} == {"g3"}
+
+
+async def test_any_of_int_bool_and_float_filters(loaded: Loaded, conn: QdrantConnector) -> None:
+    qid = loaded.query_ids[4]
+    cases: list[tuple[Condition, Any]] = [
+        (Condition("group", ("g1", "g2")), lambda d: d["group"] in ("g1", "g2")),
+        (Condition("year", (2003, 2011)), lambda d: d["year"] in (2003, 2011)),
+        (Condition("year", (2005.0,)), lambda d: d["year"] == 2005),
+        (Condition("year", (2004, "g1", 2019.0)), lambda d: d["year"] in (2004, 2019)),
+        (Condition("judged", (True,)), lambda d: d["judged"]),
+    ]
+    for cond, pred in cases:
+        flt = Filter(must=(cond,))
+        hits = await conn.search(_request(loaded, qid, "dense", limit=50, filter=flt))
+        assert hits, cond
+        assert all(pred(loaded.docs[h.id]) for h in hits), cond
+        rows = await conn.ordered(OrderedRequest(limit=5000, filter=flt))
+        assert {r.id for r in rows} == _expected(loaded, pred), cond
+
+
+async def test_id_filter(loaded: Loaded, conn: QdrantConnector) -> None:
+    a, b = loaded.doc_ids[0], loaded.doc_ids[5]
+    flt = Filter(must=(Condition(ID_FIELD, (a, int(b), "not-an-id", -1, 2.5, "999999999")),))
+    rows = await conn.ordered(OrderedRequest(limit=10, filter=flt))
+    assert {r.id for r in rows} == {a, b}
+    hits = await conn.search(_request(loaded, loaded.query_ids[0], "hybrid", filter=flt))
+    assert {h.id for h in hits} <= {a, b}
+    nothing = Filter(must=(Condition(ID_FIELD, ("not-an-id",)),))
+    assert await conn.ordered(OrderedRequest(limit=10, filter=nothing)) == []
+    assert await conn.search(_request(loaded, loaded.query_ids[0], "dense", filter=nothing)) == []
+    assert await conn.fetch(nothing) is None
+    uuid_only = Filter(must=(Condition(ID_FIELD, ("6f1c2b8e-0d55-4c3a-9a51-0c7e2b7d9f10",)),))
+    assert await conn.ordered(OrderedRequest(limit=10, filter=uuid_only)) == []
+
+
+async def test_unknown_field_matches_nothing(loaded: Loaded, conn: QdrantConnector) -> None:
+    flt = Filter(must=(Condition("no_such_field", ("x", 1)),))
+    assert await conn.search(_request(loaded, loaded.query_ids[0], "hybrid", filter=flt)) == []
+    assert await conn.ordered(OrderedRequest(limit=10, filter=flt)) == []
+    assert await conn.fetch(flt) is None
+
+
+@pytest.mark.parametrize("prefix", ["scifact/4", "scifact/12", "scifact/", "scifact/4983"])
+async def test_key_prefix_is_exact(loaded: Loaded, conn: QdrantConnector, prefix: str) -> None:
+    flt = Filter(key_prefix=("key", prefix))
+    expected = _expected(loaded, lambda d: d["key"].startswith(prefix))
+    assert expected
+    # Ordered reads page on until limit exact matches, in both directions.
+    by_time = sorted(expected, key=lambda d: loaded.docs[d]["created_at"])
+    for newest_first in (False, True):
+        rows = await conn.ordered(OrderedRequest(limit=7, filter=flt, newest_first=newest_first))
+        want = by_time[-7:][::-1] if newest_first else by_time[:7]
+        assert [r.id for r in rows] == want
+    # Search over-fetches up to `candidates`; every hit carries the prefix.
+    hits = await conn.search(_request(loaded, loaded.query_ids[0], "hybrid", filter=flt))
+    assert hits
+    assert all(h.source["key"].startswith(prefix) for h in hits)
+    assert len(hits) == min(10, len(expected))
+
+
+async def test_key_prefix_combines_with_conditions(loaded: Loaded, conn: QdrantConnector) -> None:
+    flt = Filter(must=(Condition("group", ("g2",)),), key_prefix=("key", "scifact/1"))
+    pred = lambda d: d["group"] == "g2" and d["key"].startswith("scifact/1")  # noqa: E731
+    rows = await conn.ordered(OrderedRequest(limit=5000, filter=flt))
+    assert {r.id for r in rows} == _expected(loaded, pred)
+
+
+def test_prefix_words_keep_only_whole_tokens() -> None:
+    assert _prefix_words("scifact/12") == ["scifact"]
+    assert _prefix_words("demo/recall/") == ["demo", "recall"]
+    assert _prefix_words("Demo Notes/x") == ["demo", "notes"]
+    assert _prefix_words("v1.2/x") == []  # Unicode keeps "v1.2" one word
+    assert _prefix_words("a_b/c") == []
+    assert _prefix_words("abc") == []
+    assert _translate_filter(Filter(key_prefix=("key", "abc"))).qfilter is None
+
+
+# -- ordered / fetch -----------------------------------------------------------------------
+
+
+async def test_ordered_by_created_at(loaded: Loaded, conn: QdrantConnector) -> None:
+    by_time = sorted(loaded.docs, key=lambda d: loaded.docs[d]["created_at"])
+    oldest = await conn.ordered(OrderedRequest(limit=25, newest_first=False))
+    assert [r.id for r in oldest] == by_time[:25]
+    newest = await conn.ordered(OrderedRequest(limit=25, newest_first=True))
+    assert [r.id for r in newest] == by_time[-25:][::-1]
+    assert all(r.score is None for r in newest)
+    # ISO-8601 strings are ordered as datetimes (local mode parses them).
+    stamps = [r.source["created_at"] for r in oldest]
+    assert stamps == sorted(stamps)
+
+
+async def test_ordered_with_filter(loaded: Loaded, conn: QdrantConnector) -> None:
+    flt = Filter(must=(Condition("group", ("g5",)),))
+    want = sorted(
+        _expected(loaded, lambda d: d["group"] == "g5"),
+        key=lambda d: loaded.docs[d]["created_at"],
+    )
+    rows = await conn.ordered(OrderedRequest(limit=10, filter=flt))
+    assert [r.id for r in rows] == want[-10:][::-1]
+
+
+async def test_ordered_without_created_at_falls_back_to_id_order(loaded: Loaded) -> None:
+    c = QdrantConnector(store(loaded.path, mapping={"created_at": None}))
+    await c.open()
+    try:
+        by_id = sorted(loaded.docs, key=int)
+        first = await c.ordered(OrderedRequest(limit=30, newest_first=False))
+        assert [r.id for r in first] == by_id[:30]
+        last = await c.ordered(OrderedRequest(limit=30, newest_first=True))
+        assert [r.id for r in last] == by_id[-30:][::-1]
+        flt = Filter(key_prefix=("key", "scifact/2"))
+        want = [d for d in by_id if loaded.docs[d]["key"].startswith("scifact/2")]
+        tail = await c.ordered(OrderedRequest(limit=4, filter=flt, newest_first=True))
+        assert [r.id for r in tail] == want[-4:][::-1]
+        head = await c.ordered(OrderedRequest(limit=4, filter=flt, newest_first=False))
+        assert [r.id for r in head] == want[:4]
+    finally:
+        await c.close()
+
+
+async def test_fetch_by_key(loaded: Loaded, conn: QdrantConnector) -> None:
+    doc_id = loaded.doc_ids[10]
+    hit = await conn.fetch(Filter(must=(Condition("key", (f"scifact/{doc_id}",)),)))
+    assert hit is not None
+    assert hit.id == doc_id
+    assert hit.score is None
+    assert hit.vector is None
+    assert hit.source["content"] == loaded.docs[doc_id]["content"]
+    with_vec = await conn.fetch(Filter(must=(Condition("key", (f"scifact/{doc_id}",)),)), True)
+    assert with_vec is not None
+    assert with_vec.vector is not None
+    assert len(with_vec.vector) == 384
+    assert await conn.fetch(Filter(must=(Condition("key", ("scifact/none",)),))) is None
+    # A prefix fetch skips the points whose key only shares the prefix's words.
+    by_id = sorted(loaded.docs, key=int)
+    first = next(d for d in by_id if loaded.docs[d]["key"].startswith("scifact/9"))
+    hit = await conn.fetch(Filter(key_prefix=("key", "scifact/9")))
+    assert hit is not None
+    assert hit.id == first
+
+
+# -- an unreachable or failing server ------------------------------------------------------
+
+
+def _server_store(url: str, **conn: Any) -> StoreConfig:
+    return StoreConfig.model_validate(
+        {
+            "backend": "qdrant",
+            "index": "scifact",
+            "connection": {"url": url, **conn},
+            "mapping": {"content": "content"},
+            "search": {"sparse_vector": "s"},
+        }
+    )
+
+
+async def test_unreachable_server_is_unavailable_after_bounded_retries() -> None:
+    c = QdrantConnector(_server_store("http://127.0.0.1:1", retries=2, timeout_ms=2000))
+    started = time.monotonic()
+    with pytest.raises(EngineUnavailable) as err:
+        await c.open()
+    assert time.monotonic() - started < 5
+    assert "127.0.0.1" not in str(err.value)
+    assert await c.ping() is False
+
+
+async def test_unreachable_server_within_a_deadline() -> None:
+    c = QdrantConnector(_server_store("http://127.0.0.1:1", retries=10))
+    started = time.monotonic()
+    with pytest.raises((EngineUnavailable, EngineTimeout)):
+        async with deadline_scope(0.5):
+            await c.open()
+    assert time.monotonic() - started < 3
+
+
+class _Peer:
+    """A loopback HTTP server answering every request with a fixed status (or not at all)."""
+
+    def __init__(self, status: int, headers: dict[str, str] | None = None, hang: bool = False):
+        self.requests = 0
+        self.release = threading.Event()
+        peer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                peer.requests += 1
+                if hang:
+                    peer.release.wait(10)
+                    return
+                body = b'{"status": {"error": "nope"}, "time": 0}'
+                self.send_response(status)
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def peer_factory() -> Iterator[Any]:
+    peers: list[_Peer] = []
+
+    def make(*args: Any, **kw: Any) -> _Peer:
+        peers.append(_Peer(*args, **kw))
+        return peers[-1]
+
+    yield make
+    for p in peers:
+        p.close()
+
+
+async def test_server_503_is_unavailable_with_retry_after(peer_factory: Any) -> None:
+    peer = peer_factory(503, {"Retry-After": "7"})
+    c = QdrantConnector(_server_store(peer.url, retries=2))
+    with pytest.raises(EngineUnavailable) as err:
+        await c.open()
+    assert err.value.retry_after_ms == 7000
+    assert peer.requests == 3  # one try and two retries
+    assert peer.url not in str(err.value)
+
+
+async def test_server_429_with_retry_after_is_unavailable(peer_factory: Any) -> None:
+    peer = peer_factory(429, {"Retry-After": "2"})
+    c = QdrantConnector(_server_store(peer.url, retries=1))
+    with pytest.raises(EngineUnavailable) as err:
+        await c.open()
+    assert err.value.retry_after_ms == 2000
+    assert peer.requests == 2
+
+
+@pytest.mark.parametrize(("status", "exc"), [(404, EngineConfigError), (401, EngineConfigError)])
+async def test_server_4xx_is_not_retried(
+    peer_factory: Any, status: int, exc: type[Exception]
+) -> None:
+    peer = peer_factory(status)
+    c = QdrantConnector(_server_store(peer.url, retries=3))
+    with pytest.raises(exc):
+        await c.open()
+    assert peer.requests == 1
+
+
+async def test_server_that_does_not_answer_times_out(peer_factory: Any) -> None:
+    peer = peer_factory(200, hang=True)
+    c = QdrantConnector(_server_store(peer.url, retries=3, timeout_ms=300))
+    started = time.monotonic()
+    with pytest.raises(EngineTimeout):
+        await c.open()
+    assert time.monotonic() - started < 3
+    assert peer.requests == 1  # a timeout is not retried: the deadline is the caller's
+
+
+async def test_broad_key_prefix_falls_back_to_over_fetching(
+    loaded: Loaded, conn: QdrantConnector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import connectors.qdrant as qdrant_module
+
+    monkeypatch.setattr(qdrant_module, "_PREFIX_IDS", 5)
+    flt = Filter(key_prefix=("key", "scifact/1"))
+    hits = await conn.search(_request(loaded, loaded.query_ids[0], "hybrid", filter=flt))
+    assert 0 < len(hits) <= 10
+    assert all(h.source["key"].startswith("scifact/1") for h in hits)

@@ -1,0 +1,199 @@
+"""The embedded demo store: the packaged corpus, its indexing into Qdrant local mode, and
+recall through the ordinary Qdrant connector with lexical sparse queries."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from connectors.base import Condition, Filter, OrderedRequest, SearchRequest
+from connectors.qdrant import QdrantConnector
+from gateway.config import GatewayConfig, StoreConfig, load_config
+from gateway.demo import DEMO_STORE, chunks, default_demo_config, ensure_demo_index
+from gateway.embedders.lexical import LexicalSparseEncoder
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _store(tmp_path: Path) -> StoreConfig:
+    return default_demo_config(tmp_path).stores[DEMO_STORE]
+
+
+# -- the corpus ------------------------------------------------------------------------------
+
+
+def test_corpus_is_a_real_small_corpus() -> None:
+    items = chunks()
+    groups = {c.group for c in items}
+    assert 8 <= len(groups) <= 12
+    for g in groups:
+        assert 3 <= sum(c.group == g for c in items) <= 6, g
+    keys = [c.key for c in items]
+    assert len(set(keys)) == len(keys)
+    stamps = [c.created_at for c in items]
+    assert len(set(stamps)) == len(stamps)
+    assert stamps == sorted(stamps)
+    assert all(s.endswith(".000Z") for s in stamps)
+    for c in items:
+        assert c.key.startswith(f"demo/{c.group}/")
+        assert c.uri == f"gateway/demo/corpus/{c.group}.md#{c.key.rsplit('/', 1)[1]}"
+        assert len(c.content.split()) >= 30, c.key
+    assert "gateway/demo/corpus/recall.md#limits" in {c.uri for c in items}
+
+
+def test_chunking_is_deterministic() -> None:
+    assert chunks() == chunks()
+
+
+# -- config ----------------------------------------------------------------------------------
+
+
+def test_demo_yaml_agrees_with_the_config_built_in_code(tmp_path: Path) -> None:
+    from_file = load_config(REPO / "config" / "demo.yaml")
+    in_code = default_demo_config(tmp_path)
+    path = from_file.stores[DEMO_STORE].connection.path
+    assert path is not None
+    assert Path(path) == (REPO / ".a2m-data" / "demo" / "qdrant").resolve()
+    assert in_code.stores[DEMO_STORE].connection.path == str(tmp_path / "qdrant")
+
+    def without_path(cfg: GatewayConfig) -> dict[str, object]:
+        dumped = cfg.model_dump(mode="json")
+        for store in dumped["stores"].values():
+            store["connection"].pop("path")
+        return dumped
+
+    assert without_path(from_file) == without_path(in_code)
+
+
+# -- indexing and recall ---------------------------------------------------------------------
+
+
+@pytest.fixture
+async def demo(tmp_path: Path) -> AsyncIterator[QdrantConnector]:
+    store = _store(tmp_path)
+    assert await ensure_demo_index(store) == len(chunks())
+    conn = QdrantConnector(store)
+    info = await conn.open()  # the indexer released local mode's lock
+    assert info.lexical
+    assert info.vectors is None
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+@pytest.mark.integration
+async def test_second_start_does_not_reindex(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    assert await ensure_demo_index(store) == len(chunks())
+    assert await ensure_demo_index(store) == 0
+
+
+@pytest.mark.integration
+async def test_a_stale_collection_is_rebuilt(tmp_path: Path) -> None:
+    from qdrant_client import AsyncQdrantClient
+
+    store = _store(tmp_path)
+    assert store.connection.path is not None
+    client = AsyncQdrantClient(path=store.connection.path)
+    await client.create_collection(store.index, vectors_config={})  # empty, half-written
+    await client.close()
+    assert await ensure_demo_index(store) == len(chunks())
+
+
+async def _recall(conn: QdrantConnector, text: str, limit: int = 3) -> list[str]:
+    hits = await conn.search(
+        SearchRequest(limit=limit, sparse=LexicalSparseEncoder().encode_query(text))
+    )
+    return [h.source["key"] for h in hits]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("how are scores normalised?", "demo/recall/scores"),
+        ("which error code means the engine timed out", "demo/errors/engine-errors"),
+        ("Origin header 403 browser", "demo/security/loopback-and-origin"),
+        ("remember and forget answer READ_ONLY", "demo/read-only/refusing-writes-consistently"),
+        ("install the helm chart with an existing secret", "demo/helm/install-beside-a-cluster"),
+        ("reciprocal rank fusion of lexical and dense", "demo/search-modes/hybrid"),
+        (
+            "what if my index has no date field for the timeline",
+            "demo/timeline/stores-without-a-date-field",
+        ),
+    ],
+)
+async def test_free_text_recall_finds_the_right_section(
+    demo: QdrantConnector, query: str, expected: str
+) -> None:
+    keys = await _recall(demo, query)
+    assert expected in keys, keys
+
+
+@pytest.mark.integration
+async def test_demo_records_carry_the_mapped_fields(demo: QdrantConnector) -> None:
+    hits = await demo.search(
+        SearchRequest(limit=5, sparse=LexicalSparseEncoder().encode_query("helm chart"))
+    )
+    assert hits
+    for h in hits:
+        assert set(h.source) == {
+            "content",
+            "uri",
+            "media_type",
+            "key",
+            "group",
+            "created_at",
+            "title",
+        }
+        assert h.source["media_type"] == "text/markdown"
+        assert h.score is not None
+        assert 0.0 <= h.score <= 1.0
+
+
+@pytest.mark.integration
+async def test_demo_timeline_fetch_and_key_prefix(demo: QdrantConnector) -> None:
+    items = chunks()
+    newest = await demo.ordered(OrderedRequest(limit=3))
+    assert [h.source["key"] for h in newest] == [c.key for c in items[-3:]][::-1]
+    hit = await demo.fetch(Filter(must=(Condition("key", ("demo/recall/limits",)),)))
+    assert hit is not None
+    assert hit.source["uri"] == "gateway/demo/corpus/recall.md#limits"
+    recall_doc = await demo.ordered(
+        OrderedRequest(limit=50, newest_first=False, filter=Filter(key_prefix=("key", "demo/rec")))
+    )
+    assert {h.source["group"] for h in recall_doc} == {"recall"}
+    assert len(recall_doc) == sum(c.group == "recall" for c in items)
+    group = Filter(must=(Condition("group", ("errors",)),))
+    keys = await demo.search(
+        SearchRequest(limit=10, sparse=LexicalSparseEncoder().encode_query("error"), filter=group)
+    )
+    assert keys
+    assert all(h.source["group"] == "errors" for h in keys)
+
+
+@pytest.mark.integration
+async def test_the_mapping_decides_payload_names(tmp_path: Path) -> None:
+    """A store mapping content to `text` (as the Helm chart's demo does) gets it there."""
+    base = _store(tmp_path)
+    store = base.model_copy(
+        update={
+            "index": "demo",
+            "mapping": base.mapping.model_copy(update={"content": "text"}),
+            "search": base.search.model_copy(update={"sparse_vector": "text"}),
+        }
+    )
+    assert await ensure_demo_index(store) == len(chunks())
+    conn = QdrantConnector(store)
+    await conn.open()
+    try:
+        hits = await conn.search(
+            SearchRequest(limit=1, sparse=LexicalSparseEncoder().encode_query("recall limits"))
+        )
+    finally:
+        await conn.close()
+    assert "text" in hits[0].source
+    assert "content" not in hits[0].source
