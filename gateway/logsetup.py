@@ -10,7 +10,11 @@ from typing import Any
 
 import orjson
 
-_STD_ATTRS = frozenset(vars(logging.LogRecord("x", 0, "x", 0, "x", None, None))) | {"message"}
+# uvicorn adds color_message, an ANSI-coloured copy of msg.
+_STD_ATTRS = frozenset(vars(logging.LogRecord("x", 0, "x", 0, "x", None, None))) | {
+    "message",
+    "color_message",
+}
 
 # Belt and braces: values never meant to reach a log line but which a library might echo.
 _SECRET_PATTERNS = [
