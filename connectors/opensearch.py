@@ -1,0 +1,244 @@
+"""OpenSearch 2.x/3.x connector: the OpenSearch dialect of :mod:`connectors.lucene`.
+
+What differs from Elasticsearch, and lives here:
+
+- kNN is a ``knn`` query inside ``query`` (``vector``, ``k``, ``filter``) on a
+  ``knn_vector`` field of the k-NN plugin. OpenSearch has no ``num_candidates``:
+  ``k`` is the per-shard candidate depth, and ``size`` cuts the merged list.
+- ``space_type`` cosinesimil / innerproduct / l2 (at the field or in ``method``).
+  cosinesimil scores ``(2 - d) / 2 = (1 + cos) / 2``, already in [0, 1]; l2
+  scores ``1 / (1 + d)``; innerproduct is unbounded and mapped back like
+  Elasticsearch's max_inner_product.
+- Ordered reads of stores keyed by the engine ``_id`` page by ``from`` inside
+  a point in time, sorted on ``_doc`` (see :class:`connectors.lucene.OrderPlan`).
+- Connections may be signed with AWS SigV4 (Amazon OpenSearch Service or
+  Serverless) through opensearch-py's signer and boto3's credential chain;
+  boto3 is the optional ``aws`` extra, imported only when configured.
+
+Needs the read permissions on the index plus ``indices:admin/mappings/get``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from connectors.base import Metric, SearchRequest, VectorInfo
+from connectors.errors import EngineConfigError
+from connectors.lucene import (
+    PAGE_SIZE,
+    PIT_KEEP_ALIVE,
+    Body,
+    EngineFailure,
+    EngineIdOrder,
+    LuceneConnector,
+    QueryTranslator,
+    clamp01,
+    inner_product_score,
+)
+
+if TYPE_CHECKING:
+    from gateway.config import StoreConfig
+
+logger = logging.getLogger(__name__)
+
+_SPACE: dict[str, Metric] = {"cosinesimil": "cosine", "innerproduct": "dot", "l2": "l2"}
+_METRICS: tuple[Metric, ...] = ("cosine", "dot", "l2")
+
+
+class OpenSearchConnector(LuceneConnector):
+    """An OpenSearch index (or alias) behind one store."""
+
+    engine_name = "opensearch"
+    vector_type = "knn_vector"
+    # No _shard_doc in OpenSearch 2.x, and sorting on _id warns on every request.
+    engine_id_order = EngineIdOrder("_doc", search_after=False)
+
+    def __init__(self, config: StoreConfig, *, page_size: int = PAGE_SIZE) -> None:
+        super().__init__(config, page_size=page_size)
+        self._space = "l2"
+
+    def _make_client(self) -> Any:
+        """Build the client from ``connection:`` (no I/O).
+
+        Raises:
+            EngineConfigError: the settings cannot make a client, boto3 is missing for
+                aws_sigv4, or no AWS credentials are found (the message names the key).
+        """
+        from opensearchpy import AsyncOpenSearch
+
+        c = self._config.connection
+        if c.cloud_id is not None:
+            raise EngineConfigError("connection.cloud_id applies to Elasticsearch only; use hosts")
+        headers: dict[str, str] = {}
+        kwargs: dict[str, Any] = {
+            "hosts": list(c.hosts),
+            "timeout": self._timeout_s,
+            "maxsize": c.pool_maxsize,
+            # The connector retries (only idempotent reads, within the deadline).
+            "max_retries": 0,
+            "retry_on_timeout": False,
+            "verify_certs": c.verify_certs,
+        }
+        if c.ca_certs:
+            kwargs["ca_certs"] = c.ca_certs
+        if not c.verify_certs:
+            # The operator chose this; say so once in our log instead of a warning per client.
+            kwargs["ssl_show_warn"] = False
+            logger.warning("TLS certificate verification is off for index %s", self._config.index)
+        if c.api_key is not None:
+            headers["authorization"] = f"ApiKey {c.api_key.get_secret_value()}"
+        elif c.username is not None:
+            password = c.password.get_secret_value() if c.password is not None else ""
+            kwargs["http_auth"] = (c.username, password)
+        elif c.bearer_token is not None:
+            headers["authorization"] = f"Bearer {c.bearer_token.get_secret_value()}"
+        elif c.aws_sigv4 is not None:
+            kwargs["http_auth"] = _sigv4_auth(c.aws_sigv4.region, c.aws_sigv4.service)
+            # Only this connection class calls a signer per request.
+            from opensearchpy import AsyncHttpConnection
+
+            kwargs["connection_class"] = AsyncHttpConnection
+        if headers:
+            kwargs["headers"] = headers
+        try:
+            return AsyncOpenSearch(**kwargs)
+        except (ValueError, TypeError):
+            # The client's message can quote the host: keep it out.
+            raise EngineConfigError(
+                "connection.hosts: not a valid OpenSearch address (e.g. https://host:9200)"
+            ) from None
+
+    async def _close_client(self, client: Any) -> None:
+        await client.close()
+
+    def _classify(self, exc: BaseException) -> EngineFailure | None:
+        from opensearchpy.exceptions import ConnectionError as OSConnectionError
+        from opensearchpy.exceptions import ConnectionTimeout, TransportError
+
+        # ConnectionTimeout subclasses ConnectionError here: test it first.
+        if isinstance(exc, ConnectionTimeout):
+            return EngineFailure("timeout")
+        if isinstance(exc, OSConnectionError):
+            return EngineFailure("connection")
+        if isinstance(exc, TransportError):
+            status = exc.status_code
+            return EngineFailure("status", status=status if isinstance(status, int) else 500)
+        return None
+
+    async def _search(self, body: Body, seconds: float, *, pit: bool = False) -> dict[str, Any]:
+        if pit:
+            # A PIT names its indices; the request must not name them again.
+            response = await self._client.search(body=body, request_timeout=seconds)
+        else:
+            response = await self._client.search(
+                index=self._config.index, body=body, request_timeout=seconds
+            )
+        return dict(response)
+
+    async def _get_mapping(self, seconds: float) -> dict[str, Any]:
+        response = await self._client.indices.get_mapping(
+            index=self._config.index, request_timeout=seconds
+        )
+        return dict(response)
+
+    async def _health(self, seconds: float) -> None:
+        await self._client.cluster.health(request_timeout=seconds)
+
+    async def _version(self, seconds: float) -> str | None:
+        info = await self._client.info(request_timeout=seconds)
+        version = info.get("version", {}).get("number") if isinstance(info, dict) else None
+        return str(version) if version else None
+
+    async def _open_pit(self, seconds: float) -> str:
+        response = await self._client.create_pit(
+            index=self._config.index,
+            params={"keep_alive": PIT_KEEP_ALIVE},
+            request_timeout=seconds,
+        )
+        return str(response["pit_id"])
+
+    async def _close_pit(self, pit_id: str, seconds: float) -> None:
+        await self._client.delete_pit(body={"pit_id": [pit_id]}, request_timeout=seconds)
+
+    def _knn_body(
+        self,
+        translator: QueryTranslator,
+        request: SearchRequest,
+        size: int,
+        depth: int,
+        *,
+        ids_only: bool = False,
+    ) -> Body:
+        field = self._config.search.vector_field
+        assert field is not None
+        assert request.dense is not None
+        body = translator.knn_common(request, size, ids_only=ids_only)
+        # k is the candidate depth per shard (OpenSearch has no num_candidates);
+        # size keeps the best `size` of the merged candidates.
+        knn: Body = {"vector": [float(x) for x in request.dense], "k": max(depth, size)}
+        filters = translator.filter_clauses(request.filter)
+        if filters:
+            # A filter inside the knn query is applied during the graph search
+            # (efficient filtering), so k hits still come back when it is selective.
+            knn["filter"] = {"bool": {"filter": filters}}
+        body["query"] = {"knn": {field: knn}}
+        return body
+
+    def _vector_info(self, spec: Mapping[str, Any]) -> VectorInfo:
+        """Dimension and space type of a ``knn_vector`` mapping.
+
+        Raises:
+            EngineConfigError: the field is model-based (its space lives in a
+                trained model) or its space type has no A2M metric.
+        """
+        if spec.get("model_id"):
+            raise EngineConfigError(
+                "search.vector_field: knn_vector fields built from a trained model are "
+                "not supported (the gateway reads the space type from the mapping)"
+            )
+        method = spec.get("method") if isinstance(spec.get("method"), Mapping) else {}
+        assert isinstance(method, Mapping)
+        # The plugin's default space is l2 when neither the field nor its method names one.
+        space = str(spec.get("space_type") or method.get("space_type") or "l2")
+        metric = _SPACE.get(space)
+        if metric is None:
+            raise EngineConfigError(
+                f"search.vector_field: space_type {space!r} has no A2M metric "
+                "(cosinesimil, innerproduct or l2 are supported)"
+            )
+        self._space = space
+        dims = spec.get("dimension")
+        return VectorInfo(
+            dimensions=int(dims) if dims is not None else None,
+            metric=metric,
+            metrics=_METRICS,
+        )
+
+    def _knn_score(self, raw: float) -> float:
+        if self._space == "innerproduct":
+            return inner_product_score(raw)
+        return clamp01(raw)
+
+
+def _sigv4_auth(region: str, service: str) -> Any:
+    """opensearch-py's async SigV4 signer over boto3's default credential chain.
+
+    Raises:
+        EngineConfigError: boto3 is not installed, or it finds no credentials.
+    """
+    try:
+        import boto3
+    except ImportError:
+        raise EngineConfigError(
+            "connection.aws_sigv4 needs boto3: install the gateway with its 'aws' extra"
+        ) from None
+    from opensearchpy import AWSV4SignerAsyncAuth
+
+    credentials = boto3.Session().get_credentials()
+    if credentials is None:
+        raise EngineConfigError(
+            "connection.aws_sigv4: no AWS credentials found (environment, profile or role)"
+        )
+    return AWSV4SignerAsyncAuth(credentials, region, service)

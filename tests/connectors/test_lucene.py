@@ -1,0 +1,625 @@
+"""Unit tests of the Lucene query translation, fusion and dialect pieces: no engine needed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from connectors.base import ID_FIELD, Condition, Filter, Hit, OrderedRequest, SearchRequest
+from connectors.elasticsearch import ElasticsearchConnector
+from connectors.errors import EngineConfigError, EngineRejected, EngineTimeout, EngineUnavailable
+from connectors.lucene import (
+    EngineFailure,
+    QueryTranslator,
+    TextField,
+    check_fields,
+    flatten_mapping,
+    fuse_rrf,
+    inner_product_score,
+    keyword_subfields,
+    normalise_by_max,
+    parse_text_fields,
+    retry_after_ms,
+)
+from connectors.opensearch import OpenSearchConnector
+from gateway.config import StoreConfig
+
+
+def store(**over: Any) -> StoreConfig:
+    """A typical SciFact-like store; keyword args override top-level sections."""
+    data: dict[str, Any] = {
+        "backend": "elasticsearch",
+        "index": "scifact",
+        "connection": {"hosts": ["http://127.0.0.1:9200"]},
+        "mapping": {
+            "id": "doc_id",
+            "content": "text",
+            "key": "key",
+            "group": "group",
+            "created_at": "created_at",
+            "metadata": ["title"],
+        },
+        "search": {"text_fields": ["title^2", "text"]},
+    }
+    for section, value in over.items():
+        if isinstance(value, dict) and isinstance(data.get(section), dict):
+            data[section] = {**data[section], **value}
+        else:
+            data[section] = value
+    return StoreConfig.model_validate(data)
+
+
+def walk_keys(node: Any) -> set[str]:
+    keys: set[str] = set()
+    if isinstance(node, dict):
+        for k, v in node.items():
+            keys.add(k)
+            keys |= walk_keys(v)
+    elif isinstance(node, list):
+        for v in node:
+            keys |= walk_keys(v)
+    return keys
+
+
+# ---- lexical
+
+
+def test_lexical_is_multi_match_with_boosts() -> None:
+    body = QueryTranslator(store()).lexical(SearchRequest(limit=10, text="vitamin D"), 10)
+    assert body["query"] == {
+        "multi_match": {"query": "vitamin D", "fields": ["title^2", "text"], "type": "best_fields"}
+    }
+    assert body["size"] == 10
+    assert body["track_total_hits"] is False
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'title:foo AND bar* OR "x"~2 ^3',
+        "(a OR b) && !c",
+        "text:/.*/",
+        '{"query_string": {"query": "*"}}',
+    ],
+)
+def test_caller_text_is_only_a_value(text: str) -> None:
+    body = QueryTranslator(store()).lexical(SearchRequest(limit=5, text=text), 5)
+    assert body["query"]["multi_match"]["query"] == text
+    keys = walk_keys(body)
+    assert "query_string" not in keys
+    assert "simple_query_string" not in keys
+    assert "regexp" not in keys
+
+
+def test_multi_match_type_can_be_chosen() -> None:
+    t = QueryTranslator(store(), multi_match_type="most_fields")
+    body = t.lexical(SearchRequest(limit=1, text="x"), 1)
+    assert body["query"]["multi_match"]["type"] == "most_fields"
+
+
+def test_lexical_without_text_fields_is_a_config_error() -> None:
+    # text_fields are required by StoreConfig for lexical mode; a dense store has none.
+    cfg = store(
+        search={
+            "text_fields": [],
+            "mode": "dense",
+            "vector_field": "embedding",
+            "embedder": {"kind": "local", "model": "m"},
+        }
+    )
+    with pytest.raises(EngineConfigError, match=r"search\.text_fields"):
+        QueryTranslator(cfg).lexical(SearchRequest(limit=1, text="x"), 1)
+
+
+def test_parse_text_fields() -> None:
+    assert parse_text_fields(["title^2.5", " text "]) == (
+        TextField("title", 2.5),
+        TextField("text"),
+    )
+    assert TextField("title", 2.0).spec == "title^2"
+    with pytest.raises(EngineConfigError, match=r"search\.text_fields"):
+        parse_text_fields(["title^x"])
+    with pytest.raises(EngineConfigError, match=r"search\.text_fields"):
+        parse_text_fields(["title^-1"])
+    with pytest.raises(EngineConfigError, match=r"search\.text_fields"):
+        parse_text_fields(["^2"])
+
+
+# ---- filters
+
+
+def test_filters_are_non_scoring() -> None:
+    flt = Filter(
+        must=(
+            Condition("group", ("g1",)),
+            Condition("role", ("a", "b")),
+            Condition(ID_FIELD, ("1", 2)),
+        ),
+        key_prefix=("key", "scifact/1"),
+    )
+    body = QueryTranslator(store()).lexical(SearchRequest(limit=3, text="q", filter=flt), 3)
+    assert body["query"] == {
+        "bool": {
+            "must": [
+                {
+                    "multi_match": {
+                        "query": "q",
+                        "fields": ["title^2", "text"],
+                        "type": "best_fields",
+                    }
+                }
+            ],
+            "filter": [
+                {"term": {"group": {"value": "g1"}}},
+                {"terms": {"role": ["a", "b"]}},
+                {"ids": {"values": ["1", "2"]}},
+                {"prefix": {"key": {"value": "scifact/1"}}},
+            ],
+        }
+    }
+
+
+def test_empty_value_list_matches_nothing() -> None:
+    t = QueryTranslator(store())
+    assert t.condition(Condition("group", ())) == {"match_none": {}}
+
+
+def test_text_fields_filter_on_their_keyword_subfield() -> None:
+    t = QueryTranslator(store(), exact_fields={"group": "group.raw"})
+    flt = Filter(must=(Condition("group", ("g",)),), key_prefix=("group", "g"))
+    assert t.filter_clauses(flt) == [
+        {"term": {"group.raw": {"value": "g"}}},
+        {"prefix": {"group.raw": {"value": "g"}}},
+    ]
+
+
+def test_ordered_without_filter_is_match_all() -> None:
+    body = QueryTranslator(store()).ordered_page(OrderedRequest(limit=5), 5)
+    assert body["query"] == {"match_all": {}}
+
+
+# ---- source, collapse, highlight
+
+
+def test_source_is_limited_to_mapped_fields() -> None:
+    t = QueryTranslator(store(search={"vector_field": "embedding"}))
+    body = t.lexical(SearchRequest(limit=1, text="x"), 1)
+    assert body["_source"] == {
+        "includes": ["text", "key", "group", "created_at", "doc_id", "title"]
+    }
+    with_vec = t.lexical(SearchRequest(limit=1, text="x", with_vectors=True), 1)
+    assert with_vec["_source"]["includes"][-1] == "embedding"
+
+
+def test_collapse_and_highlight() -> None:
+    t = QueryTranslator(
+        store(search={"collapse_group": True, "highlight": True, "highlight_fragment_size": 120})
+    )
+    body = t.lexical(SearchRequest(limit=1, text="x"), 1)
+    assert body["collapse"] == {"field": "group"}
+    assert body["highlight"] == {
+        "pre_tags": [""],
+        "post_tags": [""],
+        "require_field_match": False,
+        "fields": {"text": {"fragment_size": 120, "number_of_fragments": 1}},
+    }
+    plain = QueryTranslator(store()).lexical(SearchRequest(limit=1, text="x"), 1)
+    assert "collapse" not in plain
+    assert "highlight" not in plain
+
+
+def test_hybrid_legs_carry_ids_only_and_documents_come_by_ids() -> None:
+    t = QueryTranslator(store())
+    leg = t.lexical(SearchRequest(limit=10, text="x"), 100, ids_only=True)
+    assert leg["_source"] is False
+    folded = QueryTranslator(store(search={"collapse_group": True}))
+    # Collapsing across the legs needs each hit's group.
+    assert folded.knn_common(SearchRequest(limit=10), 100, ids_only=True)["_source"] == {
+        "includes": ["group"]
+    }
+    docs = t.by_ids(["b", "a"], with_vectors=False)
+    assert docs["query"] == {"ids": {"values": ["b", "a"]}}
+    assert docs["size"] == 2
+    assert docs["_source"] == t.source(with_vectors=False)
+
+
+def test_no_highlight_for_a_content_template() -> None:
+    cfg = store(
+        mapping={"content": None, "content_template": "{title}\n\n{text}"},
+        search={"highlight": True},
+    )
+    assert QueryTranslator(cfg).highlight() is None
+
+
+# ---- ordered reads and fetch
+
+
+def test_ordered_sorts_on_created_at_then_the_id_field() -> None:
+    t = QueryTranslator(store())
+    body = t.ordered_page(OrderedRequest(limit=2000), 1000)
+    assert body["sort"] == [{"created_at": {"order": "desc"}}, {"doc_id": {"order": "desc"}}]
+    nxt = t.ordered_page(
+        OrderedRequest(limit=2000, newest_first=False), 1000, search_after=[5, "x"]
+    )
+    assert nxt["sort"] == [{"created_at": {"order": "asc"}}, {"doc_id": {"order": "asc"}}]
+    assert nxt["search_after"] == [5, "x"]
+    assert "pit" not in nxt
+    assert t.order.pit is False
+
+
+def test_engine_id_needs_a_pit_and_shard_doc() -> None:
+    t = QueryTranslator(store(mapping={"id": "_id"}))
+    assert t.order.pit is True
+    body = t.ordered_page(OrderedRequest(limit=3), 3, pit_id="abc")
+    assert body["sort"] == [{"created_at": {"order": "desc"}}, {"_shard_doc": {"order": "desc"}}]
+    assert body["pit"] == {"id": "abc", "keep_alive": "1m"}
+
+
+def test_opensearch_engine_id_pages_by_from_in_a_pit() -> None:
+    t = QueryTranslator(
+        store(mapping={"id": "_id"}), engine_id_order=OpenSearchConnector.engine_id_order
+    )
+    assert (t.order.pit, t.order.search_after) == (True, False)
+    body = t.ordered_page(OrderedRequest(limit=3000), 1000, offset=2000, pit_id="p")
+    assert body["sort"] == [{"created_at": {"order": "desc"}}, {"_doc": {"order": "desc"}}]
+    assert body["from"] == 2000
+    assert "search_after" not in body
+
+
+def test_without_created_at_the_tiebreak_is_the_order() -> None:
+    t = QueryTranslator(store(mapping={"created_at": None}))
+    body = t.ordered_page(OrderedRequest(limit=3, newest_first=False), 3)
+    assert body["sort"] == [{"doc_id": {"order": "asc"}}]
+
+
+def test_fetch_takes_the_newest_match() -> None:
+    t = QueryTranslator(store())
+    body = t.fetch(Filter(must=(Condition("key", ("scifact/1",)),)))
+    assert body["size"] == 1
+    assert body["sort"] == [{"created_at": {"order": "desc"}}]
+    assert body["query"] == {"bool": {"filter": [{"term": {"key": {"value": "scifact/1"}}}]}}
+
+
+# ---- responses
+
+
+def test_hits_carry_highlight_and_vector_without_leaking_it_into_source() -> None:
+    t = QueryTranslator(store(search={"vector_field": "embedding", "highlight": True}))
+    response = {
+        "hits": {
+            "hits": [
+                {
+                    "_id": "7",
+                    "_score": 3.5,
+                    "_source": {"text": "long", "embedding": [1, 0.5]},
+                    "highlight": {"text": ["frag"]},
+                },
+                {"_id": "8", "_score": None, "_source": {"text": "b"}},
+            ]
+        }
+    }
+    hits = t.hits(response, with_vectors=True)
+    assert hits[0] == Hit(
+        id="7", source={"text": "long"}, score=3.5, vector=[1.0, 0.5], highlight="frag"
+    )
+    assert hits[1].score is None
+    assert hits[1].vector is None
+
+
+def test_normalise_by_max() -> None:
+    hits = normalise_by_max([Hit("a", {}, 8.0), Hit("b", {}, 2.0)])
+    assert [h.score for h in hits] == [1.0, 0.25]
+    assert normalise_by_max([]) == []
+
+
+# ---- fusion
+
+
+def _hits(*ids: str) -> list[Hit]:
+    return [Hit(i, {"group": i[0]}) for i in ids]
+
+
+def test_rrf_scores_and_order() -> None:
+    fused = fuse_rrf([(_hits("a", "b", "c"), 1.0), (_hits("b", "d"), 1.0)], k=60, limit=10)
+    assert [h.id for h in fused] == ["b", "a", "d", "c"]
+    best = 2 / 61
+    assert fused[0].score == pytest.approx((1 / 62 + 1 / 61) / best)
+    assert fused[1].score == pytest.approx((1 / 61) / best)
+    assert all(0 <= (h.score or 0) <= 1 for h in fused)
+
+
+def test_rrf_first_in_every_list_scores_one() -> None:
+    fused = fuse_rrf([(_hits("a"), 0.3), (_hits("a"), 0.7)], k=1, limit=1)
+    assert fused[0].score == 1.0
+
+
+def test_rrf_weights_and_limit() -> None:
+    fused = fuse_rrf([(_hits("a"), 0.1), (_hits("b"), 0.9)], k=60, limit=1)
+    assert [h.id for h in fused] == ["b"]
+    assert fused[0].score == pytest.approx(0.9)
+
+
+def test_rrf_all_zero_weights_count_equally() -> None:
+    fused = fuse_rrf([(_hits("a"), 0.0), (_hits("b"), 0.0)], k=60, limit=2)
+    assert [h.id for h in fused] == ["a", "b"]
+    assert fused[0].score == pytest.approx(0.5)
+
+
+def test_rrf_merges_highlight_and_vector() -> None:
+    lex = [Hit("a", {}, highlight="frag")]
+    dense = [Hit("a", {}, vector=[1.0])]
+    (hit,) = fuse_rrf([(lex, 1.0), (dense, 1.0)], k=60, limit=5)
+    assert hit.highlight == "frag"
+    assert hit.vector == [1.0]
+
+
+def test_rrf_collapse_keeps_best_of_each_group() -> None:
+    fused = fuse_rrf(
+        [(_hits("x1", "y1", "x2"), 1.0), (_hits("x2", "y2"), 1.0)],
+        k=60,
+        limit=10,
+        group_of=lambda h: h.source["group"],
+    )
+    assert [h.id for h in fused] == ["x2", "y1"]
+
+
+@pytest.mark.parametrize("dot", [-1.0, -0.5, 0.0, 0.25, 1.0])
+def test_inner_product_score_recovers_the_dot_product(dot: float) -> None:
+    raw = dot + 1 if dot >= 0 else 1 / (1 - dot)
+    assert inner_product_score(raw) == pytest.approx((1 + dot) / 2)
+
+
+def test_inner_product_score_is_monotone_and_bounded() -> None:
+    raws = [0.01, 0.2, 0.5, 0.99, 1.0, 1.5, 2.0, 9.0]
+    scores = [inner_product_score(r) for r in raws]
+    assert scores == sorted(scores)
+    assert all(0 <= s <= 1 for s in scores)
+
+
+# ---- mappings
+
+
+MAPPING = {
+    "scifact-v1": {
+        "mappings": {
+            "properties": {
+                "title": {"type": "text", "fields": {"raw": {"type": "keyword"}}},
+                "text": {"type": "text"},
+                "doc_id": {"type": "keyword"},
+                "key": {"type": "keyword"},
+                "group": {"type": "text", "fields": {"kw": {"type": "keyword"}}},
+                "created_at": {"type": "date"},
+                "meta": {"properties": {"lang": {"type": "keyword"}}},
+                "embedding": {"type": "dense_vector", "dims": 384, "similarity": "cosine"},
+            }
+        }
+    }
+}
+
+
+def test_flatten_mapping_and_keyword_subfields() -> None:
+    fields = flatten_mapping(MAPPING)
+    assert fields["meta.lang"] == {"type": "keyword"}
+    assert fields["title.raw"] == {"type": "keyword"}
+    assert keyword_subfields(fields) == {"title": "title.raw", "group": "group.kw"}
+
+
+def test_check_fields_accepts_the_mapping() -> None:
+    fields = flatten_mapping(MAPPING)
+    cfg = store(search={"vector_field": "embedding", "collapse_group": True})
+    spec = check_fields(cfg, fields, keyword_subfields(fields), vector_type="dense_vector")
+    assert spec is not None
+    assert spec["dims"] == 384
+
+
+@pytest.mark.parametrize(
+    ("over", "key"),
+    [
+        ({"search": {"text_fields": ["title", "abstract"]}}, r"search\.text_fields"),
+        ({"mapping": {"created_at": "when"}}, r"mapping\.created_at"),
+        ({"mapping": {"created_at": "text"}}, r"mapping\.created_at"),
+        ({"mapping": {"key": "text"}}, r"mapping\.key"),
+        ({"mapping": {"id": "nope"}}, r"mapping\.id"),
+        ({"search": {"vector_field": "vec"}}, r"search\.vector_field"),
+        ({"search": {"vector_field": "title"}}, r"search\.vector_field"),
+        ({"mapping": {"group": None}, "search": {"collapse_group": True}}, r"collapse_group"),
+    ],
+)
+def test_check_fields_names_the_config_key(over: dict[str, Any], key: str) -> None:
+    fields = flatten_mapping(MAPPING)
+    with pytest.raises(EngineConfigError, match=key):
+        check_fields(store(**over), fields, keyword_subfields(fields), vector_type="dense_vector")
+
+
+def test_check_fields_skips_patterns() -> None:
+    fields = flatten_mapping(MAPPING)
+    cfg = store(search={"text_fields": ["tit*"]})
+    assert check_fields(cfg, fields, {}, vector_type="dense_vector") is None
+
+
+# ---- failures
+
+
+def test_failure_translation() -> None:
+    assert isinstance(EngineFailure("timeout").error(), EngineTimeout)
+    down = EngineFailure("connection").error()
+    assert isinstance(down, EngineUnavailable)
+    assert down.retry_after_ms == 1000
+    busy = EngineFailure("status", 429, retry_after_ms=2500).error()
+    assert isinstance(busy, EngineUnavailable)
+    assert busy.retry_after_ms == 2500
+    assert isinstance(EngineFailure("status", 500).error(), EngineUnavailable)
+    assert isinstance(EngineFailure("status", 400).error(), EngineRejected)
+    assert isinstance(EngineFailure("status", 403).error(), EngineRejected)
+    assert isinstance(EngineFailure("status", 403).error(opening=True), EngineConfigError)
+    assert isinstance(EngineFailure("status", 404).error(), EngineConfigError)
+
+
+@pytest.mark.parametrize(
+    ("failure", "transient"),
+    [
+        (EngineFailure("connection"), True),
+        (EngineFailure("timeout"), False),
+        (EngineFailure("status", 429), True),
+        (EngineFailure("status", 502), True),
+        (EngineFailure("status", 503), True),
+        (EngineFailure("status", 504), True),
+        (EngineFailure("status", 500), False),
+        (EngineFailure("status", 400), False),
+    ],
+)
+def test_only_transient_failures_are_retried(failure: EngineFailure, transient: bool) -> None:
+    assert failure.transient is transient
+
+
+def test_retry_after_header() -> None:
+    assert retry_after_ms({"Retry-After": "3"}) == 3000
+    assert retry_after_ms({"retry-after": "soon"}) is None
+    assert retry_after_ms(None) is None
+
+
+def test_es_classifies_client_exceptions() -> None:
+    from elastic_transport import ApiResponseMeta, ConnectionTimeout, HttpHeaders, NodeConfig
+    from elastic_transport import ConnectionError as TransportConnectionError
+    from elasticsearch import ApiError
+
+    es = ElasticsearchConnector(store())
+    meta = ApiResponseMeta(
+        status=429,
+        http_version="1.1",
+        headers=HttpHeaders({"Retry-After": "2"}),
+        duration=0.0,
+        node=NodeConfig("http", "10.0.0.1", 9200),
+    )
+    assert es._classify(ApiError("busy", meta, {})) == EngineFailure("status", 429, 2000)
+    assert es._classify(ConnectionTimeout("t")) == EngineFailure("timeout")
+    assert es._classify(TransportConnectionError("c")) == EngineFailure("connection")
+    assert es._classify(ValueError("x")) is None
+
+
+def test_os_classifies_client_exceptions() -> None:
+    from opensearchpy.exceptions import ConnectionError as OSConnectionError
+    from opensearchpy.exceptions import ConnectionTimeout, TransportError
+
+    os_ = OpenSearchConnector(store(backend="opensearch"))
+    assert os_._classify(ConnectionTimeout("TIMEOUT", "t", None)) == EngineFailure("timeout")
+    assert os_._classify(OSConnectionError("N/A", "c", None)) == EngineFailure("connection")
+    assert os_._classify(TransportError(503, "x", {})) == EngineFailure("status", 503)
+    assert os_._classify(KeyError("x")) is None
+
+
+# ---- dialects
+
+
+def dense_store(backend: str) -> StoreConfig:
+    return store(
+        backend=backend,
+        search={
+            "mode": "hybrid",
+            "vector_field": "embedding",
+            "embedder": {"kind": "local", "model": "m"},
+        },
+    )
+
+
+def test_es_knn_is_top_level_with_filter() -> None:
+    cfg = dense_store("elasticsearch")
+    es = ElasticsearchConnector(cfg)
+    flt = Filter(must=(Condition("group", ("g",)),))
+    request = SearchRequest(limit=10, dense=[0.5, 0.5], filter=flt)
+    body = es._knn_body(QueryTranslator(cfg), request, 10, 100)
+    assert body["knn"] == {
+        "field": "embedding",
+        "query_vector": [0.5, 0.5],
+        "k": 10,
+        "num_candidates": 100,
+        "filter": [{"term": {"group": {"value": "g"}}}],
+    }
+    assert body["size"] == 10
+    assert "query" not in body
+
+
+def test_os_knn_is_a_query_with_filter() -> None:
+    cfg = dense_store("opensearch")
+    os_ = OpenSearchConnector(cfg)
+    flt = Filter(key_prefix=("key", "scifact/"))
+    request = SearchRequest(limit=10, dense=[0.5, 0.5], filter=flt)
+    body = os_._knn_body(QueryTranslator(cfg), request, 10, 100)
+    assert body["query"] == {
+        "knn": {
+            "embedding": {
+                "vector": [0.5, 0.5],
+                "k": 100,
+                "filter": {"bool": {"filter": [{"prefix": {"key": {"value": "scifact/"}}}]}},
+            }
+        }
+    }
+    assert body["size"] == 10
+
+
+@pytest.mark.parametrize(
+    ("similarity", "metric"),
+    [
+        ("cosine", "cosine"),
+        ("dot_product", "dot"),
+        ("max_inner_product", "dot"),
+        ("l2_norm", "l2"),
+        (None, "cosine"),
+    ],
+)
+def test_es_vector_info(similarity: str | None, metric: str) -> None:
+    es = ElasticsearchConnector(dense_store("elasticsearch"))
+    spec: dict[str, Any] = {"type": "dense_vector", "dims": 384}
+    if similarity:
+        spec["similarity"] = similarity
+    info = es._vector_info(spec)
+    assert (info.dimensions, info.metric, info.metrics) == (384, metric, ("cosine", "dot", "l2"))
+
+
+def test_es_vector_info_refuses_unindexed_and_unknown() -> None:
+    es = ElasticsearchConnector(dense_store("elasticsearch"))
+    with pytest.raises(EngineConfigError, match=r"search\.vector_field"):
+        es._vector_info({"type": "dense_vector", "dims": 3, "index": False})
+    with pytest.raises(EngineConfigError, match=r"search\.vector_field"):
+        es._vector_info({"type": "dense_vector", "dims": 3, "similarity": "hamming"})
+
+
+@pytest.mark.parametrize(
+    ("spec", "metric"),
+    [
+        ({"method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"}}, "cosine"),
+        ({"space_type": "innerproduct"}, "dot"),
+        ({}, "l2"),
+    ],
+)
+def test_os_vector_info(spec: dict[str, Any], metric: str) -> None:
+    os_ = OpenSearchConnector(dense_store("opensearch"))
+    info = os_._vector_info({"type": "knn_vector", "dimension": 384, **spec})
+    assert (info.dimensions, info.metric) == (384, metric)
+
+
+def test_os_vector_info_refuses_models_and_other_spaces() -> None:
+    os_ = OpenSearchConnector(dense_store("opensearch"))
+    with pytest.raises(EngineConfigError, match=r"search\.vector_field"):
+        os_._vector_info({"type": "knn_vector", "model_id": "m"})
+    with pytest.raises(EngineConfigError, match=r"search\.vector_field"):
+        os_._vector_info({"type": "knn_vector", "dimension": 8, "space_type": "l1"})
+
+
+def test_bad_hosts_are_a_config_error_without_the_host() -> None:
+    cfg = store(connection={"hosts": ["secret-host.internal"]})
+    with pytest.raises(EngineConfigError, match=r"connection\.hosts") as info:
+        ElasticsearchConnector(cfg)._make_client()
+    assert "secret-host" not in str(info.value)
+
+
+def test_opensearch_refuses_cloud_id() -> None:
+    cfg = store(backend="opensearch", connection={"hosts": [], "cloud_id": "x:y"})
+    with pytest.raises(EngineConfigError, match=r"connection\.cloud_id"):
+        OpenSearchConnector(cfg)._make_client()
+
+
+async def test_search_before_open_is_a_bug() -> None:
+    with pytest.raises(RuntimeError):
+        await ElasticsearchConnector(store()).search(SearchRequest(limit=1, text="x"))
