@@ -1,0 +1,75 @@
+"""`a2m-gateway check` against real nodes: the onboarding preview shows mapped records."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.connectors.conftest import Loaded
+
+pytestmark = [pytest.mark.integration]
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        pytest.param("opensearch", marks=pytest.mark.opensearch),
+        pytest.param("elasticsearch", marks=pytest.mark.elasticsearch),
+    ],
+)
+def test_check_prints_describe_and_three_mapped_records(
+    engine: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    loaded: Loaded = request.getfixturevalue("os_loaded" if engine == "opensearch" else "es_loaded")
+    config = {
+        "stores": {
+            "scifact": {
+                "backend": engine,
+                "index": loaded.index,
+                "connection": {"hosts": [loaded.url]},
+                "mapping": {
+                    "id": "doc_id",
+                    "content_template": "{title}\n\n{text}",
+                    "key": "key",
+                    "group": "group",
+                    "created_at": "created_at",
+                },
+                "search": {
+                    "mode": "lexical",
+                    "text_fields": ["title^2", "text"],
+                    "vector_field": "embedding",
+                },
+            }
+        }
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    proc = subprocess.run(
+        [sys.executable, "-m", "gateway", "check", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["ok"] is True
+    describe = out["describe"]
+    assert describe["capabilities"] == ["core", "keys", "embeddings", "prompt"]
+    assert describe["embeddings"]["dimensions"] == 384
+    assert describe["embeddings"]["metric"] == "cosine"
+    sample = out["sample"]
+    assert len(sample) == 3
+    stamps = [r["created_at"] for r in sample]
+    assert stamps == sorted(stamps, reverse=True), "the preview shows the newest records"
+    for record in sample:
+        assert record["id"] in loaded.sf.corpus_ids
+        assert record["key"] == f"scifact/{record['id']}"
+        assert "\n\n" in record["content"]
+        # Only mapped fields leave the gateway: the index's `acl` field is not one of them.
+        assert set(record) == {"id", "content", "key", "group", "created_at"}
