@@ -36,7 +36,7 @@ import abc
 import asyncio
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
@@ -216,6 +216,7 @@ class QueryTranslator:
         config: StoreConfig,
         *,
         exact_fields: Mapping[str, str] | None = None,
+        text_only_fields: Collection[str] = (),
         engine_id_order: EngineIdOrder = ES_ENGINE_ID_ORDER,
         multi_match_type: str = "best_fields",
     ) -> None:
@@ -223,6 +224,7 @@ class QueryTranslator:
         Args:
             config: the store.
             exact_fields: text field → keyword sub-field (from the index mapping).
+            text_only_fields: analysed text fields with no keyword sub-field.
             engine_id_order: the dialect's tie-break when ``mapping.id`` is the engine id.
             multi_match_type: ``best_fields`` unless the store asks otherwise.
 
@@ -233,6 +235,7 @@ class QueryTranslator:
         self._mapping = config.mapping
         self._search = config.search
         self._exact = dict(exact_fields or {})
+        self._text_only = frozenset(text_only_fields)
         self._text_fields = parse_text_fields(config.search.text_fields)
         self._multi_match_type = multi_match_type
         self._source_fields = config.mapping.source_fields()
@@ -274,9 +277,9 @@ class QueryTranslator:
             return {"match_none": {}}
         if cond.field == ID_FIELD:
             return {"ids": {"values": [str(v) for v in cond.values]}}
-        if cond.phrase and cond.field not in self._exact:
-            # Analysed text without a keyword sub-field: a phrase match here, exact
-            # equality checked by the store on the mapped record.
+        if cond.field in self._text_only or (cond.phrase and cond.field not in self._exact):
+            # Analysed text without a keyword sub-field: a term query would compare against
+            # tokens, so match the phrase here; the store checks exact equality after.
             return _any_of([{"match_phrase": {cond.field: str(v)}} for v in cond.values])
         field = self.exact(cond.field)
         if len(cond.values) == 1:
@@ -613,6 +616,17 @@ def keyword_subfields(fields: Mapping[str, Mapping[str, Any]]) -> dict[str, str]
     return out
 
 
+def text_only_fields(
+    fields: Mapping[str, Mapping[str, Any]], exact: Mapping[str, str]
+) -> frozenset[str]:
+    """Analysed text fields that have no keyword sub-field to filter on exactly."""
+    return frozenset(
+        path
+        for path, spec in fields.items()
+        if spec.get("type") in ("text", "match_only_text") and path not in exact
+    )
+
+
 def check_fields(
     config: StoreConfig,
     fields: Mapping[str, Mapping[str, Any]],
@@ -906,6 +920,7 @@ class LuceneConnector(abc.ABC):
             self._translator = QueryTranslator(
                 self._config,
                 exact_fields=exact,
+                text_only_fields=text_only_fields(fields, exact),
                 engine_id_order=self.engine_id_order,
             )
             try:

@@ -623,3 +623,20 @@ def test_opensearch_refuses_cloud_id() -> None:
 async def test_search_before_open_is_a_bug() -> None:
     with pytest.raises(RuntimeError):
         await ElasticsearchConnector(store()).search(SearchRequest(limit=1, text="x"))
+
+
+def test_text_only_field_is_matched_as_phrases_not_terms() -> None:
+    from connectors.lucene import QueryTranslator, text_only_fields
+
+    fields: dict[str, dict[str, Any]] = {
+        "title": {"type": "text"},
+        "body": {"type": "text", "fields": {"raw": {"type": "keyword"}}},
+        "body.raw": {"type": "keyword"},
+        "tag": {"type": "keyword"},
+    }
+    exact = {"body": "body.raw"}
+    assert text_only_fields(fields, exact) == {"title"}
+    t = QueryTranslator(store(), exact_fields=exact, text_only_fields={"title"})
+    assert t.condition(Condition("title", ("A B",))) == {"match_phrase": {"title": "A B"}}
+    assert t.condition(Condition("body", ("A B",))) == {"term": {"body.raw": {"value": "A B"}}}
+    assert t.condition(Condition("tag", ("x", "y"))) == {"terms": {"tag": ["x", "y"]}}
