@@ -102,6 +102,9 @@ class OpenSearchConnector(LuceneConnector):
             kwargs["connection_class"] = AsyncHttpConnection
         if headers:
             kwargs["headers"] = headers
+        # orjson instead of the client's stdlib json for bodies (a 384-float query
+        # vector) and responses.
+        kwargs["serializer"] = _OrjsonSerializer()
         try:
             return AsyncOpenSearch(**kwargs)
         except (ValueError, TypeError):
@@ -242,3 +245,29 @@ def _sigv4_auth(region: str, service: str) -> Any:
             "connection.aws_sigv4: no AWS credentials found (environment, profile or role)"
         )
     return AWSV4SignerAsyncAuth(credentials, region, service)
+
+
+class _OrjsonSerializer:
+    """opensearch-py's JSON serializer interface, on orjson."""
+
+    mimetype = "application/json"
+
+    def loads(self, s: str | bytes) -> Any:
+        import orjson
+        from opensearchpy.exceptions import SerializationError
+
+        try:
+            return orjson.loads(s)
+        except orjson.JSONDecodeError as exc:
+            raise SerializationError(s, exc) from None
+
+    def dumps(self, data: Any) -> Any:
+        import orjson
+        from opensearchpy.exceptions import SerializationError
+
+        if isinstance(data, str):
+            return data  # already serialized, as the stock serializer does
+        try:
+            return orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+        except TypeError as exc:
+            raise SerializationError(data, exc) from None

@@ -8,6 +8,7 @@ Only failures the connector classifies as transient are retried.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -65,6 +66,11 @@ async def deadline_scope(seconds: float) -> AsyncIterator[None]:
         _deadline.reset(token)
 
 
+def _deadline_reached() -> bool:
+    dl = _deadline.get()
+    return dl is not None and time.monotonic() >= dl - 0.05
+
+
 class _StopBeforeDeadline(stop_base):
     """Stop retrying once the request's deadline is (nearly) reached."""
 
@@ -84,14 +90,27 @@ async def retry_read(
     The last exception propagates unchanged, for the connector to translate.
     """
 
-    def _count(state: RetryCallState) -> None:
+    # Fast path: almost every read succeeds first time, and building tenacity's
+    # machinery for each call costs more than the rest of the connector's own work.
+    try:
+        return await call()
+    except Exception as exc:
+        if attempts < 1 or not transient(exc) or _deadline_reached():
+            raise
+
+    def _count(state: RetryCallState | None) -> None:
         for hook in _on_retry:
             hook()
 
+    # The first attempt failed transiently: count it and wait as tenacity would have
+    # (the first interval of the backoff below), then let tenacity run the rest, its
+    # multiplier doubled so that the intervals continue where this one left off.
+    _count(None)
+    await asyncio.sleep(random.uniform(0, 0.05))  # noqa: S311 - jitter, not a secret
     retrying = AsyncRetrying(
         retry=retry_if_exception(transient),
-        stop=stop_any(stop_after_attempt(attempts + 1), _StopBeforeDeadline()),
-        wait=wait_random_exponential(multiplier=0.05, max=1.0),
+        stop=stop_any(stop_after_attempt(attempts), _StopBeforeDeadline()),
+        wait=wait_random_exponential(multiplier=0.1, max=1.0),
         reraise=True,
         before_sleep=_count,
     )

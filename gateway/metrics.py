@@ -49,13 +49,29 @@ class Metrics:
             registry=self.registry,
         )
         retry.on_retry(self.retries.inc)
+        # labels() takes a lock and builds the key on every call; the label sets are few
+        # (stores, methods, codes), so the children are looked up once and kept.
+        self._calls: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+        self._engine_calls: dict[tuple[str, str], Histogram] = {}
 
     def observe_call(self, store: str, method: str, code: int, seconds: float) -> None:
-        self.requests.labels(store, method, str(code)).inc()
-        self.latency.labels(store, method).observe(seconds)
+        key = (store, method, code)
+        children = self._calls.get(key)
+        if children is None:
+            children = self._calls[key] = (
+                self.requests.labels(store, method, str(code)),
+                self.latency.labels(store, method),
+            )
+        children[0].inc()
+        children[1].observe(seconds)
 
     def observe_engine(self, store: str, operation: str, seconds: float, error: str | None) -> None:
-        self.engine_latency.labels(store, operation).observe(seconds)
+        child = self._engine_calls.get((store, operation))
+        if child is None:
+            child = self._engine_calls[(store, operation)] = self.engine_latency.labels(
+                store, operation
+            )
+        child.observe(seconds)
         if error is not None:
             self.engine_errors.labels(store, operation, error).inc()
 

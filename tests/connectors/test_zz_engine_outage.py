@@ -55,7 +55,7 @@ async def test_engine_killed_then_restarted(engine: str, request: pytest.Fixture
     store = scifact_store(
         loaded,
         connection={"hosts": [loaded.url], "timeout_ms": 2000, "retries": 1},
-        search={"mode": "lexical", "text_fields": ["title", "text"]},
+        search={"mode": "lexical", "text_fields": ["title", "text"], "embedder": {"kind": "none"}},
     )
     config = GatewayConfig.model_validate(
         {"server": {"request_timeout_ms": 5000}, "stores": {"sf": store.model_dump(mode="json")}}

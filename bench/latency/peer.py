@@ -1,0 +1,139 @@
+"""The peer: opensearch-mcp-server-py (PyPI), in its own virtualenv, over streamable HTTP.
+
+It is started as ``opensearch-mcp-server-py --transport stream --port P``
+with ``OPENSEARCH_URL`` pointing at the same node; its streamable-HTTP
+endpoint is ``POST /mcp`` (stateless: no initialize handshake or session
+id needed, each POST is one JSON-RPC call answered as a one-event SSE stream),
+and ``GET /health`` says when it is up. Its search tool is ``SearchIndexTool``
+(``index``, ``query_dsl``, ``size``), which runs ``POST /<index>/_search``
+with the DSL as given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+from bench.recall_latency import free_port, stop_server
+
+PACKAGE = "opensearch-mcp-server-py"
+SEARCH_TOOL = "SearchIndexTool"
+DEFAULT_VENV = Path.home() / ".cache" / "a2m-bench" / "peer-venv"
+READY_TIMEOUT_S = 120.0
+
+
+@dataclass
+class PeerServer:
+    proc: subprocess.Popen[bytes]
+    base_url: str
+    ready_after_s: float
+    version: str
+
+
+def ensure_venv(venv: Path) -> Path:
+    """The peer's executable, installing the package into its own venv the first time.
+
+    Raises:
+        RuntimeError: the venv or the install failed.
+    """
+    exe = venv / "bin" / PACKAGE
+    if exe.is_file():
+        return exe
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", PACKAGE]
+    if subprocess.run(pip, check=False).returncode != 0 or not exe.is_file():
+        raise RuntimeError(f"could not install {PACKAGE} into {venv}")
+    return exe
+
+
+def peer_version(venv: Path) -> str:
+    out = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            f"import importlib.metadata as m; print(m.version({PACKAGE!r}))",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return out.stdout.strip() or "unknown"
+
+
+def start_peer(venv: Path, opensearch_url: str, log_path: Path) -> PeerServer:
+    """Start the peer against ``opensearch_url`` and wait for ``/health``.
+
+    Raises:
+        RuntimeError: it exited or was not up within READY_TIMEOUT_S.
+    """
+    exe = ensure_venv(venv)
+    port = free_port()
+    env = {
+        **os.environ,
+        "OPENSEARCH_URL": opensearch_url,
+        "OPENSEARCH_NO_AUTH": "true",
+        "OPENSEARCH_SSL_VERIFY": "false",
+    }
+    cmd = [str(exe), "--transport", "stream", "--host", "127.0.0.1", "--port", str(port)]
+    with open(log_path, "ab") as log:
+        started = time.monotonic()
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+    base_url = f"http://127.0.0.1:{port}"
+    deadline = started + READY_TIMEOUT_S
+    with httpx.Client(base_url=base_url, timeout=5.0) as http:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the peer exited with {proc.returncode}; see {log_path}")
+            with contextlib.suppress(httpx.TransportError):
+                if http.get("/health").status_code == 200:
+                    return PeerServer(
+                        proc, base_url, time.monotonic() - started, peer_version(venv)
+                    )
+            if time.monotonic() > deadline:
+                stop_server(proc)
+                raise RuntimeError(f"the peer was not up within {READY_TIMEOUT_S}s")
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.05)
+
+
+def tool_call(index: str, body: dict[str, Any], request_id: int) -> bytes:
+    """The JSON-RPC ``tools/call`` of SearchIndexTool for one ``_search`` body."""
+    dsl = {k: v for k, v in body.items() if k != "size"}
+    return orjson.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {
+                "name": SEARCH_TOOL,
+                "arguments": {"index": index, "query_dsl": dsl, "size": body.get("size", 10)},
+            },
+        }
+    )
+
+
+def answer_ok(raw: bytes) -> bool:
+    """True when an SSE (or JSON) answer carries a tool result that is not an error."""
+    text = raw.decode("utf-8", "replace")
+    payload = text
+    if not text.lstrip().startswith("{"):
+        lines = [ln[5:].strip() for ln in text.splitlines() if ln.startswith("data:")]
+        if not lines:
+            return False
+        payload = lines[-1]
+    try:
+        msg = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return False
+    result = msg.get("result") if isinstance(msg, dict) else None
+    return isinstance(result, dict) and not result.get("isError", False)

@@ -1,0 +1,1 @@
+"""Retrieval quality of the gateway on a BEIR-layout collection; see docs/benchmarks.md."""

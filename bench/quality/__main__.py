@@ -1,0 +1,3 @@
+from bench.quality.harness import main
+
+raise SystemExit(main())

@@ -1,0 +1,120 @@
+"""Loads a split's corpus into each engine through the engines' own APIs, and describes the
+gateway store that serves it.
+
+Loading reuses the test suite's loaders (``tests.support``): Elasticsearch and
+OpenSearch through the clients' bulk API (``standard`` analyzer on ``title``
+and ``text``, the MiniLM vector in ``embedding``: a ``dense_vector`` /
+Lucene-HNSW ``knn_vector``, cosine), Qdrant in local mode on disk (a named
+dense vector plus the gateway's lexical sparse encoder under Qdrant's IDF
+modifier).
+
+Every store is configured in ``lexical`` mode with its vector field, so one
+store answers all three benchmark modes by what a call carries: text only ->
+BM25, an ``embedding`` only -> kNN, both -> hybrid (RRF in the gateway for
+Elasticsearch/OpenSearch, Qdrant's own RRF query for Qdrant).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.quality.collection import Split
+from tests.support import lucene_loader
+from tests.support import scifact as qdrant_loader
+
+ENGINES = ("elasticsearch", "opensearch", "qdrant")
+QDRANT_COLLECTION = "bench"
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The knobs the benchmark may tune (on a training split only)."""
+
+    text_fields: tuple[str, ...] = ("title", "text")
+    rrf_k: int = 60
+    candidates: int = 100
+    lexical_weight: float = 1.0
+    dense_weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Loaded:
+    engine: str
+    store: dict[str, Any]
+    """The store's section of the gateway config."""
+    seconds: float
+    note: str
+
+
+def _limits() -> dict[str, Any]:
+    # R@100 needs 100 results per call.
+    return {"max_recall_limit": 100}
+
+
+def load_lucene(engine: str, url: str, index: str, split: Split, tuning: Tuning) -> Loaded:
+    """Bulk-load (or reuse, when already complete) the index and describe its store.
+
+    Raises:
+        RuntimeError: the bulk load failed.
+    """
+    assert engine in ("elasticsearch", "opensearch")
+    result = lucene_loader.load_index(engine, url, index, split.sf)  # type: ignore[arg-type]
+    store = {
+        "backend": engine,
+        "index": index,
+        "connection": {"hosts": [url], "timeout_ms": 30_000},
+        "mapping": {"content": "text", "key": "key", "metadata": ["title"]},
+        "search": {
+            "mode": "lexical",
+            "text_fields": list(tuning.text_fields),
+            "vector_field": "embedding",
+            "rrf_k": tuning.rrf_k,
+            "candidates": tuning.candidates,
+            "lexical_weight": tuning.lexical_weight,
+            "dense_weight": tuning.dense_weight,
+        },
+        "limits": _limits(),
+    }
+    note = f"{result.count} docs {'loaded' if result.loaded else 'already present'}"
+    return Loaded(engine, store, result.seconds, note)
+
+
+def load_qdrant(path: Path, split: Split, tuning: Tuning) -> Loaded:
+    """Write the corpus to a fresh Qdrant local-mode directory and describe its store.
+
+    Raises:
+        ValueError: a document id is not an integer (the shared loader uses them as point ids).
+    """
+    if not all(d.isdigit() for d in split.sf.corpus_ids):
+        raise ValueError("the Qdrant loader needs integer document ids (they are point ids)")
+    started = time.monotonic()
+    qdrant_loader.load_qdrant(path, split.sf, split.sf.corpus_ids, collection=QDRANT_COLLECTION)
+    store = {
+        "backend": "qdrant",
+        "index": QDRANT_COLLECTION,
+        "connection": {"path": str(path), "timeout_ms": 30_000},
+        "mapping": {"content": "content", "key": "key", "metadata": ["title"]},
+        "search": {
+            "mode": "lexical",
+            "sparse_vector": qdrant_loader.SPARSE,
+            "vector_field": qdrant_loader.DENSE,
+            "rrf_k": tuning.rrf_k,
+            "candidates": tuning.candidates,
+            "lexical_weight": tuning.lexical_weight,
+            "dense_weight": tuning.dense_weight,
+        },
+        "limits": _limits(),
+    }
+    count = len(split.sf.corpus_ids)
+    return Loaded("qdrant", store, time.monotonic() - started, f"{count} docs loaded")
+
+
+def doc_id_of(record: dict[str, Any]) -> str:
+    """The collection's document id of a recalled record: both loaders key it ``scifact/<id>``."""
+    key = record.get("key")
+    if isinstance(key, str) and "/" in key:
+        return key.split("/", 1)[1]
+    return str(record["id"])

@@ -1,0 +1,108 @@
+"""The benchmark harnesses still run end to end (docs/benchmarks.md): a few queries, one engine.
+
+They run as a user runs them (``python -m bench.quality`` / ``python -m
+bench.latency``, each starting a real ``a2m-gateway serve``), and the checks
+are on the shape of what they produce, not on the figures: every cell present,
+numbers in range, no failed call, the markdown tables' rows there. The full
+runs stay out of CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 120
+
+
+def _run(args: list[str], out: Path, scifact: Path, **env: str) -> tuple[dict[str, Any], str]:
+    result = subprocess.run(
+        [sys.executable, "-m", *args, "--out", str(out)],
+        cwd=REPO,
+        env={**os.environ, "A2M_SCIFACT_DIR": str(scifact), **env},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(out.read_text()), result.stdout
+
+
+@pytest.mark.integration
+def test_quality_harness_on_qdrant(tmp_path: Path, scifact_dir: Path) -> None:
+    report, table = _run(
+        [
+            "bench.quality",
+            "--engines",
+            "qdrant",
+            "--limit-queries",
+            "5",
+            "--sample-docs",
+            "60",
+        ],
+        tmp_path / "quality.json",
+        scifact_dir,
+    )
+    cells = {(c["engine"], c["mode"]): c for c in report["cells"]}
+    assert set(cells) == {("qdrant", m) for m in ("bm25", "dense", "hybrid")}
+    for cell in cells.values():
+        assert cell["queries"] == 5
+        assert cell["errors"] == 0
+        assert 0.0 <= cell["ndcg10"] <= 1.0
+        assert 0.0 <= cell["recall100"] <= 1.0
+        assert cell["p50_ms"] > 0
+    # Every relevant document of these 5 queries is among ~70 loaded: R@100 must be 1
+    # for at least one mode, or the harness lost documents on the way.
+    assert max(c["recall100"] for c in cells.values()) == 1.0
+    rows = [ln for ln in table.splitlines() if ln.startswith("| qdrant |")]
+    assert len(rows) == 3
+    assert "0.721" in table  # the README's train reference beside the hybrid row
+
+
+@pytest.mark.integration
+@pytest.mark.opensearch
+def test_latency_harness_direct_and_gateway(
+    tmp_path: Path, scifact_dir: Path, opensearch_url: str
+) -> None:
+    report, table = _run(
+        [
+            "bench.latency",
+            "--ways",
+            "direct",
+            "gateway",
+            "--requests",
+            "12",
+            "--warmup",
+            "2",
+            "--rounds",
+            "1",
+            "--concurrency",
+            "1",
+            "4",
+            # The connector tests' index: same loader, same documents, loaded once per machine.
+            "--index",
+            "a2m-test-scifact",
+            "--opensearch-url",
+            opensearch_url,
+        ],
+        tmp_path / "latency.json",
+        scifact_dir,
+    )
+    blocks = {(b["way"], b["concurrency"]): b for b in report["blocks"]}
+    assert set(blocks) == {(w, c) for w in ("direct", "gateway") for c in (1, 4)}
+    for block in blocks.values():
+        assert block["errors"] == 0
+        assert len(block["latencies_s"]) == 12
+        assert all(0 < x < 30 for x in block["latencies_s"])
+        assert block["wall_s"] > 0
+    assert report["gateway_ready_s"] > 0
+    assert "| gateway | 4 |" in table
+    assert "| gateway / direct | 1 |" in table
