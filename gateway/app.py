@@ -9,6 +9,7 @@ from connectors.errors import ConnectorError
 from connectors.factory import make_connector
 from gateway.config import GatewayConfig
 from gateway.dispatcher import Dispatcher, Observer
+from gateway.ratelimit import RateLimiter
 from gateway.store import EngineObserver, Store
 
 log = logging.getLogger(__name__)
@@ -39,8 +40,17 @@ class Gateway:
             )
             for name, store_cfg in config.stores.items()
         }
+        rate = config.server.rate_limit
+        # One limiter for every store: a principal's quota is per gateway, not per store.
+        self.limiter = RateLimiter.from_config(rate) if rate is not None else None
         self.dispatchers = {
-            name: Dispatcher(store, observers) for name, store in self.stores.items()
+            name: Dispatcher(
+                store,
+                observers,
+                limiter=self.limiter,
+                log_queries=config.server.audit.log_queries,
+            )
+            for name, store in self.stores.items()
         }
 
     @property

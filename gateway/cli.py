@@ -1,4 +1,4 @@
-"""`a2m-gateway serve | stdio | check`."""
+"""`a2m-gateway serve | stdio | check | hash-key`."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from gateway.config import ConfigError, GatewayConfig, load_config
+
+if TYPE_CHECKING:
+    from gateway.auth import Authenticator
 
 log = logging.getLogger("a2m.cli")
 
@@ -37,18 +40,28 @@ def _serve(cfg: GatewayConfig, host: str | None, port: int | None) -> int:
     import uvicorn
 
     from gateway.app import Gateway
+    from gateway.auth import check_exposure
     from gateway.metrics import Metrics
     from gateway.transports.http import create_app
 
+    bind = host or cfg.server.host
+    try:
+        # Checked against the address actually bound, which --host may override.
+        for warning in check_exposure(cfg, bind):
+            log.warning(warning)
+        app_auth = _authenticator(cfg)
+    except ConfigError as exc:
+        sys.stderr.write(f"a2m-gateway: {exc}\n")
+        return 2
     metrics = Metrics()
     gateway = Gateway(
         cfg, observers=[metrics.observe_call], engine_observers=[metrics.observe_engine]
     )
-    app = create_app(gateway, cfg.server, metrics)
+    app = create_app(gateway, cfg.server, metrics, authenticator=app_auth)
     server = uvicorn.Server(
         uvicorn.Config(
             app,
-            host=host or cfg.server.host,
+            host=bind,
             port=cfg.server.port if port is None else port,
             log_config=None,
             access_log=False,
@@ -60,11 +73,51 @@ def _serve(cfg: GatewayConfig, host: str | None, port: int | None) -> int:
     return 0
 
 
+def _authenticator(cfg: GatewayConfig) -> Authenticator:
+    """The HTTP authenticator, built before binding so a bad JWKS file fails the start.
+
+    Raises:
+        ConfigError: server.auth cannot be used (e.g. an unreadable JWKS file).
+    """
+    from gateway.auth import Authenticator
+
+    auth = Authenticator(cfg.server.auth)
+    if auth.enabled:
+        log.info("caller authentication: %s", auth.describe())
+    return auth
+
+
+def _hash_key(new: bool) -> int:
+    """Print the config line of an API key: a new random one, or one read from stdin."""
+    from gateway.auth import generate_api_key, hash_api_key
+
+    if new:
+        key = generate_api_key()
+        # The key goes to stderr (shown once, for the operator to hand out); stdout
+        # carries only the hash, so `> keys.yaml` never captures the key itself.
+        sys.stderr.write(f"new API key (shown once, store it now): {key}\n")
+    else:
+        key = sys.stdin.readline().strip()
+        if len(key) < 32:
+            sys.stderr.write("a2m-gateway: an API key must be at least 32 characters\n")
+            return 2
+    sys.stdout.write(hash_api_key(key) + "\n")
+    return 0
+
+
 async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
     from gateway.app import Gateway
     from gateway.transports.stdio import serve_stdio
 
     gateway = Gateway(cfg)
+    served = gateway.dispatcher(store).store
+    if served.config.scope.enforced:
+        # stdio carries no credential, so claim filters have nothing to read: fail closed.
+        log.warning(
+            "store %s is scoped by caller claims; stdio has no authenticated caller, "
+            "so every read answers nothing",
+            served.name,
+        )
     await gateway.start(strict=False)
     try:
         await serve_stdio(gateway.dispatcher(store))
@@ -109,7 +162,15 @@ def main(argv: list[str] | None = None) -> int:
     p_stdio.add_argument("--store", help="store name (default: the first)")
     p_check = sub.add_parser("check", help="validate config, reach engines, preview records")
     p_check.add_argument("--config")
+    p_hash = sub.add_parser(
+        "hash-key", help="print sha256:<hex> of an API key read from stdin (for server.auth)"
+    )
+    p_hash.add_argument(
+        "--new", action="store_true", help="generate a random key (printed on stderr) instead"
+    )
     args = parser.parse_args(argv)
+    if args.command == "hash-key":
+        return _hash_key(args.new)
 
     from gateway.logsetup import configure
 

@@ -19,6 +19,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
@@ -134,6 +135,10 @@ class MappingConfig(_Model):
     key: str | None = None
     group: str | None = None
     role: str | None = None
+    owner: str | None = Field(
+        default=None,
+        description="the record's owner; on local transports the caller's `owner` filters it",
+    )
     created_at: str | None = None
     updated_at: str | None = None
     metadata: list[str] = Field(default_factory=list)
@@ -166,6 +171,7 @@ class MappingConfig(_Model):
                 self.key,
                 self.group,
                 self.role,
+                self.owner,
                 self.created_at,
                 self.updated_at,
             )
@@ -242,6 +248,57 @@ class LimitsConfig(_Model):
         return self
 
 
+class ClaimSource(_Model):
+    """Where a scope filter's values come from: one claim of the authenticated principal."""
+
+    claim: str = Field(min_length=1, description="claim name; a dotted path reads nested claims")
+    prefix: str = Field(default="", description="prepended to each value, e.g. 'user:'")
+
+
+class ScopeFilter(_Model):
+    """One engine field that must hold at least one of the principal's claim values."""
+
+    field: str = Field(min_length=1, description="engine field (keyword); never returned")
+    claims: list[ClaimSource] = Field(min_length=1)
+
+    @field_validator("claims", mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        # `claims: [groups]` is short for `claims: [{claim: groups}]`.
+        if isinstance(v, list):
+            return [{"claim": c} if isinstance(c, str) else c for c in v]
+        return v
+
+    @field_validator("field")
+    @classmethod
+    def _not_engine_id(cls, v: str) -> str:
+        if v == "_id":
+            raise ValueError("a scope filter cannot test the engine's document id")
+        return v
+
+
+class ScopeConfig(_Model):
+    """Document-level security of one store (SECURITY.md).
+
+    `filters` turn an authenticated principal's claims into conditions that every
+    recall, timeline and fetch carries; conditions are ANDed, the values of one
+    condition are any-of. `forward_credential` (Elasticsearch/OpenSearch) sends
+    the caller's bearer token to the engine so the engine's own document
+    security applies.
+    """
+
+    filters: list[ScopeFilter] = Field(default_factory=list)
+    owner_claim: str = Field(
+        default="sub", min_length=1, description="claim a body `owner` must equal over HTTP"
+    )
+    forward_credential: bool = False
+
+    @property
+    def enforced(self) -> bool:
+        """The principal restricts what this store returns (so `scopes` is true over HTTP)."""
+        return bool(self.filters) or self.forward_credential
+
+
 class DemoConfig(_Model):
     """Marks the embedded demo store: indexed from the packaged corpus on first start."""
 
@@ -257,6 +314,7 @@ class StoreConfig(_Model):
     search: SearchConfig = Field(default_factory=SearchConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     request_timeout_ms: int | None = Field(default=None, gt=0)
+    scope: ScopeConfig = Field(default_factory=ScopeConfig)
     demo: DemoConfig | None = None
 
     @model_validator(mode="after")
@@ -302,6 +360,11 @@ class StoreConfig(_Model):
             raise ValueError("mapping: a store needs content, content_template or uri")
         if self.demo and self.backend is not Backend.QDRANT:
             raise ValueError("demo applies to backend qdrant only")
+        if self.scope.forward_credential and self.backend is Backend.QDRANT:
+            raise ValueError(
+                "scope.forward_credential applies to elasticsearch and opensearch only "
+                "(qdrant has no per-user document security to forward to)"
+            )
         return self
 
     @property
@@ -311,16 +374,221 @@ class StoreConfig(_Model):
         )
 
 
+def is_loopback(host: str) -> bool:
+    """True for an address only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    h = host.strip().strip("[]").lower()
+    if h == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(h).is_loopback
+    except ValueError:
+        return False
+
+
+_HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+class ApiKeyEntry(_Model):
+    """One static API key, held as a hash: the key itself never sits in a config file."""
+
+    subject: str = Field(min_length=1, max_length=256, description="the principal (`sub`)")
+    hash: str = Field(description="'sha256:<hex>' of the key; `a2m-gateway hash-key` prints it")
+    claims: dict[str, Any] = Field(
+        default_factory=dict, description="extra claims, e.g. {groups: [team-a]}"
+    )
+
+    @field_validator("hash")
+    @classmethod
+    def _hash_form(cls, v: str) -> str:
+        v = v.strip().lower()
+        if not _HASH.match(v):
+            raise ValueError("must be 'sha256:' followed by 64 hex digits (a2m-gateway hash-key)")
+        return v
+
+
+JwtAlgorithm = Literal[
+    "HS256",
+    "HS384",
+    "HS512",
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+]
+"""Never `none`: an unsigned token is not a credential."""
+
+
+class JwtConfig(_Model):
+    """JWT bearer tokens, verified with PyJWT: signature, issuer, audience, exp, nbf."""
+
+    issuer: str = Field(min_length=1)
+    audience: list[str] = Field(min_length=1)
+    algorithms: list[JwtAlgorithm] = Field(min_length=1)
+    jwks_url: str | None = Field(default=None, description="https URL of the issuer's JWKS")
+    jwks_file: str | None = Field(default=None, description="a JWKS JSON file (mounted)")
+    secret: SecretStr | None = Field(default=None, description="HS* shared secret, >= 32 bytes")
+    leeway_s: float = Field(default=30, ge=0, le=300, description="clock skew for exp/nbf/iat")
+    jwks_cache_s: float = Field(default=300, gt=0)
+    jwks_cooldown_s: float = Field(
+        default=30, ge=0, description="minimum gap between refetches for an unknown kid"
+    )
+    jwks_timeout_ms: int = Field(default=5000, gt=0)
+    subject_claim: str = Field(default="sub", min_length=1)
+    max_token_bytes: int = Field(default=16_384, gt=0)
+
+    @field_validator("audience", mode="before")
+    @classmethod
+    def _one_audience(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _keys(self) -> JwtConfig:
+        hmac = {a for a in self.algorithms if a.startswith("HS")}
+        if hmac and len(hmac) != len(self.algorithms):
+            # One key source per issuer; mixing is how algorithm-confusion attacks start.
+            raise ValueError("jwt.algorithms: do not mix HS* with asymmetric algorithms")
+        if hmac:
+            if self.secret is None:
+                raise ValueError("jwt: HS* algorithms need jwt.secret")
+            if self.jwks_url or self.jwks_file:
+                raise ValueError("jwt: HS* algorithms take jwt.secret, not a JWKS")
+            if len(self.secret.get_secret_value().encode()) < 32:
+                raise ValueError("jwt.secret must be at least 32 bytes")
+        else:
+            if self.secret is not None:
+                raise ValueError("jwt.secret applies to HS* algorithms only")
+            if (self.jwks_url is None) == (self.jwks_file is None):
+                raise ValueError("jwt: set exactly one of jwks_url, jwks_file")
+            if self.jwks_url is not None:
+                from urllib.parse import urlsplit
+
+                url = urlsplit(self.jwks_url)
+                if url.scheme != "https" and not (
+                    url.scheme == "http" and is_loopback(url.hostname or "")
+                ):
+                    raise ValueError("jwt.jwks_url must be https (http only on loopback)")
+        return self
+
+
+class AuthConfig(_Model):
+    """Caller authentication over HTTP (A2M §6.1). stdio and in-process are local (§6)."""
+
+    mode: Literal["none", "bearer"] = Field(
+        default="none",
+        description="bearer: every POST needs `Authorization: Bearer`; defaults to bearer "
+        "as soon as api_keys, api_keys_file or jwt is set",
+    )
+    api_keys: list[ApiKeyEntry] = Field(default_factory=list)
+    api_keys_file: str | None = Field(
+        default=None, description="YAML/JSON list of api_keys entries (a mounted secret)"
+    )
+    jwt: JwtConfig | None = None
+    allow_unauthenticated_network: bool = Field(
+        default=False,
+        description="escape hatch: mode none on a non-loopback bind (logged as a warning)",
+    )
+    realm: str = Field(default="a2m", pattern=r"^[A-Za-z0-9 ._-]{1,64}$")
+    _file_keys: list[ApiKeyEntry] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_mode(cls, data: Any) -> Any:
+        # Configuring a credential and forgetting `mode` must never leave the door open.
+        if (
+            isinstance(data, dict)
+            and "mode" not in data
+            and (data.get("api_keys") or data.get("api_keys_file") or data.get("jwt"))
+        ):
+            data = {**data, "mode": "bearer"}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AuthConfig:
+        if self.mode == "none":
+            if self.api_keys or self.api_keys_file or self.jwt:
+                raise ValueError(
+                    "auth.mode is none but credentials are configured; set mode: bearer"
+                )
+            return self
+        if self.api_keys_file is not None:
+            self._file_keys = _read_api_keys(self.api_keys_file)
+        if not (self.api_keys or self._file_keys or self.jwt):
+            raise ValueError("auth.mode bearer needs api_keys, api_keys_file or jwt")
+        hashes = [k.hash for k in self.all_api_keys()]
+        if len(hashes) != len(set(hashes)):
+            raise ValueError("auth.api_keys: the same key hash appears twice")
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode == "bearer"
+
+    def all_api_keys(self) -> list[ApiKeyEntry]:
+        """The inline keys and those of api_keys_file."""
+        return [*self.api_keys, *self._file_keys]
+
+
+def _read_api_keys(path: str) -> list[ApiKeyEntry]:
+    """The entries of an API-key file; errors never quote its content.
+
+    Raises:
+        ValueError: unreadable, not a YAML list, or an entry is invalid.
+    """
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        raise ValueError("auth.api_keys_file cannot be read as YAML/JSON") from None
+    if not isinstance(data, list):
+        raise ValueError("auth.api_keys_file must hold a list of {subject, hash, claims}")
+    entries = []
+    for i, item in enumerate(data):
+        try:
+            entries.append(ApiKeyEntry.model_validate(item))
+        except ValidationError:
+            raise ValueError(f"auth.api_keys_file: entry {i} is invalid") from None
+    return entries
+
+
+class RateLimitConfig(_Model):
+    """A token bucket per principal; an empty bucket answers -32005 QUOTA_EXCEEDED."""
+
+    requests_per_second: float = Field(gt=0)
+    burst: int = Field(default=20, gt=0, description="bucket size: calls allowed at once")
+    max_principals: int = Field(
+        default=10_000, gt=0, description="buckets kept; the least recent is dropped"
+    )
+
+
+class AuditConfig(_Model):
+    log_queries: bool = Field(
+        default=False, description="put recall query text on the audit line (off: may be PII)"
+    )
+
+
 class ServerConfig(_Model):
     name: str = "a2m-gateway"
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
     allowed_origins: list[str] = Field(default_factory=list)
     max_body_bytes: int = Field(default=1_048_576, gt=0)
+    body_timeout_ms: int = Field(
+        default=30_000, gt=0, description="a request body must arrive within this (else 408)"
+    )
     request_timeout_ms: int = Field(default=10_000, gt=0)
     shutdown_grace_s: float = Field(default=20, ge=0)
     log_format: Literal["json", "text"] = "text"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    auth: AuthConfig = Field(default_factory=AuthConfig)
+    rate_limit: RateLimitConfig | None = None
+    audit: AuditConfig = Field(default_factory=AuditConfig)
 
 
 StoreName = Annotated[str, Field(pattern=_STORE_NAME.pattern)]

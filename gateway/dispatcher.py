@@ -7,7 +7,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from gateway.errors import CapabilityNotSupported, MethodNotFound, ReadOnly
+from gateway.errors import CapabilityNotSupported, MethodNotFound, QuotaExceeded, ReadOnly
 from gateway.jsonrpc import to_wire_error
 from gateway.methods import METHOD_CAPABILITY, WRITE_METHODS
 from gateway.params import (
@@ -17,6 +17,8 @@ from gateway.params import (
     TimelineParams,
     parse_params,
 )
+from gateway.ratelimit import RateLimiter
+from gateway.scopes import LOCAL, Caller
 from gateway.store import Store
 
 log = logging.getLogger(__name__)
@@ -25,22 +27,33 @@ audit = logging.getLogger("a2m.audit")
 Observer = Callable[[str, str, int, float], None]
 """(store, method, code (0 = ok), seconds): the metrics module registers one."""
 
+MAX_AUDITED_QUERY = 4096
+
 
 class Dispatcher:
     """Routes A2M calls to one store; knows every method of the draft."""
 
-    def __init__(self, store: Store, observers: list[Observer] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        observers: list[Observer] | None = None,
+        *,
+        limiter: RateLimiter | None = None,
+        log_queries: bool = False,
+    ) -> None:
         self.store = store
         self._observers = observers or []
-        self._routes: dict[str, Callable[[Any], Awaitable[Any]]] = {
+        self._limiter = limiter
+        self._log_queries = log_queries
+        self._routes: dict[str, Callable[[Any, Caller], Awaitable[Any]]] = {
             "memory/describe": self._describe,
             "memory/recall": self._recall,
             "memory/timeline": self._timeline,
             "memory/fetch": self._fetch,
         }
 
-    async def dispatch(self, method: str, params: Any) -> Any:
-        """Run one call.
+    async def dispatch(self, method: str, params: Any, caller: Caller = LOCAL) -> Any:
+        """Run one call for `caller` (set by the transport, never by the request).
 
         Raises:
             A2MError: any protocol-level failure; connector errors pass through to the
@@ -50,7 +63,8 @@ class Dispatcher:
         code = 0
         count: int | None = None
         try:
-            result = await self._dispatch(method, params)
+            self._charge(caller)
+            result = await self._dispatch(method, params, caller)
             if isinstance(result, dict) and isinstance(result.get("records"), list):
                 count = len(result["records"])
             return result
@@ -69,18 +83,38 @@ class Dispatcher:
                     code,
                     elapsed,
                 )
-            audit.info(
-                "call",
-                extra={
-                    "store": self.store.name,
-                    "method": method[:64],
-                    "code": code,
-                    "results": count,
-                    "latency_ms": round(elapsed * 1000, 3),
-                },
+            extra: dict[str, Any] = {
+                "store": self.store.name,
+                "method": method[:64],
+                "principal": caller.label[:300],
+                "code": code,
+                "results": count,
+                "latency_ms": round(elapsed * 1000, 3),
+            }
+            if self._log_queries and isinstance(params, dict):
+                query = params.get("query")
+                if isinstance(query, str):
+                    extra["query"] = query[:MAX_AUDITED_QUERY]
+            audit.info("call", extra=extra)
+
+    def _charge(self, caller: Caller) -> None:
+        """Take one token from the caller's bucket.
+
+        Raises:
+            QuotaExceeded: the bucket is empty; data carries retry_after_ms.
+        """
+        if self._limiter is None:
+            return
+        key = caller.rate_key
+        if key is None:
+            return
+        wait_ms = self._limiter.acquire(key)
+        if wait_ms is not None:
+            raise QuotaExceeded(
+                "Rate limit exceeded for this caller", data={"retry_after_ms": wait_ms}
             )
 
-    async def _dispatch(self, method: str, params: Any) -> Any:
+    async def _dispatch(self, method: str, params: Any, caller: Caller) -> Any:
         cap = METHOD_CAPABILITY.get(method)
         if cap is None:
             raise MethodNotFound(f"Method not found: {method[:100]!r}")
@@ -96,16 +130,16 @@ class Dispatcher:
         route = self._routes.get(method)
         if route is None:  # a declared capability with no route would be a bug
             raise CapabilityNotSupported(f"Server does not implement {method}")
-        return await route(params)
+        return await route(params, caller)
 
-    async def _describe(self, params: Any) -> Any:
-        return self.store.describe(parse_params(DescribeParams, params))
+    async def _describe(self, params: Any, caller: Caller) -> Any:
+        return self.store.describe(parse_params(DescribeParams, params), caller)
 
-    async def _recall(self, params: Any) -> Any:
-        return await self.store.recall(parse_params(RecallParams, params))
+    async def _recall(self, params: Any, caller: Caller) -> Any:
+        return await self.store.recall(parse_params(RecallParams, params), caller)
 
-    async def _timeline(self, params: Any) -> Any:
-        return await self.store.timeline(parse_params(TimelineParams, params))
+    async def _timeline(self, params: Any, caller: Caller) -> Any:
+        return await self.store.timeline(parse_params(TimelineParams, params), caller)
 
-    async def _fetch(self, params: Any) -> Any:
-        return await self.store.fetch(parse_params(FetchParams, params))
+    async def _fetch(self, params: Any, caller: Caller) -> Any:
+        return await self.store.fetch(parse_params(FetchParams, params), caller)

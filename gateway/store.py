@@ -9,11 +9,13 @@ A2M errors or connector errors, turned into wire errors at one boundary.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import time
+from array import array
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from connectors.base import (
@@ -27,6 +29,7 @@ from connectors.base import (
     SparseVector,
     TimeWindows,
 )
+from connectors.errors import EngineConfigError
 from connectors.retry import deadline_scope
 from gateway import PROTOCOL
 from gateway.config import Backend, SearchMode, StoreConfig
@@ -48,7 +51,8 @@ from gateway.params import (
     WhereValue,
 )
 from gateway.prompt import METHODS, STYLES, TOKENIZER, check_options, render
-from gateway.records import Record, format_timestamp, parse_timestamp
+from gateway.records import Record, parse_timestamp
+from gateway.scopes import LOCAL, Caller, CredentialForwarding, NothingVisible, ScopePolicy
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +83,7 @@ class Store:
         self.config = config
         self.connector = connector
         self.mapper = RecordMapper(config.mapping)
+        self.scope = ScopePolicy(config)
         self.embedder: QueryEmbedder | None = make_embedder(config.search.embedder)
         self._sparse_encoder: Any = None
         if config.backend is Backend.QDRANT and config.search.sparse_vector:
@@ -121,6 +126,14 @@ class Store:
             indexed = await ensure_demo_index(self.config)
             if indexed:
                 log.info("demo store %s: indexed %d chunks", self.name, indexed)
+        if self.config.scope.forward_credential and not isinstance(
+            self.connector, CredentialForwarding
+        ):
+            # Reading with the gateway's own rights would bypass the engine's document security.
+            raise EngineConfigError(
+                f"stores.{self.name}.scope.forward_credential: this connector cannot send "
+                "the caller's credential to the engine"
+            )
         self.info = await self.connector.open()
         self.capabilities = self._capabilities(self.info)
 
@@ -158,8 +171,13 @@ class Store:
             for observe in self._engine_observers:
                 observe(self.name, operation, time.perf_counter() - start, error)
 
-    def describe(self, params: DescribeParams | None = None) -> dict[str, Any]:
+    def describe(
+        self, params: DescribeParams | None = None, caller: Caller = LOCAL
+    ) -> dict[str, Any]:
         """The memory/describe result, built from what the engine really holds.
+
+        `scopes` depends on the caller: it is declared only where it is true for
+        this transport and principal (gateway.scopes).
 
         Raises:
             ProtocolNotSupported: the client asked for another protocol version.
@@ -171,10 +189,14 @@ class Store:
             )
         lim = self.config.limits
         methods = [m for m, cap in METHOD_CAPABILITY.items() if cap in self.capabilities]
+        capabilities = [c.value for c in self.capabilities]
+        if self.scope.declared(caller):
+            at = capabilities.index("prompt") if "prompt" in capabilities else len(capabilities)
+            capabilities.insert(at, Capability.SCOPES.value)
         result: dict[str, Any] = {
             "protocol": PROTOCOL,
             "name": self.name,
-            "capabilities": [c.value for c in self.capabilities],
+            "capabilities": capabilities,
             "methods": methods,
             "read_only": True,
             "limits": {
@@ -279,6 +301,41 @@ class Store:
         wanted = {str(v) for v in (value if isinstance(value, list) else [value])}
         return [r for r in records if r.content in wanted]
 
+    def _read_filter(
+        self,
+        where: dict[str, WhereValue] | None,
+        key_prefix: str | None,
+        caller: Caller,
+        owner: str | None,
+    ) -> Filter | None:
+        """The caller's `where` and `key_prefix`, ANDed with its scope; None if nothing can match.
+
+        `where` is checked first, so a bad request gets the same answer whoever sends it.
+
+        Raises:
+            InvalidParams: a bad `where` or `key_prefix`.
+            ScopeDenied: see ScopePolicy.conditions.
+        """
+        try:
+            flt: Filter | None = self._filter(where, key_prefix)
+        except _MatchesNothing:
+            flt = None
+        try:
+            scope = self.scope.conditions(caller, owner)
+        except NothingVisible:
+            return None
+        if flt is None:
+            return None
+        return dataclasses.replace(flt, must=(*scope, *flt.must)) if scope else flt
+
+    def _connector(self, caller: Caller) -> Connector:
+        """The connector, or a view of it that sends the caller's credential (forwarding)."""
+        authorization = self.scope.engine_authorization(caller)
+        if authorization is None:
+            return self.connector
+        assert isinstance(self.connector, CredentialForwarding)  # checked at start
+        return self.connector.for_caller(authorization)
+
     def _check_prompt(self, params: RecallParams | TimelineParams) -> PromptOptions | None:
         options = params.prompt_options()
         if options is not None:
@@ -299,11 +356,12 @@ class Store:
 
     # -- recall -------------------------------------------------------------------
 
-    async def recall(self, params: RecallParams) -> dict[str, Any]:
+    async def recall(self, params: RecallParams, caller: Caller = LOCAL) -> dict[str, Any]:
         """memory/recall: engine-ranked records, scores in [0, 1] descending.
 
         Raises:
-            InvalidParams, CapabilityNotSupported, EmbeddingMismatch, ConnectorError.
+            InvalidParams, CapabilityNotSupported, EmbeddingMismatch, ScopeDenied,
+            ConnectorError.
         """
         self._gate(params)
         lim = self.config.limits
@@ -315,16 +373,16 @@ class Store:
         if vector is not None:
             self._check_vector(vector)
         options = self._check_prompt(params)
-        try:
-            flt = self._filter(params.where, params.key_prefix)
-        except _MatchesNothing:
+        flt = self._read_filter(params.where, params.key_prefix, caller, params.owner)
+        if flt is None:
             return self._result([], options)
+        connector = self._connector(caller)
 
         async with deadline_scope(self._timeout_s):
             if not text and vector is None:
                 hits = await self._engine(
                     "ordered",
-                    self.connector.ordered(
+                    connector.ordered(
                         OrderedRequest(limit=limit, filter=flt, with_vectors=params.embeddings)
                     ),
                 )
@@ -335,7 +393,7 @@ class Store:
                 request = await self._search_request(text, vector, flt, limit, params.embeddings)
                 if request is None:
                     return self._result([], options)
-                hits = await self._engine("search", self.connector.search(request))
+                hits = await self._engine("search", connector.search(request))
 
         records = self._exact_content(self._records(hits, params.embeddings), params.where)
         for r in records:
@@ -360,6 +418,14 @@ class Store:
             )
         if not all(math.isfinite(x) for x in vector):
             raise InvalidParams("embedding must contain finite numbers only")
+        # Found by fuzzing: engines hold 32-bit floats, and refuse (or overflow on) a query
+        # whose values or squared norm leave that range, or a zero vector under cosine.
+        f32 = array("f", vector)
+        square = math.fsum(array("f", (x * x for x in f32)))  # squares as the engine rounds them
+        if not all(math.isfinite(x) for x in f32) or not square <= _F32_MAX:
+            raise InvalidParams("embedding is too large for 32-bit float vectors")
+        if square == 0.0 and self.info.vectors.metric == "cosine":
+            raise InvalidParams("embedding has zero length: cosine gives it no direction")
 
     async def _search_request(
         self,
@@ -406,26 +472,25 @@ class Store:
 
     # -- timeline -------------------------------------------------------------------
 
-    async def timeline(self, params: TimelineParams) -> dict[str, Any]:
+    async def timeline(self, params: TimelineParams, caller: Caller = LOCAL) -> dict[str, Any]:
         """memory/timeline: ascending creation order; with limit, the newest `limit` records.
 
         Never implemented through recall (§4.4): it asks the connector for an
         ordered read, never a ranked one.
 
         Raises:
-            InvalidParams, CapabilityNotSupported, ConnectorError.
+            InvalidParams, CapabilityNotSupported, ScopeDenied, ConnectorError.
         """
         self._gate(params)
         limit = self._limit(params.limit, self.config.limits.default_timeline_limit)
         options = self._check_prompt(params)
-        try:
-            flt = self._filter(params.where, params.key_prefix)
-        except _MatchesNothing:
+        flt = self._read_filter(params.where, params.key_prefix, caller, params.owner)
+        if flt is None:
             return self._result([], options)
         async with deadline_scope(self._timeout_s):
             hits = await self._engine(
                 "ordered",
-                self.connector.ordered(
+                self._connector(caller).ordered(
                     OrderedRequest(
                         limit=limit, filter=flt, newest_first=True, with_vectors=params.embeddings
                     )
@@ -439,21 +504,25 @@ class Store:
 
     # -- fetch ------------------------------------------------------------------------
 
-    async def fetch(self, params: FetchParams) -> dict[str, Any]:
-        """memory/fetch: the record at a key, or null.
+    async def fetch(self, params: FetchParams, caller: Caller = LOCAL) -> dict[str, Any]:
+        """memory/fetch: the record at a key, or null (also when the caller may not see it).
 
         Raises:
-            InvalidParams, ConnectorError.
+            InvalidParams, ScopeDenied, ConnectorError.
         """
         key_field = self.config.mapping.key
         assert key_field is not None  # the dispatcher gates fetch on the keys capability
         if len(params.key) > self.config.limits.max_key_length:
             raise InvalidParams(f"key is longer than {self.config.limits.max_key_length}")
+        try:
+            scope = self.scope.conditions(caller, params.owner)
+        except NothingVisible:
+            return {"record": None}
         async with deadline_scope(self._timeout_s):
             hit = await self._engine(
                 "fetch",
-                self.connector.fetch(
-                    Filter(must=(Condition(field=key_field, values=(params.key,)),)),
+                self._connector(caller).fetch(
+                    Filter(must=(*scope, Condition(field=key_field, values=(params.key,)))),
                     with_vectors=params.embeddings,
                 ),
             )
@@ -482,15 +551,30 @@ def _ms_windows(name: str, values: tuple[WhereValue, ...]) -> tuple[tuple[str, s
     """
     windows = []
     for value in values:
-        ts = parse_timestamp(value) if isinstance(value, str) else None
-        if ts is None:
-            raise InvalidParams(f"where.{name} takes RFC 3339 timestamps")
-        start = ts.replace(microsecond=ts.microsecond // 1000 * 1000)
-        windows.append((format_timestamp(start), format_timestamp(start + _MS)))
+        try:
+            ts = parse_timestamp(value) if isinstance(value, str) else None
+            if ts is None:
+                raise InvalidParams(f"where.{name} takes RFC 3339 timestamps")
+            start = ts.replace(microsecond=ts.microsecond // 1000 * 1000)
+            windows.append((_engine_time(start), _engine_time(start + _MS)))
+        except (OverflowError, ValueError):
+            # Found by fuzzing: 9999-12-31T23:59:59.999Z (+1 ms), 0001-01-01T00:00:00+01:00
+            # (before year 1 in UTC) and digit strings past int()'s 4300-digit limit.
+            raise InvalidParams(f"where.{name}: timestamp out of range") from None
     return tuple(windows)
 
 
 _MS = timedelta(milliseconds=1)
+_F32_MAX = 3.4028234663852886e38
+
+
+def _engine_time(ts: datetime) -> str:
+    """An engine-facing UTC bound with a four-digit year, whatever the platform's strftime.
+
+    Found by fuzzing: strftime("%Y") writes year 999 as "999", which no engine parses
+    (-32603 on `where: {created_at: "0999-01-01T00:00:00Z"}`).
+    """
+    return ts.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _clamp(score: float | None) -> float:

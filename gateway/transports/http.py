@@ -7,10 +7,16 @@ URL scheme:
   GET  /a2m/{store}/.well-known/a2m-server.json   one store's describe
   GET  /healthz   process alive      GET /readyz   every engine reachable (503 otherwise)
   GET  /metrics   Prometheus text format
+
+With ``server.auth`` on, every POST and both discovery documents need
+``Authorization: Bearer``; a missing or bad credential is 401 with
+``WWW-Authenticate: Bearer`` before the body is read (§6.1). Operator
+endpoints (healthz, readyz, metrics) stay open for probes and scrapers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,12 +28,15 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from gateway import PROTOCOL
 from gateway.app import Gateway, UnknownStore
+from gateway.auth import AuthenticationError, Authenticator
 from gateway.config import ServerConfig
-from gateway.errors import ProtocolNotSupported
+from gateway.errors import ErrorCode, ProtocolNotSupported
 from gateway.jsonrpc import error_body, handle_message, to_wire_error
 from gateway.metrics import Metrics
+from gateway.scopes import Caller
 
 log = logging.getLogger(__name__)
+audit = logging.getLogger("a2m.audit")
 
 JSON = "application/json"
 VERSION_HEADER = "a2m-protocol-version"
@@ -55,11 +64,18 @@ def create_app(
     metrics: Metrics | None = None,
     *,
     strict_start: bool = False,
+    authenticator: Authenticator | None = None,
 ) -> FastAPI:
-    """The ASGI app serving every store of `gateway`."""
+    """The ASGI app serving every store of `gateway`.
+
+    Raises:
+        ConfigError: the JWKS file of server.auth.jwt cannot be read.
+    """
     metrics = metrics or Metrics()
     guard = OriginGuard(server.allowed_origins)
     max_body = server.max_body_bytes
+    body_timeout_s = server.body_timeout_ms / 1000
+    auth = authenticator or Authenticator(server.auth)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -91,9 +107,25 @@ def create_app(
                 return _plain(413, f"body larger than {max_body} bytes")
         return bytes(body)
 
-    async def rpc(request: Request, store: str | None) -> Response:
+    async def admit(request: Request) -> Caller | Response:
+        """§8.3.1 then §6.1: the Origin, then the credential; a Response refuses the request."""
         if not guard.permits(request.headers.get("origin")):
             return _plain(403, "origin not allowed")
+        try:
+            principal = await auth.authenticate(request.headers.get("authorization"))
+        except AuthenticationError as exc:
+            client = request.client.host if request.client else None
+            # The reason names what was wrong, never the credential.
+            audit.info("auth_failed", extra={"reason": exc.reason, "client": client})
+            return _plain(
+                401, "authentication required", headers={"WWW-Authenticate": auth.challenge(exc)}
+            )
+        return Caller(network=True, principal=principal)
+
+    async def rpc(request: Request, store: str | None) -> Response:
+        caller = await admit(request)
+        if isinstance(caller, Response):
+            return caller
         version = request.headers.get(VERSION_HEADER)
         if version is not None and version.strip() != PROTOCOL:
             err = ProtocolNotSupported(
@@ -109,12 +141,20 @@ def create_app(
             dispatcher = gateway.dispatcher(store)
         except UnknownStore:
             return _plain(404, "no such store")
-        body = await read_body(request)
+        try:
+            async with asyncio.timeout(body_timeout_s):
+                body = await read_body(request)
+        except TimeoutError:
+            return _plain(408, "request body not received in time")
         if isinstance(body, Response):
             return body
+
+        async def dispatch(method: str, params: Any) -> Any:
+            return await dispatcher.dispatch(method, params, caller)
+
         metrics.inflight.inc()
         try:
-            out = await handle_message(body, dispatcher.dispatch)
+            out = await handle_message(body, dispatch)
         finally:
             metrics.inflight.dec()
         if out is None:
@@ -129,31 +169,31 @@ def create_app(
     async def rpc_default(request: Request) -> Response:
         return await rpc(request, None)
 
-    async def describe_doc(store: str | None) -> Response:
+    async def describe_doc(request: Request, store: str | None) -> Response:
+        caller = await admit(request)
+        if isinstance(caller, Response):
+            return caller
         try:
             dispatcher = gateway.dispatcher(store)
         except UnknownStore:
             return _plain(404, "no such store")
         try:
-            result: dict[str, Any] = await dispatcher.dispatch("memory/describe", {})
+            result: dict[str, Any] = await dispatcher.dispatch("memory/describe", {}, caller)
         except Exception as exc:
             err = to_wire_error(exc)
-            return Response(error_body(None, err), status_code=503, media_type=JSON)
+            status = 429 if err.code is ErrorCode.QUOTA_EXCEEDED else 503
+            return Response(error_body(None, err), status_code=status, media_type=JSON)
         if store is None:
             result = {**result, "stores": {n: f"/a2m/{n}" for n in gateway.stores}}
         return Response(orjson.dumps(result), media_type=JSON)
 
     @app.get("/.well-known/a2m-server.json")
     async def well_known(request: Request) -> Response:
-        if not guard.permits(request.headers.get("origin")):
-            return _plain(403, "origin not allowed")
-        return await describe_doc(None)
+        return await describe_doc(request, None)
 
     @app.get("/a2m/{store}/.well-known/a2m-server.json")
     async def well_known_store(request: Request, store: str) -> Response:
-        if not guard.permits(request.headers.get("origin")):
-            return _plain(403, "origin not allowed")
-        return await describe_doc(store)
+        return await describe_doc(request, store)
 
     @app.get("/healthz")
     async def healthz() -> Response:

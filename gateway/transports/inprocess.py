@@ -9,6 +9,7 @@ import orjson
 
 from gateway.dispatcher import Dispatcher
 from gateway.jsonrpc import handle_message
+from gateway.scopes import Caller, Principal
 
 
 class A2MRemoteError(Exception):
@@ -22,18 +23,27 @@ class A2MRemoteError(Exception):
 
 
 class InProcessClient:
-    """Call a store from the same process, through the same JSON the network carries."""
+    """Call a store from the same process, through the same JSON the network carries.
 
-    def __init__(self, dispatcher: Dispatcher) -> None:
+    Without a principal the caller is local (§6: `owner` is taken at face value).
+    An application that authenticated its user itself passes that user's
+    principal, and the store scopes every call to it as it would over HTTP.
+    """
+
+    def __init__(self, dispatcher: Dispatcher, principal: Principal | None = None) -> None:
         self._dispatcher = dispatcher
+        self._caller = Caller(network=False, principal=principal)
         self._ids = itertools.count(1)
+
+    async def _dispatch(self, method: str, params: Any) -> Any:
+        return await self._dispatcher.dispatch(method, params, self._caller)
 
     async def send(
         self, message: dict[str, Any] | list[Any] | str | bytes
     ) -> dict[str, Any] | None:
         """Send one raw JSON-RPC message; returns the response object (None for a notification)."""
         raw = message if isinstance(message, str | bytes) else orjson.dumps(message)
-        body = await handle_message(raw, self._dispatcher.dispatch)
+        body = await handle_message(raw, self._dispatch)
         if body is None:
             return None
         response: dict[str, Any] = orjson.loads(body)

@@ -9,11 +9,21 @@ truth or as its subject: the documented error codes, the packaged demo corpus an
 config, the lexical encoder (to build a store with vectors) and the in-process
 binding.
 
-One server per transport lives for the whole session (the demo indexes its
-corpus at first start, which is the slow part). Tests that want the same
-assertions on both transports take the ``client`` fixture, which is
+Every store-facing test runs against three stores holding the same packaged
+demo corpus (``backend``): the embedded demo (Qdrant local mode, ``serve`` with
+no ``--config``), and the corpus bulk-loaded into a real Elasticsearch and a real
+OpenSearch index (``tests/support/demo_loader.py``) served from a config file
+whose store is also named ``demo``, with the demo's mapping and BM25 over
+``title^2`` and ``content``. The engines are the nodes of
+``tests/engines/engines.py`` (skipped when absent, failed under
+``A2M_REQUIRE_ENGINES=1``).
+
+One server per (backend, transport) lives for the whole session (the demo
+indexes its corpus at first start, which is the slow part). Tests that want the
+same assertions on both transports take the ``client`` fixture, which is
 parametrised over ``http`` and ``stdio``; transport-specific tests take
-``http_client`` / ``stdio_client`` or start their own process.
+``http_client`` / ``stdio_client`` or start their own process (from
+``backend.config_args``).
 
 Nothing here sleeps: a server is ready when ``/readyz`` says so (polled under a
 deadline, paced by waiting on the process itself), a stdio answer is the line
@@ -44,6 +54,8 @@ import httpx
 import orjson
 import pytest
 import yaml
+
+from tests.support import demo_loader
 
 PROTOCOL = "a2m/0.1"
 CALL_TIMEOUT_S = 30.0
@@ -521,20 +533,133 @@ def write_demo_config(path: Path, data_dir: Path, **server: Any) -> Path:
 
 
 def max_body_bytes() -> int:
-    """The demo server's body limit (its config is the packaged demo's)."""
+    """The demo server's body limit (every backend's config keeps the packaged demo's)."""
     from gateway.demo import default_demo_config
 
     return default_demo_config(Path("/nonexistent")).server.max_body_bytes
+
+
+# -- backends --------------------------------------------------------------------------------------
+
+QDRANT = "qdrant"
+ENGINES: dict[str, str] = {
+    "elasticsearch": "elasticsearch_url",
+    "opensearch": "opensearch_url",
+}
+"""Engine backend -> the fixture (tests/conftest.py) giving its node's URL."""
+BACKENDS = [
+    pytest.param(QDRANT, id=QDRANT),
+    pytest.param("elasticsearch", id="elasticsearch", marks=pytest.mark.elasticsearch),
+    pytest.param("opensearch", id="opensearch", marks=pytest.mark.opensearch),
+]
+
+
+@dataclass(frozen=True)
+class StoreBackend:
+    """One store the suite runs against, all named ``demo`` and holding the same corpus."""
+
+    name: str
+    store: dict[str, Any] | None = None
+    """The ``stores.demo`` config section; None for the embedded demo."""
+    config: Path | None = None
+    """A config file serving it; None for the embedded demo (started without --config)."""
+
+    @property
+    def config_args(self) -> list[str]:
+        return ["--config", str(self.config)] if self.config is not None else []
+
+    def write_config(self, path: Path, data_dir: Path, **server: Any) -> Path:
+        """A config file of this store, with `server:` settings overridden."""
+        if self.store is None:
+            return write_demo_config(path, data_dir, **server)
+        doc: dict[str, Any] = {"stores": {"demo": self.store}}
+        if server:
+            doc["server"] = dict(server)
+        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        return path
+
+    def gateway_config(self, data_dir: Path) -> Any:
+        """The same store as a GatewayConfig (the demo: freshly indexed under `data_dir`)."""
+        from gateway.config import load_config
+        from gateway.demo import default_demo_config
+
+        if self.config is None:
+            return default_demo_config(data_dir)
+        return load_config(self.config)
+
+
+class Servers:
+    """The session's servers, one per (backend, transport), started on first use.
+
+    pytest tears a parametrised session fixture down whenever the next test
+    wants another parameter; keeping the processes here (not in those
+    fixtures) means each starts once whatever order the tests run in.
+    """
+
+    def __init__(self, tmp: pytest.TempPathFactory) -> None:
+        self.tmp = tmp
+        self.backends: dict[str, StoreBackend] = {}
+        self.http: dict[str, HttpServer] = {}
+        self.stdio: dict[str, StdioServer] = {}
+
+    def backend(self, name: str, request: pytest.FixtureRequest) -> StoreBackend:
+        if name not in self.backends:
+            if name == QDRANT:
+                self.backends[name] = StoreBackend(name)
+            else:
+                engine: Any = name
+                url: str = request.getfixturevalue(ENGINES[name])
+                loaded = demo_loader.load_demo_index(engine, url)
+                store = demo_loader.demo_store(engine, url, loaded.index)
+                root = self.tmp.mktemp(f"{name}-config")
+                path = StoreBackend(name, store).write_config(root / "gateway.yaml", root)
+                self.backends[name] = StoreBackend(name, store, path)
+        return self.backends[name]
+
+    def http_server(self, backend: StoreBackend) -> HttpServer:
+        if backend.name not in self.http:
+            data_dir = self.tmp.mktemp(f"http-{backend.name}")
+            self.http[backend.name] = start_http_server(data_dir, backend.config)
+        return self.http[backend.name]
+
+    def stdio_server(self, backend: StoreBackend) -> StdioServer:
+        if backend.name not in self.stdio:
+            data_dir = self.tmp.mktemp(f"stdio-{backend.name}")
+            self.stdio[backend.name] = start_stdio_server(data_dir, backend.config)
+        return self.stdio[backend.name]
+
+    def close(self) -> None:
+        failures: list[BaseException] = []
+        for http in self.http.values():
+            http.stop()
+        for stdio in self.stdio.values():
+            try:
+                stdio.stop()
+            except BaseException as exc:  # stop every server, then report
+                failures.append(exc)
+        if failures:
+            raise failures[0]
 
 
 # -- fixtures --------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
-def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
-    server = start_http_server(tmp_path_factory.mktemp("http-demo"))
-    yield server
-    server.stop()
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
+    registry = Servers(tmp_path_factory)
+    yield registry
+    registry.close()
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend(request: pytest.FixtureRequest, servers: Servers) -> StoreBackend:
+    """The store under test: the embedded demo (Qdrant), or the demo corpus in ES / OpenSearch."""
+    return servers.backend(request.param, request)
+
+
+@pytest.fixture(scope="session")
+def http_server(servers: Servers, backend: StoreBackend) -> HttpServer:
+    return servers.http_server(backend)
 
 
 @pytest.fixture(scope="session")
@@ -545,10 +670,8 @@ def http_client(http_server: HttpServer) -> Iterator[HttpClient]:
 
 
 @pytest.fixture(scope="session")
-def stdio_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioServer]:
-    server = start_stdio_server(tmp_path_factory.mktemp("stdio-demo"))
-    yield server
-    server.stop()
+def stdio_server(servers: Servers, backend: StoreBackend) -> StdioServer:
+    return servers.stdio_server(backend)
 
 
 @pytest.fixture(scope="session")
@@ -557,21 +680,27 @@ def stdio_client(stdio_server: StdioServer) -> StdioClient:
 
 
 @pytest.fixture(scope="session", params=["http", "stdio"])
-def client(request: pytest.FixtureRequest) -> A2MClient:
-    """The same tests over both transports."""
+def client(request: pytest.FixtureRequest, backend: StoreBackend) -> A2MClient:
+    """The same tests over both transports (of every backend).
+
+    `backend` is taken here, not only through the transport fixture: pytest
+    parametrises a test by the fixtures it can see statically, and
+    `getfixturevalue` is not one of them.
+    """
     fixture: A2MClient = request.getfixturevalue(f"{request.param}_client")
     return fixture
 
 
-_describe_cache: dict[str, dict[str, Any]] = {}
+_describe_cache: dict[tuple[str, str], dict[str, Any]] = {}
 
 
 @pytest.fixture
-def describe(client: A2MClient) -> dict[str, Any]:
+def describe(client: A2MClient, backend: StoreBackend) -> dict[str, Any]:
     """memory/describe of the store behind `client` (called first, as §2 asks of a client)."""
-    if client.transport not in _describe_cache:
-        _describe_cache[client.transport] = client.call("memory/describe", {"protocol": PROTOCOL})
-    return _describe_cache[client.transport]
+    at = (backend.name, client.transport)
+    if at not in _describe_cache:
+        _describe_cache[at] = client.call("memory/describe", {"protocol": PROTOCOL})
+    return _describe_cache[at]
 
 
 @dataclass(frozen=True)
@@ -588,13 +717,14 @@ class Corpus:
         return list(dict.fromkeys(r[name] for r in self.with_field(name)))
 
 
-_corpus_cache: dict[str, Corpus] = {}
+_corpus_cache: dict[tuple[str, str], Corpus] = {}
 
 
 @pytest.fixture
-def corpus(client: A2MClient, describe: dict[str, Any]) -> Corpus:
-    if client.transport not in _corpus_cache:
+def corpus(client: A2MClient, backend: StoreBackend, describe: dict[str, Any]) -> Corpus:
+    at = (backend.name, client.transport)
+    if at not in _corpus_cache:
         limit = int(describe.get("limits", {}).get("max_recall_limit", 100))
         result = client.call("memory/timeline", {"limit": limit})
-        _corpus_cache[client.transport] = Corpus(result["records"], limit)
-    return _corpus_cache[client.transport]
+        _corpus_cache[at] = Corpus(result["records"], limit)
+    return _corpus_cache[at]

@@ -41,6 +41,9 @@ _LEAKS = [
     re.compile(r"/work/|/root/|/home/|/tmp/"),
     re.compile(r"pydantic|errors\.pydantic\.dev|Input should be|validation error for"),
     re.compile(r"qdrant_client|orjson\.|JSONDecodeError|UnexpectedResponse"),
+    # The Elasticsearch / OpenSearch clients' exceptions, and engine addresses.
+    re.compile(r"elastic_transport|opensearchpy|ApiError|TransportError|_exception\b"),
+    re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}:\d{2,5}\b|https?://(?:localhost|127\.)"),
 ]
 _HOST = socket.gethostname()
 
@@ -595,6 +598,9 @@ def test_the_leak_check_itself_catches_leaks() -> None:
         'Traceback (most recent call last):\n  File "/work/main/gateway/store.py", line 3',
         "1 validation error for RecallParams",
         "see /usr/lib/python3/site-packages/x.py",
+        "ApiError(400, 'search_phase_execution_exception')",
+        "Connection refused: http://127.0.0.1:19300",
+        "opensearchpy.exceptions.ConnectionError",
     ):
         body = orjson.dumps(
             {"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": leaked}}

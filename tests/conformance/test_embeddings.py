@@ -1,6 +1,8 @@
 """embeddings (§3.7) on a store that declares it: the demo is lexical only, so this module builds a
-small Qdrant local-mode collection with a dense vector beside the sparse one and serves it through
-the real CLI, over HTTP and stdio, from a config file.
+small store with a dense vector on each backend and serves it through the real CLI, over HTTP and
+stdio, from a config file: a Qdrant local-mode collection (the dense vector beside the sparse one),
+or an Elasticsearch (``dense_vector``) / OpenSearch (``knn_vector``, Lucene HNSW) index of the
+same points, searched by BM25 on the text and kNN on the vector.
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ import yaml
 from gateway.embedders.lexical import LexicalSparseEncoder
 from tests.conformance.conftest import (
     PROTOCOL,
+    QDRANT,
     A2MClient,
     HttpClient,
+    StoreBackend,
     assert_ranked,
     start_http_server,
     start_stdio_server,
 )
+from tests.support import demo_loader
 
 pytestmark = pytest.mark.integration
 
@@ -37,6 +42,15 @@ TOPICS = [
     "feature flags are read at startup",
 ]
 METRIC_OF = {"Cosine": "cosine", "Dot": "dot", "Euclid": "l2"}
+ES_SIMILARITY = {"Cosine": "cosine", "Dot": "dot_product", "Euclid": "l2_norm"}
+OS_SPACE = {"Cosine": "cosinesimil", "Dot": "innerproduct", "Euclid": "l2"}
+MAPPING = {
+    "content": "body",
+    "uri": "path",
+    "media_type_from_uri": True,
+    "key": "slug",
+    "created_at": "ts",
+}
 
 
 def vector_of(i: int) -> list[float]:
@@ -46,8 +60,27 @@ def vector_of(i: int) -> list[float]:
     return [x / norm for x in raw]
 
 
-def build_store(root: Path, distance: str) -> Path:
-    """A collection of len(TOPICS) points and the config serving it; returns the config path."""
+def payload(i: int, text: str) -> dict[str, Any]:
+    return {
+        "body": text,
+        "path": f"notes/{i}.txt",
+        "slug": f"notes/{i}",
+        "ts": f"2026-02-0{i + 1}T10:00:00.000Z",
+    }
+
+
+def build_store(backend: StoreBackend, root: Path, distance: str) -> Path:
+    """A store of len(TOPICS) points on `backend` and the config serving it; returns its path."""
+    if backend.name == QDRANT:
+        store = build_qdrant_store(root, distance)
+    else:
+        store = build_engine_store(backend, distance)
+    config_path = root / "gateway.yaml"
+    config_path.write_text(yaml.safe_dump({"stores": {"vec": store}}), encoding="utf-8")
+    return config_path
+
+
+def build_qdrant_store(root: Path, distance: str) -> dict[str, Any]:
     from qdrant_client import QdrantClient, models
 
     path = root / "qdrant"
@@ -73,46 +106,86 @@ def build_store(root: Path, distance: str) -> Path:
                             indices=list(sv.indices), values=list(sv.values)
                         ),
                     },
-                    payload={
-                        "body": text,
-                        "path": f"notes/{i}.txt",
-                        "slug": f"notes/{i}",
-                        "ts": f"2026-02-0{i + 1}T10:00:00.000Z",
-                    },
+                    payload=payload(i, text),
                 )
             )
         client.upsert("vec", points=points)
     finally:
         client.close()
-    config = {
-        "stores": {
-            "vec": {
-                "backend": "qdrant",
-                "index": "vec",
-                "connection": {"path": str(path)},
-                "mapping": {
-                    "content": "body",
-                    "uri": "path",
-                    "media_type_from_uri": True,
-                    "key": "slug",
-                    "created_at": "ts",
-                },
-                "search": {"mode": "lexical", "sparse_vector": "text"},
-            }
-        }
+    return {
+        "backend": "qdrant",
+        "index": "vec",
+        "connection": {"path": str(path)},
+        "mapping": MAPPING,
+        "search": {"mode": "lexical", "sparse_vector": "text"},
     }
-    config_path = root / "gateway.yaml"
-    config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    return config_path
+
+
+def engine_index_body(engine: str, distance: str) -> dict[str, Any]:
+    """The vector index on Elasticsearch or OpenSearch, the vector's metric being `distance`."""
+    settings: dict[str, Any] = {"number_of_shards": 1, "number_of_replicas": 0}
+    vector: dict[str, Any]
+    if engine == "elasticsearch":
+        vector = {
+            "type": "dense_vector",
+            "dims": DIMS,
+            "index": True,
+            "similarity": ES_SIMILARITY[distance],
+            "index_options": {"type": "hnsw"},  # not quantised: scores as exact as Qdrant's
+        }
+    else:
+        settings["knn"] = True
+        vector = {
+            "type": "knn_vector",
+            "dimension": DIMS,
+            # The Maven k-NN plugin has no native engines: Lucene HNSW (docs/engines.md).
+            "method": {"name": "hnsw", "engine": "lucene", "space_type": OS_SPACE[distance]},
+        }
+    return {
+        "settings": {"index": settings},
+        "mappings": {
+            "dynamic": "strict",
+            "properties": {
+                "body": {"type": "text", "analyzer": "standard"},
+                "path": {"type": "keyword"},
+                "slug": {"type": "keyword"},
+                "ts": {"type": "date"},
+                "embedding": vector,
+            },
+        },
+    }
+
+
+def build_engine_store(backend: StoreBackend, distance: str) -> dict[str, Any]:
+    assert backend.store is not None
+    engine: Any = backend.name
+    [url] = backend.store["connection"]["hosts"]
+    body = engine_index_body(backend.name, distance)
+    docs = [
+        (str(i + 1), {**payload(i, text), "embedding": vector_of(i)})
+        for i, text in enumerate(TOPICS)
+    ]
+    index = demo_loader.index_name(f"a2m-conformance-vec-{distance.lower()}", body, docs)
+    demo_loader.load_index(engine, url, index, body, docs)
+    return {
+        "backend": backend.name,
+        "index": index,
+        "connection": {"hosts": [url]},
+        "mapping": MAPPING,
+        "search": {"mode": "lexical", "text_fields": ["body"], "vector_field": "embedding"},
+    }
 
 
 @pytest.fixture(scope="module", params=["http", "stdio"])
 def vec_client(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    backend: StoreBackend,
 ) -> Iterator[A2MClient]:
-    """A cosine store over each transport (each process on its own copy: local mode locks)."""
-    root = tmp_path_factory.mktemp(f"vec-{request.param}")
-    config = build_store(root, "Cosine")
+    """A cosine store over each transport (Qdrant: each process on its own copy, local mode
+    locks; an engine: one index)."""
+    root = tmp_path_factory.mktemp(f"vec-{backend.name}-{request.param}")
+    config = build_store(backend, root, "Cosine")
     if request.param == "http":
         server = start_http_server(root, config)
         client = HttpClient(server.base_url)
@@ -196,10 +269,10 @@ def test_store_capabilities_follow_the_mapping(vec_client: A2MClient) -> None:
 
 @pytest.mark.parametrize("distance", ["Dot", "Euclid"])
 def test_describe_names_the_index_metric(
-    tmp_path_factory: pytest.TempPathFactory, distance: str
+    tmp_path_factory: pytest.TempPathFactory, backend: StoreBackend, distance: str
 ) -> None:
-    root = tmp_path_factory.mktemp(f"vec-{distance.lower()}")
-    server = start_http_server(root, build_store(root, distance))
+    root = tmp_path_factory.mktemp(f"vec-{backend.name}-{distance.lower()}")
+    server = start_http_server(root, build_store(backend, root, distance))
     client = HttpClient(server.base_url)
     try:
         describe: dict[str, Any] = client.call("memory/describe")

@@ -15,10 +15,10 @@ from tests.conformance.conftest import (
     PROTOCOL,
     HttpClient,
     HttpServer,
+    StoreBackend,
     assert_response_object,
     max_body_bytes,
     start_http_server,
-    write_demo_config,
 )
 
 pytestmark = pytest.mark.integration
@@ -28,10 +28,12 @@ DESCRIBE = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "memory/describe",
 
 
 @pytest.fixture(scope="module")
-def origins_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpClient]:
-    """A second server, from a config file that permits one Origin."""
-    root = tmp_path_factory.mktemp("http-origins")
-    config = write_demo_config(
+def origins_client(
+    tmp_path_factory: pytest.TempPathFactory, backend: StoreBackend
+) -> Iterator[HttpClient]:
+    """A second server of the same store, from a config file that permits one Origin."""
+    root = tmp_path_factory.mktemp(f"http-origins-{backend.name}")
+    config = backend.write_config(
         root / "gateway.yaml", root / "demo", allowed_origins=[ALLOWED, "http://localhost:3000"]
     )
     server = start_http_server(root, config)

@@ -8,16 +8,19 @@ from typing import Any
 import pytest
 
 from gateway.app import Gateway
-from gateway.demo import default_demo_config
 from gateway.transports.inprocess import A2MRemoteError, InProcessClient
-from tests.conformance.conftest import NO_PARAMS, PROTOCOL, HttpClient
+from tests.conformance.conftest import NO_PARAMS, PROTOCOL, HttpClient, StoreBackend
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-async def inprocess(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[InProcessClient]:
-    gateway = Gateway(default_demo_config(tmp_path_factory.mktemp("inprocess-demo") / "demo"))
+async def inprocess(
+    tmp_path_factory: pytest.TempPathFactory, backend: StoreBackend
+) -> AsyncIterator[InProcessClient]:
+    """The HTTP server's store, in process (the demo: a second, separately indexed copy)."""
+    root = tmp_path_factory.mktemp(f"inprocess-{backend.name}")
+    gateway = Gateway(backend.gateway_config(root / "demo"))
     await gateway.start()
     try:
         yield InProcessClient(gateway.dispatcher())
@@ -26,7 +29,7 @@ async def inprocess(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[I
 
 
 def _stable(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Records as compared across two separately indexed demo stores."""
+    """Records as compared across two separately indexed demo stores (or one ES/OS index)."""
     return [{k: v for k, v in r.items() if k != "score"} for r in records]
 
 

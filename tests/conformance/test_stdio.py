@@ -14,6 +14,7 @@ from tests.conformance.conftest import (
     PROTOCOL,
     START_TIMEOUT_S,
     StdioClient,
+    StoreBackend,
     assert_response_object,
     gateway_command,
     gateway_env,
@@ -59,14 +60,14 @@ class Transcript:
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("stdio-eof")
+def data_dir(tmp_path_factory: pytest.TempPathFactory, backend: StoreBackend) -> Path:
+    return tmp_path_factory.mktemp(f"stdio-eof-{backend.name}")
 
 
 @pytest.fixture(scope="module")
-def transcript(data_dir: Path) -> Transcript:
+def transcript(data_dir: Path, backend: StoreBackend) -> Transcript:
     proc = subprocess.Popen(
-        [*gateway_command(), "stdio"],
+        [*gateway_command(), "stdio", *backend.config_args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -117,9 +118,11 @@ def test_eof_exits_with_zero(transcript: Transcript) -> None:
     assert transcript.returncode == 0, transcript.stderr[-2000:]
 
 
-def test_eof_after_ready_exits_promptly(data_dir: Path, transcript: Transcript) -> None:
+def test_eof_after_ready_exits_promptly(
+    data_dir: Path, backend: StoreBackend, transcript: Transcript
+) -> None:
     # Reuses the transcript's (now closed, already indexed) data directory.
-    server = spawn_stdio(data_dir)
+    server = spawn_stdio(data_dir, backend.config)
     try:
         server.client.call("memory/describe", timeout=START_TIMEOUT_S)
     except BaseException:
@@ -131,9 +134,11 @@ def test_eof_after_ready_exits_promptly(data_dir: Path, transcript: Transcript) 
     assert time.monotonic() - start < PROMPT_EXIT_S
 
 
-def test_eof_before_any_input_exits_with_zero(data_dir: Path, transcript: Transcript) -> None:
+def test_eof_before_any_input_exits_with_zero(
+    data_dir: Path, backend: StoreBackend, transcript: Transcript
+) -> None:
     proc = subprocess.Popen(
-        [*gateway_command(), "stdio"],
+        [*gateway_command(), "stdio", *backend.config_args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

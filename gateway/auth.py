@@ -1,0 +1,326 @@
+"""Caller authentication over HTTP (A2M §6.1): `Authorization: Bearer` on every POST.
+
+Two kinds of credential, both from ``server.auth``:
+
+- **Static API keys.** The config holds ``sha256:<hex>`` of each key, never
+  the key; a presented key is hashed and compared to every entry in constant
+  time. Keys are high-entropy random strings (``a2m-gateway hash-key --new``),
+  so a fast hash is the right one: there is nothing to brute-force.
+- **JWTs**, verified by PyJWT: the signature with a configured algorithm only
+  (never ``none``, never an algorithm the config does not list; HS* and
+  asymmetric algorithms cannot be mixed), ``iss``, ``aud``, ``exp`` (required),
+  ``nbf``, ``iat``, with a bounded leeway. Keys come from a JWKS URL
+  (``PyJWKClient``: cached, refetched on an unknown ``kid`` at most once per
+  cooldown, with a timeout), a JWKS file, or an HS* shared secret.
+
+A failure is an :class:`AuthenticationError`; the transport answers 401 with
+``WWW-Authenticate: Bearer`` before any JSON-RPC processing. Its ``reason`` is
+for the log and never carries the token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import logging
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+
+import jwt
+from pydantic import SecretStr
+
+from gateway.config import (
+    ApiKeyEntry,
+    AuthConfig,
+    ConfigError,
+    GatewayConfig,
+    JwtConfig,
+    is_loopback,
+)
+from gateway.scopes import Principal
+
+log = logging.getLogger(__name__)
+
+_BEARER = re.compile(r"^[Bb][Ee][Aa][Rr][Ee][Rr] +([A-Za-z0-9\-._~+/]+=*) *$")
+"""RFC 6750 §2.1: `Bearer` then one b64token."""
+_MAX_HEADER = 32_768
+
+
+class AuthenticationError(Exception):
+    """The request carries no valid credential; answered 401 before any JSON-RPC processing."""
+
+    def __init__(self, reason: str, *, presented: bool = True) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.presented = presented
+        """False when no credential was sent at all (RFC 6750: no error attribute then)."""
+
+
+def hash_api_key(key: str) -> str:
+    """The config form of an API key: ``sha256:<hex>``."""
+    return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def generate_api_key() -> str:
+    """A new random API key (256 bits); shown once, stored only as its hash."""
+    return "a2m_" + secrets.token_urlsafe(32)
+
+
+def bearer_token(authorization: str | None) -> str:
+    """The token of an `Authorization: Bearer <token>` header.
+
+    Raises:
+        AuthenticationError: the header is missing, another scheme, or malformed.
+    """
+    if authorization is None or not authorization.strip():
+        raise AuthenticationError("no credential", presented=False)
+    if len(authorization) > _MAX_HEADER:
+        raise AuthenticationError("credential header too long")
+    m = _BEARER.match(authorization.strip())
+    if m is None:
+        raise AuthenticationError("unsupported credential scheme")
+    return m.group(1)
+
+
+class ApiKeyVerifier:
+    """Static API keys, compared by hash in constant time."""
+
+    def __init__(self, entries: list[ApiKeyEntry]) -> None:
+        self._entries = [(bytes.fromhex(e.hash.split(":", 1)[1]), e) for e in entries]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def verify(self, token: str) -> Principal | None:
+        """The principal of a known key, else None."""
+        digest = hashlib.sha256(token.encode("utf-8")).digest()
+        found: ApiKeyEntry | None = None
+        # Every entry is compared, so timing says nothing about which (if any) matched.
+        for expected, entry in self._entries:
+            if hmac.compare_digest(digest, expected):
+                found = entry
+        if found is None:
+            return None
+        # The key itself is not kept: no engine could check it, so it is never forwarded.
+        return Principal(
+            subject=found.subject, claims={**found.claims, "sub": found.subject}, method="api_key"
+        )
+
+
+class JwtVerifier:
+    """JWTs from one issuer."""
+
+    def __init__(self, config: JwtConfig) -> None:
+        self._cfg = config
+        self._algorithms = list(config.algorithms)
+        self._client: jwt.PyJWKClient | None = None
+        self._file_keys: list[jwt.PyJWK] = []
+        self._file_mtime: float | None = None
+        if config.jwks_url is not None:
+            self._client = jwt.PyJWKClient(
+                config.jwks_url,
+                cache_jwk_set=True,
+                lifespan=config.jwks_cache_s,
+                cooldown_duration=config.jwks_cooldown_s,
+                timeout=config.jwks_timeout_ms / 1000,
+            )
+        elif config.jwks_file is not None:
+            self._load_file()
+
+    def _load_file(self) -> None:
+        """Read the JWKS file (again, when it changed: a rotated mounted secret).
+
+        Raises:
+            ConfigError: the file cannot be read or holds no usable key.
+        """
+        assert self._cfg.jwks_file is not None
+        path = Path(self._cfg.jwks_file)
+        try:
+            mtime = path.stat().st_mtime
+            if mtime == self._file_mtime:
+                return
+            data = json.loads(path.read_text(encoding="utf-8"))
+            keys = jwt.PyJWKSet.from_dict(data).keys
+        except (OSError, ValueError, jwt.PyJWKSetError, jwt.PyJWKError):
+            raise ConfigError("server.auth.jwt.jwks_file: not a readable JWKS") from None
+        self._file_keys = [k for k in keys if k.public_key_use in ("sig", None)]
+        self._file_mtime = mtime
+
+    def _pick(self, keys: list[jwt.PyJWK], kid: str | None) -> jwt.PyJWK | None:
+        if kid is None:
+            # Without a kid only an unambiguous set will do.
+            return keys[0] if len(keys) == 1 else None
+        return next((k for k in keys if k.key_id == kid), None)
+
+    def _signing_key_blocking(self, kid: str | None) -> jwt.PyJWK | str:
+        """The key to verify with (runs in a thread: PyJWKClient fetches synchronously).
+
+        Raises:
+            AuthenticationError: no key for this token.
+        """
+        if self._cfg.secret is not None:
+            return self._cfg.secret.get_secret_value()
+        if self._client is not None:
+            try:
+                key = self._pick(self._client.get_signing_keys(), kid)
+                if key is None and kid is not None:
+                    key = self._client.get_signing_key(kid)  # refetch, rate-limited by cooldown
+            except jwt.PyJWKClientConnectionError:
+                log.warning("JWKS endpoint unreachable; refusing the token")
+                raise AuthenticationError("JWKS unavailable") from None
+            except jwt.PyJWKClientError:
+                raise AuthenticationError("no JWKS key for the token's kid") from None
+        else:
+            key = self._pick(self._file_keys, kid)
+            if key is None:
+                try:
+                    self._load_file()
+                except ConfigError:
+                    log.warning("JWKS file unreadable; refusing the token")
+                    raise AuthenticationError("JWKS unavailable") from None
+                key = self._pick(self._file_keys, kid)
+        if key is None:
+            raise AuthenticationError("no JWKS key for the token's kid")
+        return key
+
+    def describe(self) -> str:
+        c = self._cfg
+        source = "secret" if c.secret else ("JWKS URL" if c.jwks_url else "JWKS file")
+        return f"JWT from {c.issuer} ({', '.join(c.algorithms)}, {source})"
+
+    async def verify(self, token: str) -> Principal:
+        """The principal a valid token stands for.
+
+        Raises:
+            AuthenticationError: malformed, unsigned, wrongly signed, expired, not yet
+                valid, or for another issuer or audience.
+        """
+        if len(token) > self._cfg.max_token_bytes:
+            raise AuthenticationError("token too long")
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            raise AuthenticationError("not a JWT") from None
+        alg = header.get("alg")
+        if not isinstance(alg, str) or alg not in self._algorithms:
+            # Covers `none`: only configured algorithms are ever considered.
+            raise AuthenticationError("JWT algorithm not allowed")
+        kid = header.get("kid")
+        if kid is not None and not isinstance(kid, str):
+            raise AuthenticationError("JWT kid is not a string")
+        if self._client is not None:
+            key = await asyncio.to_thread(self._signing_key_blocking, kid)
+        else:
+            key = self._signing_key_blocking(kid)
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key,
+                algorithms=self._algorithms,
+                audience=self._cfg.audience,
+                issuer=self._cfg.issuer,
+                leeway=self._cfg.leeway_s,
+                options={
+                    "require": ["exp", "iss", "aud"],
+                    "verify_signature": True,
+                    "verify_exp": True,
+                    "verify_nbf": True,
+                    "verify_iat": True,
+                    "verify_aud": True,
+                    "verify_iss": True,
+                    "enforce_minimum_key_length": True,
+                },
+            )
+        except jwt.PyJWTError as exc:
+            raise AuthenticationError(f"JWT rejected: {type(exc).__name__}") from None
+        subject = claims.get(self._cfg.subject_claim)
+        if not isinstance(subject, str) or not subject:
+            raise AuthenticationError(f"JWT has no string {self._cfg.subject_claim!r} claim")
+        return Principal(subject=subject, claims=claims, method="jwt", credential=SecretStr(token))
+
+
+class Authenticator:
+    """Turns an Authorization header into a principal, per ``server.auth``."""
+
+    def __init__(self, config: AuthConfig) -> None:
+        self.enabled = config.enabled
+        self.realm = config.realm
+        self._keys = ApiKeyVerifier(config.all_api_keys())
+        self._jwt = JwtVerifier(config.jwt) if config.jwt is not None else None
+
+    def describe(self) -> str:
+        """What is accepted, for the startup log (never a key or secret)."""
+        kinds = []
+        if self._keys:
+            kinds.append(f"{len(self._keys)} API key(s)")
+        if self._jwt is not None:
+            kinds.append(self._jwt.describe())
+        return "bearer: " + ", ".join(kinds) if self.enabled else "none"
+
+    async def authenticate(self, authorization: str | None) -> Principal | None:
+        """The caller's principal; None when authentication is off.
+
+        Raises:
+            AuthenticationError: authentication is on and the credential is missing or bad.
+        """
+        if not self.enabled:
+            return None
+        token = bearer_token(authorization)
+        if self._keys:
+            principal = self._keys.verify(token)
+            if principal is not None:
+                return principal
+        if self._jwt is not None and token.count(".") == 2:
+            return await self._jwt.verify(token)
+        raise AuthenticationError("unknown credential")
+
+    def challenge(self, error: AuthenticationError) -> str:
+        """The WWW-Authenticate value of a 401 (RFC 6750 §3)."""
+        if not error.presented:
+            return f'Bearer realm="{self.realm}"'
+        return f'Bearer realm="{self.realm}", error="invalid_token"'
+
+
+def check_exposure(config: GatewayConfig, host: str) -> list[str]:
+    """Refuse to serve HTTP in a way that would expose memory to the network.
+
+    Returns warnings the caller must log (the explicit escape hatch was taken).
+
+    Raises:
+        ConfigError: a non-loopback bind without authentication (and no escape
+            hatch), or a scoped store that no caller could ever be scoped for.
+    """
+    auth = config.server.auth
+    warnings: list[str] = []
+    if not auth.enabled and not is_loopback(host):
+        if not auth.allow_unauthenticated_network:
+            raise ConfigError(
+                f"refusing to serve on {host!r} without authentication: bind a loopback "
+                "address, configure server.auth (api_keys / jwt), or set "
+                "server.auth.allow_unauthenticated_network: true if something in front "
+                "of the gateway authenticates every caller (see SECURITY.md)"
+            )
+        warnings.append(
+            f"SECURITY: serving on {host!r} WITHOUT AUTHENTICATION "
+            "(server.auth.allow_unauthenticated_network is true): anyone who can reach "
+            "this port can read every store"
+        )
+    forwarding = [n for n, s in config.stores.items() if s.scope.forward_credential]
+    if forwarding and auth.enabled and auth.jwt is None:
+        raise ConfigError(
+            f"stores {', '.join(forwarding)} forward the caller's token to the engine, "
+            "which needs JWT callers: configure server.auth.jwt"
+        )
+    if not auth.enabled:
+        scoped = [n for n, s in config.stores.items() if s.scope.enforced]
+        if scoped:
+            raise ConfigError(
+                f"stores {', '.join(scoped)} have scope.filters or scope.forward_credential, "
+                "which take the caller from server.auth; with auth.mode none every call "
+                "would see nothing"
+            )
+    return warnings

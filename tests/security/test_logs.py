@@ -1,0 +1,260 @@
+"""No token, API key, password or Authorization header in any log line; one audit line a call.
+
+Logs are captured at DEBUG, for every logger (the engine clients' and HTTP
+libraries' included), through both production formatters, while callers
+authenticate, fail to, and hit engines that fail. Then every secret used is
+searched for in the captured text. A second test does the same on a real
+`a2m-gateway serve` process's stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from gateway.logsetup import JsonFormatter, TextFormatter
+from tests.security.support import (
+    AUDIENCE,
+    BOB_KEY,
+    HS_SECRET,
+    ISSUER,
+    Issuer,
+    MemoryConnector,
+    acl_docs,
+    asgi_client,
+    auth_section,
+    bearer,
+    build_gateway,
+    memory_store_config,
+    rpc,
+)
+
+ENGINE_PASSWORD = "engine-password-7f3a9c1e"
+ENGINE_API_KEY = "engine-api-key-c0ffee4242"
+WRONG_KEY = "a2m_this-looks-like-a-key-but-is-not-one-0123456789"
+QUERY = "which deploy key rotates every ninety days"
+
+
+@contextlib.contextmanager
+def captured_logs() -> Iterator[io.StringIO]:
+    """Every log record at DEBUG, formatted as JSON and as text, into one buffer."""
+    out = io.StringIO()
+    handlers = []
+    for formatter in (JsonFormatter(), TextFormatter()):
+        h = logging.StreamHandler(out)
+        h.setFormatter(formatter)
+        h.setLevel(logging.DEBUG)
+        handlers.append(h)
+    root = logging.getLogger()
+    saved = root.level, {n: logging.getLogger(n).level for n in logging.root.manager.loggerDict}
+    root.setLevel(logging.DEBUG)
+    for name in saved[1]:
+        logging.getLogger(name).setLevel(logging.NOTSET)
+    for h in handlers:
+        root.addHandler(h)
+    try:
+        yield out
+    finally:
+        for h in handlers:
+            root.removeHandler(h)
+        root.setLevel(saved[0])
+        for name, level in saved[1].items():
+            logging.getLogger(name).setLevel(level)
+
+
+def secrets_of(issuer: Issuer, tokens: list[str]) -> list[str]:
+    values = [BOB_KEY, WRONG_KEY, HS_SECRET, ENGINE_PASSWORD, ENGINE_API_KEY]
+    for t in tokens:
+        values.append(t)
+        values.extend(part for part in t.split(".") if len(part) > 16)  # header, payload, sig
+    return values
+
+
+def assert_clean(text: str, secrets: list[str]) -> None:
+    assert text, "nothing was logged: the capture is broken"
+    for s in secrets:
+        assert s not in text, f"a secret reached the logs: {s[:8]}..."
+    lowered = text.lower()
+    assert "authorization" not in lowered
+    assert "bearer " not in lowered
+
+
+def engine_store(backend: str, secret_file: Path) -> dict[str, Any]:
+    conn: dict[str, Any] = {"hosts": ["http://127.0.0.1:9"], "timeout_ms": 300, "retries": 0}
+    if backend == "elasticsearch":
+        conn["api_key"] = ENGINE_API_KEY
+    else:
+        conn["username"] = "gateway"
+        conn["password"] = f"${{file:{secret_file}}}"
+    return {
+        "backend": backend,
+        "index": "docs",
+        "connection": conn,
+        "mapping": {"content": "body"},
+        "search": {"text_fields": ["body"]},
+    }
+
+
+async def test_no_secret_in_any_log_line(issuer: Issuer, tmp_path: Path) -> None:
+    secret_file = tmp_path / "pw"
+    secret_file.write_text(ENGINE_PASSWORD + "\n")
+    server = {"auth": auth_section(issuer), "audit": {"log_queries": True}}
+    stores = {
+        "docs": memory_store_config(scope={"filters": [{"field": "acl", "claims": ["groups"]}]}),
+        "es": engine_store("elasticsearch", secret_file),
+        "os": engine_store("opensearch", secret_file),
+    }
+    good = issuer.token(groups=["team-a"])
+    tokens = [
+        good,
+        issuer.token(exp_in=-3600),
+        issuer.token(key=issuer.other_rsa_key),
+        issuer.token(iss="https://evil.example/"),
+        issuer.token(aud="other"),
+    ]
+    with captured_logs() as out:
+        gateway = build_gateway(server, stores, {"docs": MemoryConnector(acl_docs())})
+        async with asgi_client(gateway) as client:
+            for store in ("docs", "es", "os"):
+                for headers in [bearer(good), bearer(BOB_KEY), *map(bearer, tokens[1:])]:
+                    for method, params in (
+                        ("memory/describe", {}),
+                        ("memory/recall", {"query": QUERY}),
+                        ("memory/timeline", {}),
+                    ):
+                        await client.post(
+                            f"/a2m/{store}",
+                            content=json.dumps(rpc(method, params)),
+                            headers={"content-type": "application/json", **headers},
+                        )
+                for raw in (f"Bearer {WRONG_KEY}", f"Basic {WRONG_KEY}", WRONG_KEY):
+                    await client.post(
+                        f"/a2m/{store}",
+                        content=b"{}",
+                        headers={"content-type": "application/json", "authorization": raw},
+                    )
+        await gateway.close()
+    text = out.getvalue()
+    assert_clean(text, secrets_of(issuer, tokens))
+
+    # One audit line per admitted call, with the principal; the query only when enabled.
+    audits = [json.loads(line) for line in text.splitlines() if '"logger":"a2m.audit"' in line]
+    calls = [a for a in audits if a["msg"] == "call"]
+    failed = [a for a in audits if a["msg"] == "auth_failed"]
+    assert len(calls) == 3 * 2 * 3  # three stores, two valid credentials, three methods
+    assert len(failed) == 3 * (4 * 3 + 3)
+    assert {a["principal"] for a in calls} == {"jwt/alice", "api_key/bob"}
+    assert {a["store"] for a in calls} == {"docs", "es", "os"}
+    for a in calls:
+        assert {"method", "code", "results", "latency_ms"} <= set(a)
+        assert ("query" in a) is (a["method"] == "memory/recall")
+    assert {a["code"] for a in calls if a["store"] != "docs"} == {-32050}
+    assert all(a["reason"] for a in failed)
+
+
+async def test_query_text_is_not_audited_by_default(issuer: Issuer) -> None:
+    with captured_logs() as out:
+        gateway = build_gateway(
+            {"auth": auth_section(issuer)},
+            {"docs": memory_store_config()},
+            {"docs": MemoryConnector(acl_docs())},
+        )
+        async with asgi_client(gateway) as client:
+            await client.post(
+                "/a2m/docs",
+                content=json.dumps(rpc("memory/recall", {"query": QUERY})),
+                headers={"content-type": "application/json", **bearer(BOB_KEY)},
+            )
+        await gateway.close()
+    assert "audit" in out.getvalue()
+    assert QUERY not in out.getvalue()
+
+
+# -- the same on a real process --------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_a_real_server_logs_no_secret(issuer: Issuer, tmp_path: Path) -> None:
+    from gateway.demo import default_demo_config
+    from tests.conformance.conftest import free_port, gateway_command, gateway_env
+
+    secret_file = tmp_path / "hs"
+    secret_file.write_text(HS_SECRET + "\n")
+    pw_file = tmp_path / "pw"
+    pw_file.write_text(ENGINE_PASSWORD + "\n")
+    data_dir = tmp_path / "data"
+    doc = default_demo_config(data_dir / "demo").model_dump(mode="json", exclude_none=True)
+    doc["server"].update(
+        log_level="debug",
+        log_format="json",
+        auth={
+            "api_keys": auth_section(issuer)["api_keys"],
+            "jwt": {
+                "issuer": ISSUER,
+                "audience": AUDIENCE,
+                "algorithms": ["HS256"],
+                "secret": f"${{file:{secret_file}}}",
+            },
+        },
+    )
+    doc["stores"]["down"] = engine_store("opensearch", pw_file)
+    cfg = tmp_path / "gateway.yaml"
+    cfg.write_text(yaml.safe_dump(doc))
+    port = free_port()
+    stderr = tmp_path / "stderr.log"
+    good = issuer.token(alg="HS256", groups=["x"])
+    bad = [issuer.token(alg="HS256", key="k" * 40), issuer.token(alg="HS256", exp_in=-999)]
+    with stderr.open("wb") as err:
+        proc = subprocess.Popen(
+            [*gateway_command(), "serve", "--config", str(cfg), "--port", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=gateway_env(data_dir),
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        with httpx.Client(base_url=base, timeout=60) as http:
+            _wait_healthy(http, proc)
+            for store in ("demo", "down"):
+                for token in [good, BOB_KEY, *bad, WRONG_KEY]:
+                    for method in ("memory/describe", "memory/recall"):
+                        r = http.post(
+                            f"/a2m/{store}",
+                            json=rpc(method, {"query": QUERY}),
+                            headers=bearer(token),
+                        )
+                        assert r.status_code == (200 if token in (good, BOB_KEY) else 401)
+                        if r.status_code == 200 and store == "demo":
+                            assert "result" in r.json()
+            assert http.get("/.well-known/a2m-server.json", headers=bearer(good)).status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    text = stderr.read_text()
+    assert '"a2m.audit"' in text
+    assert_clean(text, secrets_of(issuer, [good, *bad]))
+
+
+def _wait_healthy(http: httpx.Client, proc: subprocess.Popen[bytes]) -> None:
+    import time
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"gateway exited with {proc.returncode}")
+        with contextlib.suppress(httpx.TransportError):
+            if http.get("/healthz").status_code == 200:
+                return
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.1)  # paces the poll; returns at once if the process dies
+    pytest.fail("gateway not healthy in time")
