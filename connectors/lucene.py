@@ -683,6 +683,12 @@ def check_fields(
         need_exact("mapping.key", m.key)
     if m.id != ID_FIELD:
         need_exact("mapping.id", m.id)
+    # Scope fields must match exactly: a phrase match on analysed text would let the
+    # value 'team-a' admit a document whose ACL says 'team-a-admins'.
+    if m.owner:
+        need_exact("mapping.owner", m.owner)
+    for i, rule in enumerate(config.scope.filters):
+        need_exact(f"scope.filters[{i}].field", rule.field)
     if s.collapse_group:
         if not m.group:
             raise EngineConfigError("search.collapse_group needs mapping.group")

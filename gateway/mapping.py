@@ -17,7 +17,7 @@ from gateway.config import MappingConfig
 from gateway.records import Record, parse_timestamp
 
 # Record fields that a `where` equality may test, when the mapping exposes them.
-FILTERABLE_FIELDS = ("id", "key", "group", "role", "uri", "media_type")
+FILTERABLE_FIELDS = ("id", "key", "group", "role", "uri", "media_type", "owner")
 # Record fields tested through their own filter kinds (phrase + exact check, time windows).
 TIME_FIELDS = ("created_at", "updated_at")
 # Record fields that exist but are not stored values an engine filter could test.
@@ -92,6 +92,7 @@ class RecordMapper:
             role=_text(get_path(src, m.role)) if m.role else None,
             metadata=metadata,
             group=_text(get_path(src, m.group)) if m.group else None,
+            owner=_text(get_path(src, m.owner)) if m.owner else None,
             key=_text(get_path(src, m.key)) if m.key else None,
             created_at=parse_timestamp(get_path(src, m.created_at)) if m.created_at else None,
             updated_at=parse_timestamp(get_path(src, m.updated_at)) if m.updated_at else None,

@@ -58,7 +58,11 @@ def format_timestamp(ts: datetime) -> str:
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)
     ts = ts.astimezone(UTC)
-    return ts.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
+    # Not strftime: it writes year 999 as '999', not the '0999' RFC 3339 requires.
+    return (
+        f"{ts.year:04d}-{ts.month:02d}-{ts.day:02d}T{ts.hour:02d}:{ts.minute:02d}:"
+        f"{ts.second:02d}.{ts.microsecond // 1000:03d}Z"
+    )
 
 
 def parse_timestamp(value: Any) -> datetime | None:
@@ -82,6 +86,8 @@ def parse_timestamp(value: Any) -> datetime | None:
     if isinstance(value, str):
         text = value.strip()
         if text.lstrip("-").isdigit():
+            if len(text) > 20:  # beyond any epoch-millis date, and int() refuses > 4300 digits
+                return None
             return parse_timestamp(int(text))
         try:
             parsed = datetime.fromisoformat(text.replace("z", "Z"))

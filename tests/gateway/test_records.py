@@ -45,3 +45,13 @@ def test_absent_fields_are_omitted_and_metadata_round_trips() -> None:
     wire = Record(id="r1", content="c", metadata=meta).to_wire()
     assert wire == {"id": "r1", "content": "c", "metadata": meta}
     assert wire["metadata"] is meta
+
+
+def test_years_before_1000_are_zero_padded() -> None:
+    assert format_timestamp(datetime(999, 1, 2, 3, 4, 5, 6000, tzinfo=UTC)) == (
+        "0999-01-02T03:04:05.006Z"
+    )
+
+
+def test_over_long_digit_strings_are_not_dates() -> None:
+    assert parse_timestamp("9" * 5000) is None

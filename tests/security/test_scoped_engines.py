@@ -276,12 +276,6 @@ def test_acl_assignment_covers_every_case(corpus: Corpus) -> None:
 
 
 @pytest.mark.elasticsearch
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the connector to refuse a scope field without exact matching "
-    "(connectors/lucene.py check_fields: need_exact on scope.filters[].field and mapping.owner); "
-    "today a text-only ACL field is matched as a phrase, and 'team-a' admits 'team-a-admins'",
-)
 async def test_a_text_only_acl_field_never_matches_by_phrase(
     elasticsearch_url: str, issuer: Issuer
 ) -> None:
