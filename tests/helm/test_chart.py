@@ -195,6 +195,14 @@ def gateway_container(render: Render) -> dict[str, Any]:
     return cast(dict[str, Any], containers[0])
 
 
+def pod_secret_name(render: Render) -> str:
+    """The existingSecret the gateway pod mounts."""
+    volumes = pod_spec(render).get("volumes", [])
+    names = [v["secret"]["secretName"] for v in volumes if "secret" in v]
+    assert len(names) == 1, volumes
+    return str(names[0])
+
+
 def hook_pod(render: Render) -> Manifest:
     pods = [
         m
@@ -447,6 +455,7 @@ def test_rendered_config_is_accepted_by_the_gateway(
 ) -> None:
     """The ConfigMap's config.yaml validates against the gateway's own config model,
     with each secret reference pointed at a stand-in file or variable."""
+    from gateway.auth import check_exposure
     from gateway.config import parse_config
 
     render = rendered(helm, values)
@@ -454,13 +463,30 @@ def test_rendered_config_is_accepted_by_the_gateway(
     for ref in set(re.findall(r"\$\{file:([^}]+)\}", text)):
         assert ref.startswith(SECRET_DIR + "/"), ref
         (tmp_path / Path(ref).name).write_text("stand-in\n")
-    text = text.replace("${file:" + SECRET_DIR + "/", "${file:" + str(tmp_path) + "/")
+    # Plain paths into the secret mount (api_keys_file, ca_certs) are read as files too.
+    for name in set(re.findall(re.escape(SECRET_DIR) + r"/([\w.-]+)", text)):
+        if not (tmp_path / name).exists():
+            stand_in = "[{subject: t, hash: 'sha256:" + "0" * 64 + "'}]\n"
+            (tmp_path / name).write_text(stand_in if name.endswith(".yaml") else "stand-in\n")
+    text = text.replace(SECRET_DIR + "/", str(tmp_path) + "/")
     env = gateway_container(render).get("env", [])
     for name in set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", text)):
         assert name in {e["name"] for e in env}, f"${{{name}}} is not set in the pod"
         monkeypatch.setenv(name, "stand-in")
     config = parse_config(yaml.safe_load(text))
     assert set(config.stores) == set(config_of(render)["stores"])
+    # The pod binds 0.0.0.0: the gateway's start-up check must accept that config.
+    check_exposure(config, "0.0.0.0")
+
+
+def test_stores_without_auth_are_refused(helm: str) -> None:
+    render = template(
+        helm,
+        CHART / "ci" / "elasticsearch-apikey-values.yaml",
+        sets=["config.server.auth=null"],
+    )
+    assert render.returncode != 0
+    assert "config.server.auth" in render.stderr
 
 
 # --- checksum ----------------------------------------------------------------
@@ -769,6 +795,7 @@ def test_engine_port_is_derived_like_the_clients_do(
             f"config.stores.s.connection.{where}={endpoint}",
             "networkPolicy.egress.engines[0].cidr=10.0.0.0/8",
         ],
+        sets=["config.server.auth.allow_unauthenticated_network=true"],
     )
     (rule,) = render.one("NetworkPolicy")["spec"]["egress"][1:]
     assert _egress_ports(rule) == {(port, "TCP")}, label
@@ -872,8 +899,12 @@ def test_hook_pod_uses_the_gateway_image_and_stays_out_of_the_service(
     assert container["command"] == ["python3", "-c"]
     selector = render.one("Service")["spec"]["selector"]
     assert not selector.items() <= pod["metadata"]["labels"].items()
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
     assert json.loads(env["A2M_STORES"]) == sorted(config_of(render)["stores"])
+    # The test key, where configured, comes from the Secret, never from a plain value.
+    for e in container["env"]:
+        if e["name"] == "A2M_API_KEY":
+            assert e["valueFrom"]["secretKeyRef"]["name"] == pod_secret_name(render)
     assert env["A2M_BASE_URL"] == f"http://{FULLNAME}:8080"
 
 
@@ -948,7 +979,7 @@ def fake_gateway() -> Iterator[tuple[str, type[_FakeGateway]]]:
 
 def _run_hook_script(render: Render, base_url: str) -> subprocess.CompletedProcess[str]:
     (container,) = hook_pod(render)["spec"]["containers"]
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
     env["A2M_BASE_URL"] = base_url
     env["A2M_TIMEOUT"] = "10"
     return subprocess.run(

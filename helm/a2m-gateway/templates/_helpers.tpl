@@ -141,6 +141,12 @@ that reads the config goes through this, so they all see the same stores.
 {{- $config := deepCopy (.Values.config | default dict) -}}
 {{- if not $config.stores -}}
 {{- $_ := set $config "stores" (dict "demo" (deepCopy .Values.demoStore)) -}}
+{{- /* The demo serves only the packaged public docs: it may listen unauthenticated. */ -}}
+{{- $server := deepCopy ($config.server | default dict) -}}
+{{- if not $server.auth -}}
+{{- $_ := set $server "auth" (dict "allow_unauthenticated_network" true) -}}
+{{- end -}}
+{{- $_ := set $config "server" $server -}}
 {{- end -}}
 {{- toYaml $config }}
 {{- end }}
@@ -292,6 +298,16 @@ line; all problems are reported at once.
 {{- range (splitList "\n" $leaks) -}}
 {{- $messages = append $messages (printf "%s: holds an inline credential. Put the value in the Secret named by existingSecret and reference it as ${file:%s/<key>} (or ${ENV} via secretEnv); values end up in a ConfigMap." . $.Values.secretMountPath) -}}
 {{- end -}}
+{{- end -}}
+
+{{- /* The pod listens on its network: the gateway refuses that without authentication. */ -}}
+{{- $auth := (($config.server | default dict).auth | default dict) -}}
+{{- if not (or $auth.api_keys $auth.api_keys_file $auth.jwt $auth.allow_unauthenticated_network) -}}
+{{- $messages = append $messages "config.server.auth: the gateway listens on the pod network and refuses to start without authentication. Set api_keys_file (a file from existingSecret) or jwt, or allow_unauthenticated_network: true only if a proxy in front authenticates every caller (see SECURITY.md)." -}}
+{{- end -}}
+
+{{- if and .Values.tests.apiKeySecretKey (not .Values.existingSecret) -}}
+{{- $messages = append $messages "tests.apiKeySecretKey: names a key of existingSecret, which is not set." -}}
 {{- end -}}
 
 {{- /* Every ${...} reference in config must be satisfiable in the pod. */ -}}

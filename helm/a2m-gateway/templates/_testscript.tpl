@@ -15,6 +15,7 @@ STORES = json.loads(os.environ["A2M_STORES"])
 QUERY = os.environ["A2M_QUERY"]
 EXPECT_RECORDS = os.environ["A2M_EXPECT_RECORDS"] == "true"
 TIMEOUT = float(os.environ["A2M_TIMEOUT"])
+API_KEY = os.environ.get("A2M_API_KEY", "")
 
 
 def fail(message):
@@ -34,11 +35,14 @@ def call(store, request_id, method, params):
     body = json.dumps(
         {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
     ).encode()
+    headers = {"Content-Type": "application/json", "A2M-Protocol-Version": "a2m/0.1"}
+    if API_KEY:
+        headers["Authorization"] = "Bearer " + API_KEY
     request = urllib.request.Request(
         BASE + "/a2m/" + store,
         data=body,
         method="POST",
-        headers={"Content-Type": "application/json", "A2M-Protocol-Version": "a2m/0.1"},
+        headers=headers,
     )
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT) as resp:
