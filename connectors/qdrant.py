@@ -593,7 +593,16 @@ def _translate_filter(flt: Filter) -> _Translated:
 
     Raises:
         _MatchesNothing: no point can satisfy the filter.
+        EngineRejected: a value the client's models refuse (pydantic validation).
     """
+    try:
+        return _build_filter(flt)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        log.debug("qdrant filter refused: %s", exc)
+        raise EngineRejected("qdrant cannot express the filter") from exc
+
+
+def _build_filter(flt: Filter) -> _Translated:
     from qdrant_client.http import models
 
     must: list[Any] = [_condition(c) for c in flt.must]
@@ -802,6 +811,9 @@ def _engine_errors() -> Iterator[None]:
     except RuntimeError as exc:
         log.debug("qdrant local mode failed: %s", exc)
         raise EngineUnavailable("qdrant local mode is closed") from exc
+    except ArithmeticError as exc:  # local mode computes scores with numpy in-process
+        log.debug("qdrant local mode arithmetic failed: %s", exc)
+        raise EngineRejected("qdrant could not score the query") from exc
 
 
 _MISSING_COLLECTION: Final = "the qdrant collection named by index does not exist"
