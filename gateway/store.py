@@ -293,13 +293,38 @@ class Store:
         return Filter(must=tuple(must), key_prefix=prefix, times=tuple(times))
 
     @staticmethod
-    def _exact_content(records: list[Record], where: dict[str, WhereValue] | None) -> list[Record]:
-        """Engines match content as a phrase; A2M's where is equality, checked here."""
-        if not where or "content" not in where:
+    @staticmethod
+    def _exact_where(records: list[Record], where: dict[str, WhereValue] | None) -> list[Record]:
+        """Check `where`'s string equalities on the mapped records.
+
+        An engine may only approximate them: content, and any analysed text field
+        without an exact sub-field, is matched as a phrase. A2M's where is equality,
+        so what the engine let through is checked here (arrays match any element).
+        """
+        if not where:
             return records
-        value = where["content"]
-        wanted = {str(v) for v in (value if isinstance(value, list) else [value])}
-        return [r for r in records if r.content in wanted]
+        checks = []
+        for name, value in where.items():
+            if name in TIME_FIELDS:
+                continue  # millisecond windows are exact already
+            wanted = {
+                v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)
+            }
+            if wanted:
+                checks.append((name, wanted))
+        if not checks:
+            return records
+
+        def holds(record: Record, name: str, wanted: set[str]) -> bool:
+            if name in _RECORD_FIELDS:
+                value: Any = getattr(record, name)
+            else:
+                value = (record.metadata or {}).get(name)
+            values = value if isinstance(value, list) else [value]
+            # Non-string values (numbers, booleans) were matched by the engine exactly.
+            return any(not isinstance(v, str) or v in wanted for v in values if v is not None)
+
+        return [r for r in records if all(holds(r, n, w) for n, w in checks)]
 
     def _read_filter(
         self,
@@ -395,7 +420,7 @@ class Store:
                     return self._result([], options)
                 hits = await self._engine("search", connector.search(request))
 
-        records = self._exact_content(self._records(hits, params.embeddings), params.where)
+        records = self._exact_where(self._records(hits, params.embeddings), params.where)
         for r in records:
             r.score = _clamp(r.score)
         records.sort(key=lambda r: -(r.score or 0.0))
@@ -499,7 +524,7 @@ class Store:
         hits.reverse()
         for h in hits:
             h.score = None
-        records = self._exact_content(self._records(hits, params.embeddings), params.where)
+        records = self._exact_where(self._records(hits, params.embeddings), params.where)
         return self._result(records, options)
 
     # -- fetch ------------------------------------------------------------------------
@@ -541,6 +566,9 @@ class Store:
         for h in hits:
             h.score = None
         return [r.to_wire() for r in self._records(hits, False)]
+
+
+_RECORD_FIELDS = frozenset({"id", "content", "key", "group", "role", "uri", "media_type", "owner"})
 
 
 def _ms_windows(name: str, values: tuple[WhereValue, ...]) -> tuple[tuple[str, str], ...]:

@@ -247,3 +247,18 @@ async def test_prompt_does_not_change_records() -> None:
     assert with_prompt["records"] == plain["records"]
     assert with_prompt["prompt_ids"] == [r["id"] for r in plain["records"]]
     assert await code_of(client, "memory/recall", {"prompt": {"method": "model"}}) == -32602
+
+
+async def test_where_equality_is_checked_on_the_mapped_records() -> None:
+    # An engine may approximate equality on analysed text (a phrase match); the store
+    # keeps only records whose mapped value equals the asked one.
+    docs = [
+        Hit(id="1", source={"body": "x", "g": "team a", "lang": ["en", "fr"]}, score=0.9),
+        Hit(id="2", source={"body": "x", "g": "team a admins", "lang": "en"}, score=0.8),
+        Hit(id="3", source={"body": "x", "g": "team a", "lang": "de"}, score=0.7),
+    ]
+    client, _ = make(docs)
+    out = await client.call("memory/recall", {"query": "x", "where": {"group": "team a"}})
+    assert [r["id"] for r in out["records"]] == ["1", "3"]
+    out = await client.call("memory/recall", {"query": "x", "where": {"lang": ["fr", "de"]}})
+    assert [r["id"] for r in out["records"]] == ["1", "3"]
