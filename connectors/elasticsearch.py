@@ -83,6 +83,11 @@ class ElasticsearchConnector(LuceneConnector):
             client = self._timed_clients[key] = self._es.options(request_timeout=key)
         return client
 
+    def _client_with_authorization(self, authorization: str) -> AsyncElasticsearch:
+        # options() returns a client on the same transport (pool); its headers replace
+        # the store's own credential header.
+        return self._es.options(headers={"authorization": authorization})
+
     def _make_client(self) -> AsyncElasticsearch:
         """Build the client from ``connection:`` (no I/O).
 

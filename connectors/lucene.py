@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import copy
 import logging
 import math
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
@@ -782,6 +783,7 @@ class LuceneConnector(abc.ABC):
         self._page_size = max(1, min(page_size, MAX_WINDOW))
         self._timeout_s = config.connection.timeout_ms / 1000
         self._client: Any = None
+        self._view = False
         self._translator: QueryTranslator | None = None
         self._vector_spec: dict[str, Any] | None = None
 
@@ -942,9 +944,31 @@ class LuceneConnector(abc.ABC):
         )
 
     async def close(self) -> None:
+        if self._view:
+            return  # a caller's view shares its parent's client; the parent closes it
         client, self._client = self._client, None
         if client is not None:
             await self._close_client(client)
+
+    def for_caller(self, authorization: str) -> LuceneConnector:
+        """A view of this open connector whose engine requests carry the caller's
+        ``Authorization`` instead of the store's credential (``scope.forward_credential``):
+        the engine's own document-level security then decides what the caller sees.
+        It shares the client's connection pool and what open() learned; no I/O.
+
+        Raises:
+            EngineUnavailable: the connector is not open.
+        """
+        if self._client is None:
+            raise EngineUnavailable("engine connector is closed")
+        view = copy.copy(self)
+        view._view = True
+        view._client = self._client_with_authorization(authorization)
+        return view
+
+    def _client_with_authorization(self, authorization: str) -> Any:
+        """The dialect's client sending ``authorization`` on every request."""
+        raise NotImplementedError
 
     async def ping(self) -> bool:
         """True when the engine answers HTTP (even a 4xx: it is up); never raises."""

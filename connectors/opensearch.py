@@ -47,6 +47,30 @@ _SPACE: dict[str, Metric] = {"cosinesimil": "cosine", "innerproduct": "dot", "l2
 _METRICS: tuple[Metric, ...] = ("cosine", "dot", "l2")
 
 
+class _WithHeaders:
+    """An opensearch-py client (or one of its namespaces) that adds headers to every call.
+
+    opensearch-py has no ``options()``; each API method takes ``headers=``, which
+    replace the client's defaults (the store's credential) for that request.
+    """
+
+    def __init__(self, target: Any, headers: Mapping[str, str]) -> None:
+        self._target = target
+        self._headers = dict(headers)
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._target, name)
+        if not callable(attr):
+            return _WithHeaders(attr, self._headers)
+        headers = self._headers
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            kwargs["headers"] = {**(kwargs.get("headers") or {}), **headers}
+            return await attr(*args, **kwargs)
+
+        return call
+
+
 class OpenSearchConnector(LuceneConnector):
     """An OpenSearch index (or alias) behind one store."""
 
@@ -58,6 +82,9 @@ class OpenSearchConnector(LuceneConnector):
     def __init__(self, config: StoreConfig, *, page_size: int = PAGE_SIZE) -> None:
         super().__init__(config, page_size=page_size)
         self._space = "l2"
+
+    def _client_with_authorization(self, authorization: str) -> Any:
+        return _WithHeaders(self._client, {"authorization": authorization})
 
     def _make_client(self) -> Any:
         """Build the client from ``connection:`` (no I/O).
