@@ -1,24 +1,35 @@
-"""Start and stop the gateway under test as a real ``a2m-gateway serve`` process.
+"""Start and stop the servers a benchmark measures: the gateway and its peer.
 
-``A2M_BENCH_GATEWAY_ROOT`` (or ``root=``) runs the gateway from another
-checkout of the code (it is put first on the child's PYTHONPATH), so a
-benchmark can pin the code it measures while the working tree changes.
+One place spawns a server, waits for its health endpoint under a deadline
+(never a bare sleep), and stops it. ``A2M_BENCH_GATEWAY_ROOT`` (or ``root=``)
+runs the gateway from another checkout of the code (it is put first on the
+child's PYTHONPATH), so a benchmark can pin the code it measures while the
+working tree changes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import socket
 import subprocess
+import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.recall_latency import free_port, gateway_command, stop_server
-
 READY_TIMEOUT_S = 240.0
 
-__all__ = ["GatewayProcess", "start_gateway", "stop_server"]
+__all__ = [
+    "GatewayProcess",
+    "free_port",
+    "gateway_command",
+    "spawn_until_ready",
+    "start_gateway",
+    "stop_server",
+]
 
 
 @dataclass
@@ -26,7 +37,32 @@ class GatewayProcess:
     proc: subprocess.Popen[bytes]
     base_url: str
     ready_after_s: float
-    """From process start until ``/readyz`` answered 200 (every store open and its engine up)."""
+    """From process start until the health endpoint answered 200."""
+
+
+def gateway_command() -> list[str]:
+    beside = Path(sys.executable).with_name("a2m-gateway")
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("a2m-gateway")
+    return [found] if found else [sys.executable, "-m", "gateway"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
 
 
 def _log_tail(path: Path, n: int = 2000) -> str:
@@ -36,10 +72,16 @@ def _log_tail(path: Path, n: int = 2000) -> str:
         return ""
 
 
-def start_gateway(
-    config: Path, data_dir: Path, log_path: Path, *, root: str | None = None
+def spawn_until_ready(
+    command: Callable[[int], list[str]],
+    env: Mapping[str, str],
+    log_path: Path,
+    *,
+    health_path: str,
+    what: str,
+    timeout_s: float = READY_TIMEOUT_S,
 ) -> GatewayProcess:
-    """Start ``a2m-gateway serve --config`` on a free port and wait for ``/readyz``.
+    """Run ``command(port)`` on a free port and wait until ``health_path`` answers 200.
 
     Raises:
         RuntimeError: it exited or was not ready in time; the message ends with its log.
@@ -47,29 +89,47 @@ def start_gateway(
     import httpx
 
     port = free_port()
-    env = {**os.environ, "A2M_DATA_DIR": str(data_dir)}
-    root = root or os.environ.get("A2M_BENCH_GATEWAY_ROOT")
-    if root:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    cmd = [*gateway_command(), "serve", "--config", str(config), "--port", str(port)]
     with open(log_path, "ab") as log:
         started = time.monotonic()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+        proc = subprocess.Popen(
+            command(port), stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=dict(env)
+        )
     base_url = f"http://127.0.0.1:{port}"
-    deadline = started + READY_TIMEOUT_S
+    deadline = started + timeout_s
     with httpx.Client(base_url=base_url, timeout=5.0) as http:
         while True:
             if proc.poll() is not None:
                 raise RuntimeError(
-                    f"the gateway exited with {proc.returncode}:\n{_log_tail(log_path)}"
+                    f"the {what} exited with {proc.returncode}:\n{_log_tail(log_path)}"
                 )
-            try:
-                if http.get("/readyz").status_code == 200:
+            with contextlib.suppress(httpx.TransportError):
+                if http.get(health_path).status_code == 200:
                     return GatewayProcess(proc, base_url, time.monotonic() - started)
-            except httpx.TransportError:
-                pass
             if time.monotonic() > deadline:
                 stop_server(proc)
-                raise RuntimeError(f"not ready within {READY_TIMEOUT_S}s:\n{_log_tail(log_path)}")
+                raise RuntimeError(
+                    f"the {what} was not ready within {timeout_s}s:\n{_log_tail(log_path)}"
+                )
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=0.05)  # paced on the process: returns at once if it dies
+
+
+def start_gateway(
+    config: Path | str | None, data_dir: Path, log_path: Path, *, root: str | None = None
+) -> GatewayProcess:
+    """Start ``a2m-gateway serve`` (the embedded demo when ``config`` is None) on a free
+    port and wait for ``/readyz`` (every store open and its engine up).
+
+    Raises:
+        RuntimeError: it exited or was not ready in time; the message ends with its log.
+    """
+    env = {**os.environ, "A2M_DATA_DIR": str(data_dir)}
+    root = root or os.environ.get("A2M_BENCH_GATEWAY_ROOT")
+    if root:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+
+    def command(port: int) -> list[str]:
+        cmd = [*gateway_command(), "serve", "--port", str(port)]
+        return [*cmd, "--config", str(config)] if config is not None else cmd
+
+    return spawn_until_ready(command, env, log_path, health_path="/readyz", what="gateway")

@@ -9,22 +9,17 @@ throughput per concurrency, the gateway's RSS (``VmRSS`` from
 ``/proc/<pid>/status``) after each run, and the time from process start to
 ready, cold (indexing) and warm (already indexed).
 
-    python bench/recall_latency.py --requests 500 --concurrency 8
+    python -m bench.recall_latency --requests 500 --concurrency 8
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import platform
 import random
-import shutil
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -33,7 +28,8 @@ from typing import Any
 
 import httpx
 
-READY_TIMEOUT_S = 240.0
+from bench.process import start_gateway, stop_server
+
 CALL_TIMEOUT_S = 30.0
 TOPICS = [
     "how are scores normalised",
@@ -47,13 +43,6 @@ TOPICS = [
     "helm chart probes and config map",
     "prompt styles and token budget",
 ]
-
-
-@dataclass
-class Server:
-    proc: subprocess.Popen[bytes]
-    base_url: str
-    ready_after_s: float
 
 
 @dataclass(frozen=True)
@@ -79,21 +68,6 @@ class Run:
         return len(self.latencies_s) / self.wall_s
 
 
-def gateway_command() -> list[str]:
-    beside = Path(sys.executable).with_name("a2m-gateway")
-    if beside.is_file():
-        return [str(beside)]
-    found = shutil.which("a2m-gateway")
-    return [found] if found else [sys.executable, "-m", "gateway"]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def rss_kib(pid: int) -> int | None:
     """Resident set size of a process, from /proc (Linux); None elsewhere."""
     try:
@@ -103,47 +77,6 @@ def rss_kib(pid: int) -> int | None:
     except OSError:
         return None
     return None
-
-
-def start_server(data_dir: Path, config: str | None, log_path: Path) -> Server:
-    """Start the gateway and wait (under a deadline, never a bare sleep) until /readyz is 200.
-
-    Raises:
-        RuntimeError: the process exited, or was not ready within READY_TIMEOUT_S.
-    """
-    port = free_port()
-    cmd = [*gateway_command(), "serve", "--port", str(port)]
-    if config:
-        cmd += ["--config", config]
-    env = {**os.environ, "A2M_DATA_DIR": str(data_dir)}
-    with open(log_path, "ab") as log:
-        started = time.monotonic()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
-    base_url = f"http://127.0.0.1:{port}"
-    deadline = started + READY_TIMEOUT_S
-    with httpx.Client(base_url=base_url, timeout=5.0) as http:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the gateway exited with {proc.returncode}; see {log_path}")
-            with contextlib.suppress(httpx.TransportError):
-                if http.get("/readyz").status_code == 200:
-                    return Server(proc, base_url, time.monotonic() - started)
-            if time.monotonic() > deadline:
-                stop_server(proc)
-                raise RuntimeError(f"not ready within {READY_TIMEOUT_S}s; see {log_path}")
-            # Pace the poll on the process itself: returns at once if it dies.
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=0.05)
-
-
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
 
 
 def build_workload(http: httpx.Client, path: str, n: int, seed: int) -> list[dict[str, Any]]:
@@ -263,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="a2m-bench-") as tmp:
         data_dir = Path(args.data_dir) if args.data_dir else Path(tmp) / "data"
         log_path = Path(tmp) / "gateway.log"
-        server = start_server(data_dir, args.config, log_path)
+        server = start_gateway(args.config, data_dir, log_path)
         cold_s = server.ready_after_s
         try:
             with httpx.Client(base_url=server.base_url, timeout=CALL_TIMEOUT_S) as http:
@@ -286,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             stop_server(server.proc)
         warm_s: float | None = None
         if not args.no_warm_start:
-            again = start_server(data_dir, args.config, log_path)
+            again = start_gateway(args.config, data_dir, log_path)
             warm_s = again.ready_after_s
             stop_server(again.proc)
 

@@ -11,19 +11,16 @@ with the DSL as given.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 
-from bench.recall_latency import free_port, stop_server
+from bench.process import spawn_until_ready
 
 PACKAGE = "opensearch-mcp-server-py"
 SEARCH_TOOL = "SearchIndexTool"
@@ -77,33 +74,20 @@ def start_peer(venv: Path, opensearch_url: str, log_path: Path) -> PeerServer:
         RuntimeError: it exited or was not up within READY_TIMEOUT_S.
     """
     exe = ensure_venv(venv)
-    port = free_port()
     env = {
         **os.environ,
         "OPENSEARCH_URL": opensearch_url,
         "OPENSEARCH_NO_AUTH": "true",
         "OPENSEARCH_SSL_VERIFY": "false",
     }
-    cmd = [str(exe), "--transport", "stream", "--host", "127.0.0.1", "--port", str(port)]
-    with open(log_path, "ab") as log:
-        started = time.monotonic()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
-    base_url = f"http://127.0.0.1:{port}"
-    deadline = started + READY_TIMEOUT_S
-    with httpx.Client(base_url=base_url, timeout=5.0) as http:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the peer exited with {proc.returncode}; see {log_path}")
-            with contextlib.suppress(httpx.TransportError):
-                if http.get("/health").status_code == 200:
-                    return PeerServer(
-                        proc, base_url, time.monotonic() - started, peer_version(venv)
-                    )
-            if time.monotonic() > deadline:
-                stop_server(proc)
-                raise RuntimeError(f"the peer was not up within {READY_TIMEOUT_S}s")
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=0.05)
+
+    def command(port: int) -> list[str]:
+        return [str(exe), "--transport", "stream", "--host", "127.0.0.1", "--port", str(port)]
+
+    started = spawn_until_ready(
+        command, env, log_path, health_path="/health", what="peer", timeout_s=READY_TIMEOUT_S
+    )
+    return PeerServer(started.proc, started.base_url, started.ready_after_s, peer_version(venv))
 
 
 def tool_call(index: str, body: dict[str, Any], request_id: int) -> bytes:
