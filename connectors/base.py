@@ -8,7 +8,7 @@ through the one mapper.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -18,6 +18,22 @@ ID_FIELD = "_id"
 """Pseudo field name: the engine's own document/point id."""
 
 Metric = Literal["cosine", "dot", "l2"]
+
+
+def value_at(document: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted path ('a.b'), or None.
+
+    The literal key is tried first: engine field names (and JWT claim names such
+    as 'https://example.com/groups') may themselves contain dots.
+    """
+    if path in document:
+        return document[path]
+    node: Any = document
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,7 @@ from connectors.base import (
     SearchRequest,
     TimeWindows,
     VectorInfo,
+    value_at,
 )
 from connectors.errors import (
     ConnectorError,
@@ -561,18 +562,6 @@ def fuse_rrf(
     return out
 
 
-def source_value(source: Mapping[str, Any], path: str) -> Any:
-    """Value at a dotted path of ``_source``, trying the literal key first."""
-    if path in source:
-        return source[path]
-    node: Any = source
-    for part in path.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 # --------------------------------------------------------------------------- mappings
 
 
@@ -1019,7 +1008,7 @@ class LuceneConnector(abc.ABC):
                 [(hits, w) for hits, (_, w) in zip(results, legs, strict=True)],
                 k=request.rrf_k,
                 limit=limit,
-                group_of=(lambda h: source_value(h.source, group)) if group else None,
+                group_of=(lambda h: value_at(h.source, group)) if group else None,
             )
             return await self._with_documents(fused, with_vectors=request.with_vectors)
         if lexical:

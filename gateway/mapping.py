@@ -12,7 +12,7 @@ import string
 from typing import Any
 from urllib.parse import urlsplit
 
-from connectors.base import ID_FIELD, Hit
+from connectors.base import ID_FIELD, Hit, value_at
 from gateway.config import MappingConfig
 from gateway.records import Record, parse_timestamp
 
@@ -24,18 +24,6 @@ TIME_FIELDS = ("created_at", "updated_at")
 UNFILTERABLE_FIELDS = frozenset({"score", "embedding"})
 
 _EXTRA_TYPES = {".md": "text/markdown", ".markdown": "text/markdown", ".jsonl": "application/jsonl"}
-
-
-def get_path(source: dict[str, Any], path: str) -> Any:
-    """Value at a dotted path ('a.b'), trying the literal key first (ES allows dots in names)."""
-    if path in source:
-        return source[path]
-    node: Any = source
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def _text(value: Any) -> str | None:
@@ -69,10 +57,10 @@ class RecordMapper:
 
     def to_record(self, hit: Hit, *, with_embedding: bool = False) -> Record:
         m, src = self._m, hit.source
-        rid = hit.id if m.id == ID_FIELD else (_text(get_path(src, m.id)) or hit.id)
-        uri = _text(get_path(src, m.uri)) if m.uri else None
+        rid = hit.id if m.id == ID_FIELD else (_text(value_at(src, m.id)) or hit.id)
+        uri = _text(value_at(src, m.uri)) if m.uri else None
         if m.media_type:
-            media_type = _text(get_path(src, m.media_type))
+            media_type = _text(value_at(src, m.media_type))
         elif m.media_type_value:
             media_type = m.media_type_value
         elif m.media_type_from_uri and uri:
@@ -83,19 +71,19 @@ class RecordMapper:
         if m.metadata:
             metadata = {}
             for name in m.metadata:
-                value = get_path(src, name)
+                value = value_at(src, name)
                 if value is not None:
                     metadata[name] = value
         return Record(
             id=rid,
             content=hit.highlight if hit.highlight is not None else self._content(src),
-            role=_text(get_path(src, m.role)) if m.role else None,
+            role=_text(value_at(src, m.role)) if m.role else None,
             metadata=metadata,
-            group=_text(get_path(src, m.group)) if m.group else None,
-            owner=_text(get_path(src, m.owner)) if m.owner else None,
-            key=_text(get_path(src, m.key)) if m.key else None,
-            created_at=parse_timestamp(get_path(src, m.created_at)) if m.created_at else None,
-            updated_at=parse_timestamp(get_path(src, m.updated_at)) if m.updated_at else None,
+            group=_text(value_at(src, m.group)) if m.group else None,
+            owner=_text(value_at(src, m.owner)) if m.owner else None,
+            key=_text(value_at(src, m.key)) if m.key else None,
+            created_at=parse_timestamp(value_at(src, m.created_at)) if m.created_at else None,
+            updated_at=parse_timestamp(value_at(src, m.updated_at)) if m.updated_at else None,
             uri=uri,
             media_type=media_type,
             score=hit.score,
@@ -104,14 +92,14 @@ class RecordMapper:
 
     def _content(self, src: dict[str, Any]) -> str | None:
         if self._m.content:
-            return _text(get_path(src, self._m.content))
+            return _text(value_at(src, self._m.content))
         if self._template_parts:
             out: list[str] = []
             found = False
             for literal, name in self._template_parts:
                 out.append(literal)
                 if name:
-                    value = _text(get_path(src, name))
+                    value = _text(value_at(src, name))
                     found = found or bool(value)
                     out.append(value or "")
             return "".join(out).strip() if found else None

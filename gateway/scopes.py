@@ -34,7 +34,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import SecretStr
 
-from connectors.base import Condition, Connector, Scalar
+from connectors.base import Condition, Connector, Scalar, value_at
 from gateway.config import StoreConfig
 from gateway.errors import ScopeDenied
 
@@ -114,15 +114,7 @@ def claim_values(claims: Mapping[str, Any], path: str) -> tuple[Scalar, ...]:
     The literal name is tried first (claims such as ``https://example.com/groups``
     contain dots), then a dotted path into nested objects (``realm_access.roles``).
     """
-    value: Any
-    if path in claims:
-        value = claims[path]
-    else:
-        value = claims
-        for part in path.split("."):
-            if not isinstance(value, Mapping) or part not in value:
-                return ()
-            value = value[part]
+    value = value_at(claims, path)
     items = value if isinstance(value, list) else [value]
     out = [v for v in items if isinstance(v, str | int | float | bool)]
     return tuple(dict.fromkeys(out))
