@@ -39,6 +39,7 @@ from tests.fuzz.conftest import (
 )
 from tests.fuzz.strategies import encode, headers, messages, raw_bodies
 from tests.security.acl_corpus import ALPHA, BRAVO, NOBODY, visible
+from tests.support.spec import RECORD_FIELDS
 
 pytestmark = [
     pytest.mark.fuzz,
@@ -52,25 +53,6 @@ pytestmark = [
 
 SHARES = {"structured": 0.7, "raw": 0.15, "stdio": 0.15}
 STDIO_LINES = 4
-RECORD_FIELDS = frozenset(
-    {
-        "id",
-        "content",
-        "role",
-        "metadata",
-        "group",
-        "owner",
-        "session",
-        "key",
-        "revision",
-        "created_at",
-        "updated_at",
-        "uri",
-        "media_type",
-        "score",
-        "embedding",
-    }
-)
 TRANSPORT_STATUSES = {200, 202, 400, 401, 403, 404, 405, 408, 413, 415, 429}
 sent: dict[str, int] = {}
 

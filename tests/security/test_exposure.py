@@ -18,24 +18,8 @@ from gateway.dispatcher import Dispatcher
 from gateway.store import Store
 from gateway.transports.inprocess import InProcessClient
 from tests.security.support import MemoryConnector, acl_docs, memory_store_config
+from tests.support.spec import RECORD_FIELDS
 
-RECORD_FIELDS = {
-    "id",
-    "content",
-    "role",
-    "metadata",
-    "group",
-    "owner",
-    "session",
-    "key",
-    "revision",
-    "created_at",
-    "updated_at",
-    "uri",
-    "media_type",
-    "score",
-    "embedding",
-}
 SCOPE = {"filters": [{"field": "acl", "claims": ["groups"]}]}
 
 
