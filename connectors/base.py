@@ -70,10 +70,6 @@ class Filter:
     """(engine field, prefix)."""
     times: tuple[TimeWindows, ...] = ()
 
-    @property
-    def empty(self) -> bool:
-        return not self.must and self.key_prefix is None and not self.times
-
 
 @dataclass(frozen=True, slots=True)
 class SparseVector:

@@ -75,8 +75,7 @@ class _StopBeforeDeadline(stop_base):
     """Stop retrying once the request's deadline is (nearly) reached."""
 
     def __call__(self, retry_state: RetryCallState) -> bool:
-        dl = _deadline.get()
-        return dl is not None and time.monotonic() >= dl - 0.05
+        return _deadline_reached()
 
 
 async def retry_read(
