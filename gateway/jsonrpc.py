@@ -25,6 +25,7 @@ from gateway.errors import (
     BackendTimeout,
     BackendUnavailable,
     InternalError,
+    InvalidParams,
     InvalidRequest,
     ParseError,
 )
@@ -91,20 +92,25 @@ def parse_request(raw: bytes | str) -> Request:
 def to_wire_error(exc: BaseException) -> A2MError:
     """The single exception-to-wire boundary: any exception becomes an A2MError.
 
-    Connector errors map to the gateway's backend codes; anything unexpected is
-    logged here with its traceback and leaves as a bare INTERNAL_ERROR.
+    Engine trouble (unreachable, failing after retries, past the deadline) is a
+    retryable -32603 with `data.reason`; a deterministic refusal of the query is
+    -32602, not retryable (DECISIONS.md §2). Anything unexpected is logged here
+    with its traceback and leaves as a bare INTERNAL_ERROR.
     """
     if isinstance(exc, A2MError):
         return exc
     if isinstance(exc, EngineUnavailable):
-        return BackendUnavailable(data={"retry_after_ms": exc.retry_after_ms})
+        return BackendUnavailable(retry_after_ms=exc.retry_after_ms)
     if isinstance(exc, EngineTimeout):
         return BackendTimeout()
-    if isinstance(exc, EngineRejected | EngineConfigError):
+    if isinstance(exc, EngineRejected):
+        log.error("engine refused a query: %s", type(exc).__name__)
+        return InvalidParams("The search engine refused this query", data={"retryable": False})
+    if isinstance(exc, EngineConfigError):
         log.error("engine refused a query: %s", type(exc).__name__)
         return InternalError("The search engine refused the translated query")
     if isinstance(exc, ConnectorError):
-        return BackendUnavailable(data={"retry_after_ms": 1000})
+        return BackendUnavailable()
     log.exception("unhandled error", exc_info=exc)
     return InternalError()
 

@@ -14,7 +14,7 @@ The rules, per §6:
   principal): each ``scope.filters`` entry requires the engine field to hold
   one of the principal's claim values. A principal lacking a claim sees
   nothing. A body ``owner`` must equal the principal's ``scope.owner_claim``
-  (else -32006 SCOPE_DENIED); when it does and ``mapping.owner`` is set, it
+  (else -32005 SCOPE_DENIED); when it does and ``mapping.owner`` is set, it
   narrows to the caller's own records. ``scopes`` is declared when the store
   enforces something (filters or credential forwarding).
 - **Local transport, no principal** (stdio, in-process): ``owner`` is taken at
