@@ -6,10 +6,10 @@ The suite is written from the draft (``shared/spec/a2m-0.1.txt``) and from
 ``A2M_DATA_DIR`` pointing at a fresh directory so the embedded demo store is
 indexed from scratch. Every response a test reads through
 ``Reply.response`` / ``A2MClient.request`` is validated against the project's
-A2M 0.1 wire schema (``tests/support/wire.py``). The only gateway imports are what a test needs as ground
-truth or as its subject: the documented error codes, the packaged demo corpus and
-config, the lexical encoder (to build a store with vectors) and the in-process
-binding.
+A2M 0.1 wire schema (``tests/support/wire.py``). The only gateway imports are
+what a test needs as ground truth or as its subject: the documented error codes,
+the packaged demo corpus and config, the lexical encoder (to build a store with
+vectors) and the in-process binding.
 
 Every store-facing test runs against three stores holding the same packaged
 demo corpus (``backend``): the embedded demo (Qdrant local mode, ``serve`` with
