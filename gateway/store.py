@@ -123,7 +123,7 @@ class Store:
         if self.config.demo is not None:
             from gateway.demo import ensure_demo_index
 
-            indexed = await ensure_demo_index(self.config)
+            indexed = await ensure_demo_index(self.config, self.connector)
             if indexed:
                 log.info("demo store %s: indexed %d chunks", self.name, indexed)
         if self.config.scope.forward_credential and not isinstance(
