@@ -89,7 +89,7 @@ class Store:
         if config.backend is Backend.QDRANT and config.search.sparse_vector:
             from gateway.embedders.lexical import LexicalSparseEncoder
 
-            self._sparse_encoder = LexicalSparseEncoder()
+            self._sparse_encoder = LexicalSparseEncoder(analyzer=config.search.sparse_analyzer)
         self._server_name = server_name
         self._timeout_s = (config.request_timeout_ms or default_timeout_ms) / 1000.0
         self.info: EngineInfo | None = None

@@ -117,8 +117,9 @@ def chunks() -> list[Chunk]:
     return out
 
 
-def fingerprint(items: list[Chunk]) -> str:
-    digest = hashlib.sha256()
+def fingerprint(items: list[Chunk], analyzer: str = "light") -> str:
+    """Which corpus, encoded how: an on-disk collection with another fingerprint is rebuilt."""
+    digest = hashlib.sha256(analyzer.encode())
     for c in items:
         digest.update(repr((c.key, c.title, c.uri, c.content, c.created_at)).encode())
     return digest.hexdigest()[:16]
@@ -155,7 +156,7 @@ async def ensure_demo_index(store: StoreConfig, connector: Connector | None = No
             "the demo store needs backend qdrant in local mode and search.sparse_vector"
         )
     items = chunks()
-    sha = fingerprint(items)
+    sha = fingerprint(items, store.search.sparse_analyzer)
     if c.path is None:
         if not isinstance(connector, QdrantConnector):
             raise EngineConfigError("an in-memory demo store is filled through its connector")
@@ -211,7 +212,10 @@ async def _index(
     }
     # The title leads each chunk's terms, so a query naming the document finds it.
     texts = [f"{c.title}\n{c.content}" for c in items]
-    encoder = LexicalSparseEncoder(avgdl=LexicalSparseEncoder.average_length(texts))
+    analyzer = store.search.sparse_analyzer
+    encoder = LexicalSparseEncoder(
+        avgdl=LexicalSparseEncoder.average_length(texts, analyzer), analyzer=analyzer
+    )
     points = []
     for i, (c, text) in enumerate(zip(items, texts, strict=True), start=1):
         payload: dict[str, Any] = {
@@ -257,7 +261,9 @@ def default_demo_config(data_dir: Path | None = None) -> GatewayConfig:
             created_at="created_at",
             metadata=["title"],
         ),
-        search=SearchConfig(mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR),
+        search=SearchConfig(
+            mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR, sparse_analyzer="english"
+        ),
         demo=DemoConfig(corpus="packaged"),
     )
     return GatewayConfig(stores={DEMO_STORE: store})
