@@ -288,7 +288,11 @@ def render_recall(question: str, result: dict[str, Any], width: int = 300) -> st
         lines.append(f"{head}{title}".rstrip())
         if cite:
             lines.append(f"   {cite}")
-        text = " ".join(str(rec.get("content") or "").split())
+        content = str(rec.get("content") or "")
+        first, _, rest = content.partition("\n")
+        if first.strip() and str(title).endswith(first.strip()):
+            content = rest  # a heading already shown in the title
+        text = " ".join(content.split())
         if text:
             lines.append("   " + (text if len(text) <= width else text[: width - 1] + "…"))
         lines.append("")
@@ -310,7 +314,6 @@ def main(argv: list[str] | None = None) -> int:
         help="serve A2M over HTTP (default: the embedded demo)",
         description="Serve every configured store over HTTP: POST /a2m/<store>, GET / lists "
         "the endpoints. Ctrl-C stops it.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p_serve.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
     p_serve.add_argument(

@@ -114,6 +114,7 @@ def test_serve_help_gives_host_and_port_defaults(capsys: pytest.CaptureFixture[s
     text = _help(["serve"], capsys)
     assert "--host HOST address to bind (default: server.host from the config, 127.0.0.1" in text
     assert "--port PORT TCP port (default: server.port from the config, 8080" in text
+    assert "(default: None)" not in text
 
 
 @pytest.mark.parametrize("command", ["serve", "stdio", "check", "recall"])
@@ -129,7 +130,7 @@ def test_recall_prints_ranked_cited_records(tmp_path: Path) -> None:
     lines = proc.stdout.splitlines()
     assert lines[0] == "1. [1.00] memory/recall: Scores"
     assert lines[1] == "   gateway/demo/corpus/recall.md#scores"
-    assert lines[2].startswith("   Scores Scores are ranking information")
+    assert lines[2].startswith("   Scores are ranking information")
     ranks = [line.split(".", 1)[0] for line in lines if line[:1].isdigit()]
     assert ranks == ["1", "2", "3"]
     assert proc.stderr == ""  # no INFO lines interleaved with what a person reads
