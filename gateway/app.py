@@ -19,6 +19,15 @@ class UnknownStore(KeyError):
     """No store of that name is configured."""
 
 
+class StoreStartFailed(Exception):
+    """A store that must open at start could not; ``cause`` says why."""
+
+    def __init__(self, name: str, cause: ConnectorError) -> None:
+        super().__init__(f"store {name}: {cause}")
+        self.name = name
+        self.cause = cause
+
+
 class Gateway:
     """Every store of one config, each behind its own dispatcher."""
 
@@ -100,12 +109,15 @@ class Gateway:
         collection) is final, and the in-memory demo is indexed before the first call.
 
         Raises:
-            connectors.errors.ConnectorError: a local store cannot be opened.
+            StoreStartFailed: a local store cannot be opened (its ConnectorError is the cause).
         """
         for name, store in self.stores.items():
             c = store.config.connection
             if store.config.backend is Backend.QDRANT and c.url is None:
-                await store.ensure_started()
+                try:
+                    await store.ensure_started()
+                except ConnectorError as exc:
+                    raise StoreStartFailed(name, exc) from exc
                 log.info("store %s ready: %s", name, ", ".join(x.value for x in store.capabilities))
 
     async def close(self) -> None:

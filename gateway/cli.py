@@ -123,21 +123,24 @@ def _serve(cfg: GatewayConfig, host: str | None, port: int | None) -> int:
 
 
 async def _serve_http(gateway: Gateway, server: uvicorn.Server) -> int:
-    try:
-        await gateway.open_local_stores()
-    except ConnectorError as exc:
-        await gateway.close()
-        sys.stderr.write(f"a2m-gateway: {_failed_store(gateway, exc)}\n")
+    if not await _open_local_stores(gateway):
         return 2
     await server.serve()
     return 0
 
 
-def _failed_store(gateway: Gateway, exc: ConnectorError) -> str:
-    for name, store in gateway.stores.items():
-        if not store.started:
-            return _start_failure(name, store.config, exc)
-    return str(exc)
+async def _open_local_stores(gateway: Gateway) -> bool:
+    """Open the in-process stores before serving; False (reported on stderr) if one cannot."""
+    from gateway.app import StoreStartFailed
+
+    try:
+        await gateway.open_local_stores()
+    except StoreStartFailed as exc:
+        await gateway.close()
+        store = gateway.stores[exc.name].config
+        sys.stderr.write(f"a2m-gateway: {_start_failure(exc.name, store, exc.cause)}\n")
+        return False
+    return True
 
 
 def _authenticator(cfg: GatewayConfig) -> Authenticator:
@@ -185,11 +188,7 @@ async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
             "so every read answers nothing",
             served.name,
         )
-    try:
-        await gateway.open_local_stores()
-    except ConnectorError as exc:
-        await gateway.close()
-        sys.stderr.write(f"a2m-gateway: {_failed_store(gateway, exc)}\n")
+    if not await _open_local_stores(gateway):
         return 2
     await gateway.start(strict=False)
     try:
@@ -259,6 +258,11 @@ async def _recall(
     gateway = Gateway(cfg)
     try:
         dispatcher = gateway.dispatcher(store)
+        if dispatcher.store.config.scope.enforced:
+            sys.stderr.write(
+                f"a2m-gateway: store {dispatcher.store.name} is scoped by caller claims; "
+                "a local recall has no caller, so it answers nothing\n"
+            )
         try:
             result = await dispatcher.dispatch("memory/recall", {"query": question, "limit": limit})
         except Exception as exc:  # the CLI's top-level boundary, as jsonrpc's is the wire's

@@ -77,8 +77,12 @@ def locked_store(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     """A real (non-demo) local-mode store whose directory this test process holds open."""
     storage = tmp_path / "qdrant-store"
     cfg = tmp_path / "local.yaml"
+    # A remote store first: the error must name the local store that failed, not the first.
     cfg.write_text(
-        "stores:\n  notes:\n    backend: qdrant\n    index: notes\n"
+        "stores:\n  remote:\n    backend: elasticsearch\n    index: r\n"
+        "    connection: {hosts: ['http://127.0.0.1:9'], timeout_ms: 500, retries: 0}\n"
+        "    mapping: {content: body}\n    search: {text_fields: [body]}\n"
+        "  notes:\n    backend: qdrant\n    index: notes\n"
         f"    connection: {{path: '{storage}'}}\n"
         "    mapping: {content: body}\n    search: {mode: lexical, sparse_vector: s}\n"
     )
@@ -104,6 +108,7 @@ def test_a_locked_local_store_is_refused_at_start_with_its_path(
     assert proc.returncode == (1 if command == "check" else 2), proc.stderr
     assert f"store notes: qdrant local mode storage {storage} is locked" in proc.stderr
     assert "another process" in proc.stderr
+    assert "store remote" not in proc.stderr or command == "check"
     assert "Traceback" not in proc.stderr
     if command == "stdio":
         assert proc.stdout == ""  # refused before serving: no per-call -32050 retry hint
