@@ -32,3 +32,16 @@ class EngineRejected(ConnectorError):
 
 class EngineConfigError(ConnectorError):
     """The index/collection is missing or does not match the store's config."""
+
+
+class LocalStorageLocked(EngineConfigError):
+    """Qdrant local mode's directory is locked by another process (one process per directory).
+
+    Not transient the way an unreachable server is: retrying never helps while the
+    other process runs, so the CLI reports it at start-up with :attr:`path`, which
+    is the operator's own config value and is kept off the wire message.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__("qdrant local storage is locked by another process")
+        self.path = path

@@ -85,6 +85,7 @@ from connectors.errors import (
     EngineRejected,
     EngineTimeout,
     EngineUnavailable,
+    LocalStorageLocked,
 )
 from connectors.retry import remaining, retry_read
 
@@ -115,6 +116,24 @@ _WORD: Final = re.compile(r"[^\W_]+")
 # local mode, Unicode word boundaries on a server). '.', ':', ',' and "'" are
 # not among them: Unicode keeps "v1.2" or "a:b" as one word.
 _SAFE_SEPARATORS: Final = re.compile(r"[\s/\-#|()\[\]{}<>=&?!*+~]+")
+
+
+def open_local(path: str | None, location: str | None = None) -> AsyncQdrantClient:
+    """A local-mode client on ``path`` (on disk) or ``location`` (``:memory:``).
+
+    Raises:
+        LocalStorageLocked: another process holds ``path`` (local mode locks it).
+    """
+    from qdrant_client import AsyncQdrantClient
+
+    if path is None:
+        return AsyncQdrantClient(location=location)
+    try:
+        return AsyncQdrantClient(path=path)  # creates the directory when absent
+    except RuntimeError as exc:
+        # "Storage folder ... is already accessed by another instance of Qdrant client".
+        log.debug("qdrant local mode could not open its path: %s", exc)
+        raise LocalStorageLocked(path) from exc
 
 
 class _MatchesNothing(Exception):
@@ -155,7 +174,8 @@ class QdrantConnector:
             EngineConfigError: the collection, the configured dense or sparse vector,
                 or a server's payload index on ``mapping.created_at`` is missing, or
                 the dense vector's distance is not one A2M can name.
-            EngineUnavailable: the server cannot be reached, or the local path is locked.
+            LocalStorageLocked: another process holds the local-mode path.
+            EngineUnavailable: the server cannot be reached.
             EngineTimeout: the server did not answer in time.
         """
         if self._client is None:
@@ -219,16 +239,26 @@ class QdrantConnector:
                         check_compatibility=False,  # it would make a request now, in a thread
                         pool_size=c.pool_maxsize,
                     )
-            if c.path is not None:
-                return AsyncQdrantClient(path=c.path)
-            return AsyncQdrantClient(location=c.location)
-        except RuntimeError as exc:
-            # Local mode: "Storage folder ... is already accessed by another instance".
-            log.debug("qdrant local mode could not open its path: %s", exc)
-            raise EngineUnavailable("qdrant local storage is in use by another process") from exc
+            return open_local(c.path, c.location)
         except ValueError as exc:
             log.debug("qdrant client refused the connection settings: %s", exc)
             raise EngineConfigError("qdrant connection settings are invalid") from exc
+
+    def local_client(self) -> AsyncQdrantClient:
+        """The in-process client of a local-mode store, created on first use.
+
+        For filling a ``:memory:`` collection before :meth:`open` (the embedded demo):
+        that collection lives in this client only.
+
+        Raises:
+            EngineConfigError: the store points at a Qdrant server.
+            LocalStorageLocked: another process holds the local-mode path.
+        """
+        if not self._local:
+            raise EngineConfigError("a qdrant server store has no local client")
+        if self._client is None:
+            self._client = self._make_client()
+        return self._client
 
     def _inspect(self, info: models.CollectionInfo) -> VectorInfo | None:
         """Check the configured vectors exist and fix the dense metric; see open()."""

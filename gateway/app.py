@@ -7,7 +7,7 @@ import logging
 
 from connectors.errors import ConnectorError
 from connectors.factory import make_connector
-from gateway.config import GatewayConfig
+from gateway.config import Backend, GatewayConfig
 from gateway.dispatcher import Dispatcher, Observer
 from gateway.ratelimit import RateLimiter
 from gateway.store import EngineObserver, Store
@@ -17,6 +17,15 @@ log = logging.getLogger(__name__)
 
 class UnknownStore(KeyError):
     """No store of that name is configured."""
+
+
+class StoreStartFailed(Exception):
+    """A store that must open at start could not; ``cause`` says why."""
+
+    def __init__(self, name: str, cause: ConnectorError) -> None:
+        super().__init__(f"store {name}: {cause}")
+        self.name = name
+        self.cause = cause
 
 
 class Gateway:
@@ -81,6 +90,8 @@ class Gateway:
             connectors.errors.ConnectorError: strict, and an engine or index is not usable.
         """
         for name, store in self.stores.items():
+            if store.started:  # opened early, e.g. by open_local_stores
+                continue
             try:
                 await store.ensure_started()
             except ConnectorError as exc:
@@ -89,6 +100,25 @@ class Gateway:
                 log.warning("store %s not ready yet: %s", name, type(exc).__name__)
                 continue
             log.info("store %s ready: %s", name, ", ".join(c.value for c in store.capabilities))
+
+    async def open_local_stores(self) -> None:
+        """Open now every store whose engine runs in this process (Qdrant local mode).
+
+        Called before a transport starts serving: local mode has no network to wait
+        for, so a failure here (a path locked by another process, a missing
+        collection) is final, and the in-memory demo is indexed before the first call.
+
+        Raises:
+            StoreStartFailed: a local store cannot be opened (its ConnectorError is the cause).
+        """
+        for name, store in self.stores.items():
+            c = store.config.connection
+            if store.config.backend is Backend.QDRANT and c.url is None:
+                try:
+                    await store.ensure_started()
+                except ConnectorError as exc:
+                    raise StoreStartFailed(name, exc) from exc
+                log.info("store %s ready: %s", name, ", ".join(x.value for x in store.capabilities))
 
     async def close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.stores.values()), return_exceptions=True)

@@ -1,39 +1,83 @@
-"""`a2m-gateway serve | stdio | check | hash-key`."""
+"""a2m-gateway: a read-only A2M 0.1 (Agent-to-Memory) server in front of the search indexes
+you already run (Elasticsearch, OpenSearch, Qdrant).
+
+Agents call memory/describe, memory/recall, memory/timeline and memory/fetch over HTTP
+(`serve`) or stdin/stdout (`stdio`); writes answer READ_ONLY. Without --config every
+command uses the embedded demo store: the gateway's own documentation, indexed in memory
+at start, nothing downloaded.
+
+  a2m-gateway serve                          # the demo on http://127.0.0.1:8080
+  a2m-gateway recall "how are scores normalised?"
+  a2m-gateway check --config my.yaml         # reach each engine, preview 3 mapped records
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
-import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
+from connectors.errors import ConnectorError, LocalStorageLocked
 from gateway.config import ConfigError, GatewayConfig, load_config
 
 if TYPE_CHECKING:
+    import uvicorn
+
+    from gateway.app import Gateway
     from gateway.auth import Authenticator
+    from gateway.config import StoreConfig
 
 log = logging.getLogger("a2m.cli")
 
 
-def _data_dir() -> Path:
-    env = os.environ.get("A2M_DATA_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "a2m-gateway"
+EXIT_INTERRUPTED = 130
+"""128 + SIGINT, the shell's convention for a process stopped by Ctrl-C."""
 
 
 def _load(path: str | None) -> GatewayConfig:
     if path is None:
         from gateway.demo import default_demo_config
 
-        return default_demo_config(_data_dir() / "demo")
+        return default_demo_config()  # in memory: any number of processes at once
     return load_config(path)
+
+
+def _address(store: StoreConfig) -> str:
+    """Where a store's engine is, from the operator's config, with any URL userinfo dropped."""
+    c = store.connection
+    if c.path is not None:
+        return f"local mode at {c.path}"
+    if c.location is not None:
+        return f"local mode in {c.location}"
+    if c.cloud_id is not None:
+        return "Elastic Cloud (connection.cloud_id)"
+    urls = [c.url] if c.url is not None else c.hosts
+    return ", ".join(_without_userinfo(u) for u in urls)
+
+
+def _without_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.hostname is None:
+        return url if "@" not in url else "(unparsable host)"
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _start_failure(name: str, store: StoreConfig, exc: ConnectorError) -> str:
+    """The one-line start-up error for a store that cannot be opened."""
+    if isinstance(exc, LocalStorageLocked):
+        return (
+            f"store {name}: qdrant local mode storage {exc.path} is locked by another process "
+            "(local mode allows one process per directory); stop that process or give this "
+            "store another connection.path"
+        )
+    return f"store {name} ({store.backend.value}, {_address(store)}): {exc}"
 
 
 def _serve(cfg: GatewayConfig, host: str | None, port: int | None) -> int:
@@ -69,8 +113,34 @@ def _serve(cfg: GatewayConfig, host: str | None, port: int | None) -> int:
             server_header=False,
         )
     )
-    server.run()
+    try:
+        with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
+            return runner.run(_serve_http(gateway, server))
+    except KeyboardInterrupt:
+        # uvicorn has already shut down gracefully; it re-raises SIGINT on the way out.
+        sys.stderr.write("a2m-gateway: interrupted (Ctrl-C), stopped\n")
+        return EXIT_INTERRUPTED
+
+
+async def _serve_http(gateway: Gateway, server: uvicorn.Server) -> int:
+    if not await _open_local_stores(gateway):
+        return 2
+    await server.serve()
     return 0
+
+
+async def _open_local_stores(gateway: Gateway) -> bool:
+    """Open the in-process stores before serving; False (reported on stderr) if one cannot."""
+    from gateway.app import StoreStartFailed
+
+    try:
+        await gateway.open_local_stores()
+    except StoreStartFailed as exc:
+        await gateway.close()
+        store = gateway.stores[exc.name].config
+        sys.stderr.write(f"a2m-gateway: {_start_failure(exc.name, store, exc.cause)}\n")
+        return False
+    return True
 
 
 def _authenticator(cfg: GatewayConfig) -> Authenticator:
@@ -118,6 +188,8 @@ async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
             "so every read answers nothing",
             served.name,
         )
+    if not await _open_local_stores(gateway):
+        return 2
     await gateway.start(strict=False)
     try:
         await serve_stdio(gateway.dispatcher(store))
@@ -126,15 +198,35 @@ async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
     return 0
 
 
+_TRANSPORT_LOGGERS = ("elastic_transport", "opensearch", "opensearchpy", "httpx", "httpcore")
+"""Client libraries that log a WARNING per failed attempt; `check` reports once, itself."""
+
+
+def _attempts(store: StoreConfig) -> str:
+    c = store.connection
+    what = "collection" if store.backend.value == "qdrant" else "index"
+    if c.url is None and not c.hosts and c.cloud_id is None:
+        return f"opened {what} {store.index!r} in process"
+    return (
+        f"opened {what} {store.index!r}: {1 + c.retries} attempts "
+        f"(connection.retries {c.retries}), {c.timeout_ms} ms timeout each"
+    )
+
+
 async def _check(cfg: GatewayConfig) -> int:
-    from connectors.errors import ConnectorError
     from gateway.app import Gateway
 
+    for name in _TRANSPORT_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
     gateway = Gateway(cfg)
     failed = 0
     try:
         for name, store in gateway.stores.items():
-            out: dict[str, Any] = {"store": name, "backend": store.config.backend.value}
+            out: dict[str, Any] = {
+                "store": name,
+                "backend": store.config.backend.value,
+                "engine": _address(store.config),
+            }
             created_at = store.config.mapping.created_at_warning()
             if created_at:
                 log.warning("store %s: %s", name, created_at)
@@ -148,24 +240,130 @@ async def _check(cfg: GatewayConfig) -> int:
                 failed += 1
                 out["ok"] = False
                 out["error"] = f"{type(exc).__name__}: {exc}"
+                out["tried"] = _attempts(store.config)
+                sys.stderr.write(
+                    f"a2m-gateway: {_start_failure(name, store.config, exc)} "
+                    f"(tried: {out['tried']})\n"
+                )
             sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode() + "\n")
     finally:
         await gateway.close()
     return 1 if failed else 0
 
 
+async def _recall(
+    cfg: GatewayConfig, question: str, store: str | None, limit: int, as_json: bool
+) -> int:
+    from gateway.app import Gateway
+    from gateway.jsonrpc import to_wire_error
+
+    for name in _TRANSPORT_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    gateway = Gateway(cfg)
+    try:
+        dispatcher = gateway.dispatcher(store)
+        if dispatcher.store.config.scope.enforced:
+            sys.stderr.write(
+                f"a2m-gateway: store {dispatcher.store.name} is scoped by caller claims; "
+                "a local recall has no caller, so it answers nothing\n"
+            )
+        try:
+            result = await dispatcher.dispatch("memory/recall", {"query": question, "limit": limit})
+        except Exception as exc:  # the CLI's top-level boundary, as jsonrpc's is the wire's
+            err = to_wire_error(exc)
+            sys.stderr.write(f"a2m-gateway: recall failed: {err.message} ({int(err.code)})\n")
+            return 1
+    finally:
+        await gateway.close()
+    if as_json:
+        sys.stdout.write(orjson.dumps(result).decode() + "\n")
+    else:
+        sys.stdout.write(render_recall(question, result))
+    return 0
+
+
+def render_recall(question: str, result: dict[str, Any], width: int = 300) -> str:
+    """A recall result for a person: rank, score, title and citation, then a snippet."""
+    records = result.get("records") or []
+    if not records:
+        return f"No record answers {question!r}.\n"
+    lines: list[str] = []
+    for rank, rec in enumerate(records, start=1):
+        score = rec.get("score")
+        title = (rec.get("metadata") or {}).get("title") or rec.get("key") or ""
+        cite = rec.get("uri") or rec.get("key") or rec.get("id") or ""
+        head = f"{rank}. " + (f"[{score:.2f}] " if isinstance(score, int | float) else "")
+        lines.append(f"{head}{title}".rstrip())
+        if cite:
+            lines.append(f"   {cite}")
+        content = str(rec.get("content") or "")
+        first, _, rest = content.partition("\n")
+        if first.strip() and str(title).endswith(first.strip()):
+            content = rest  # a heading already shown in the title
+        text = " ".join(content.split())
+        if text:
+            lines.append("   " + (text if len(text) <= width else text[: width - 1] + "…"))
+        lines.append("")
+    return "\n".join(lines)
+
+
+_NO_CONFIG_IS_DEMO = "config YAML (default: the embedded demo store, in memory)"
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="a2m-gateway", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_serve = sub.add_parser("serve", help="serve A2M over HTTP (default: the embedded demo)")
-    p_serve.add_argument("--config", help="config YAML; omitted: the embedded demo store")
-    p_serve.add_argument("--host")
-    p_serve.add_argument("--port", type=int)
-    p_stdio = sub.add_parser("stdio", help="serve one store over stdin/stdout")
-    p_stdio.add_argument("--config")
+    parser = argparse.ArgumentParser(
+        prog="a2m-gateway",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p_serve = sub.add_parser(
+        "serve",
+        help="serve A2M over HTTP (default: the embedded demo)",
+        description="Serve every configured store over HTTP: POST /a2m/<store>, GET / lists "
+        "the endpoints. Ctrl-C stops it.",
+    )
+    p_serve.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
+    p_serve.add_argument(
+        "--host",
+        help="address to bind (default: server.host from the config, 127.0.0.1 when unset; "
+        "beyond loopback configure server.auth)",
+    )
+    p_serve.add_argument(
+        "--port",
+        type=int,
+        help="TCP port (default: server.port from the config, 8080 when unset)",
+    )
+    p_stdio = sub.add_parser(
+        "stdio",
+        help="serve one store over stdin/stdout (for an agent that spawns the gateway)",
+        description="Serve one store as newline-delimited JSON-RPC on stdin/stdout; logs go "
+        "to stderr.",
+    )
+    p_stdio.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
     p_stdio.add_argument("--store", help="store name (default: the first)")
-    p_check = sub.add_parser("check", help="validate config, reach engines, preview records")
-    p_check.add_argument("--config")
+    p_check = sub.add_parser(
+        "check",
+        help="validate config, reach engines, preview records",
+        description="Validate the config, open each store's engine and print 3 mapped records "
+        "per store as JSON; exit 1 when a store cannot be opened.",
+    )
+    p_check.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
+    p_recall = sub.add_parser(
+        "recall",
+        help="ask a store a question and print ranked, cited records",
+        description="Run memory/recall once and print the ranked records with their "
+        "citations (or the A2M result as JSON with --json).",
+    )
+    p_recall.add_argument("question", help="free-text question")
+    p_recall.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
+    p_recall.add_argument("--store", help="store name (default: the first)")
+    p_recall.add_argument(
+        "--limit", type=int, default=5, help="most records to return (default: 5)"
+    )
+    p_recall.add_argument(
+        "--json", action="store_true", help="print the memory/recall result as one JSON line"
+    )
     p_hash = sub.add_parser(
         "hash-key", help="print sha256:<hex> of an API key read from stdin (for server.auth)"
     )
@@ -184,14 +382,22 @@ def main(argv: list[str] | None = None) -> int:
         configure()
         sys.stderr.write(f"a2m-gateway: {exc}\n")
         return 2
-    configure(cfg.server.log_format, cfg.server.log_level)
+    # recall prints for a person: the INFO audit line would only interleave with it.
+    quiet = args.command == "recall" and cfg.server.log_level.lower() in ("debug", "info")
+    configure(cfg.server.log_format, "warning" if quiet else cfg.server.log_level)
     if args.command == "serve":
         return _serve(cfg, args.host, args.port)
+    store = getattr(args, "store", None)
+    if store is not None and store not in cfg.stores:
+        sys.stderr.write(f"a2m-gateway: no store named {store!r} in the config\n")
+        return 2
     if args.command == "stdio":
-        if args.store is not None and args.store not in cfg.stores:
-            sys.stderr.write(f"a2m-gateway: no store named {args.store!r} in the config\n")
-            return 2
         return asyncio.run(_stdio(cfg, args.store))
+    if args.command == "recall":
+        if args.limit < 1:
+            sys.stderr.write("a2m-gateway: --limit must be at least 1\n")
+            return 2
+        return asyncio.run(_recall(cfg, args.question, args.store, args.limit, args.json))
     return asyncio.run(_check(cfg))
 
 

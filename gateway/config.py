@@ -231,6 +231,11 @@ class SearchConfig(_Model):
     text_fields: list[str] = Field(default_factory=list, description="'field^boost' allowed")
     vector_field: str | None = None
     sparse_vector: str | None = Field(default=None, description="Qdrant named sparse vector")
+    sparse_analyzer: Literal["light", "english"] = Field(
+        default="light",
+        description="how query text becomes sparse terms; must be the analyzer the collection "
+        "was indexed with (gateway.embedders.lexical)",
+    )
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     rrf_k: int = Field(default=60, gt=0)
     lexical_weight: float = Field(default=1.0, ge=0)

@@ -90,7 +90,7 @@ class Store:
         if config.backend is Backend.QDRANT and config.search.sparse_vector:
             from gateway.embedders.lexical import LexicalSparseEncoder
 
-            self._sparse_encoder = LexicalSparseEncoder()
+            self._sparse_encoder = LexicalSparseEncoder(analyzer=config.search.sparse_analyzer)
         self._server_name = server_name
         self._timeout_s = (config.request_timeout_ms or default_timeout_ms) / 1000.0
         self.info: EngineInfo | None = None
@@ -124,7 +124,7 @@ class Store:
         if self.config.demo is not None:
             from gateway.demo import ensure_demo_index
 
-            indexed = await ensure_demo_index(self.config)
+            indexed = await ensure_demo_index(self.config, self.connector)
             if indexed:
                 log.info("demo store %s: indexed %d chunks", self.name, indexed)
         if self.config.scope.forward_credential and not isinstance(

@@ -10,8 +10,9 @@ carry only a lexical sparse vector (:class:`LexicalSparseEncoder`, with the
 collection's IDF modifier), so free-text recall needs no model and nothing is
 downloaded.
 
-:func:`ensure_demo_index` indexes the corpus on first start; the store then
-opens the collection through the ordinary Qdrant connector.
+:func:`ensure_demo_index` indexes the corpus at start (in memory: each gateway
+process holds its own copy, so no two processes contend for local mode's lock);
+the store then opens the collection through the ordinary Qdrant connector.
 :func:`default_demo_config` is the demo store's config built in code;
 ``config/demo.yaml`` is the same config as a file.
 """
@@ -27,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from connectors.errors import EngineConfigError, EngineUnavailable
+from connectors.errors import EngineConfigError
 from gateway.config import (
     Backend,
     ConnectionConfig,
@@ -42,6 +43,8 @@ from gateway.embedders.lexical import LexicalSparseEncoder
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
+
+    from connectors.base import Connector
 
 log = logging.getLogger(__name__)
 
@@ -114,43 +117,55 @@ def chunks() -> list[Chunk]:
     return out
 
 
-def fingerprint(items: list[Chunk]) -> str:
-    digest = hashlib.sha256()
+def fingerprint(items: list[Chunk], analyzer: str = "light") -> str:
+    """Which corpus, encoded how: an on-disk collection with another fingerprint is rebuilt."""
+    digest = hashlib.sha256(analyzer.encode())
     for c in items:
         digest.update(repr((c.key, c.title, c.uri, c.content, c.created_at)).encode())
     return digest.hexdigest()[:16]
 
 
-async def ensure_demo_index(store: StoreConfig) -> int:
-    """Create and fill the demo collection at ``store.connection.path`` unless it is current.
+async def ensure_demo_index(store: StoreConfig, connector: Connector | None = None) -> int:
+    """Fill the demo collection unless it is current.
+
+    ``connection.location: ":memory:"`` (the CLI's demo, ``config/demo.yaml``):
+    the collection is built inside ``connector``'s own local client, so every
+    gateway process holds a private copy and nothing is locked or written.
+    ``connection.path`` (the Helm chart's per-pod emptyDir): the collection is
+    built on disk on first start and reused after; a collection indexed from
+    another version of the corpus, or left half-written, is rebuilt, and the
+    client is closed before returning because local mode locks its path and the
+    connector opens it next.
 
     Payload field names follow the store's mapping (``content``, ``uri``, …
-    when unmapped), the sparse vector is ``store.search.sparse_vector``. A
-    collection indexed from another version of the corpus, or left half-written,
-    is rebuilt. The client is closed before returning: local mode locks its
-    path and the connector opens it next.
+    when unmapped), the sparse vector is ``store.search.sparse_vector``.
 
     Returns:
         The number of chunks indexed; 0 when the collection was already current.
 
     Raises:
-        EngineConfigError: the store is not a Qdrant local-mode store on a path
-            with a sparse vector.
-        EngineUnavailable: the path is locked by another process.
+        EngineConfigError: the store is not a Qdrant local-mode store with a sparse
+            vector, or an in-memory demo has no Qdrant connector to fill.
+        LocalStorageLocked: the path is locked by another process.
     """
-    from qdrant_client import AsyncQdrantClient
+    from connectors.qdrant import QdrantConnector, open_local
 
-    path = store.connection.path
-    if store.backend is not Backend.QDRANT or not path or not store.search.sparse_vector:
+    c = store.connection
+    if store.backend is not Backend.QDRANT or c.url or not store.search.sparse_vector:
         raise EngineConfigError(
-            "the demo store needs backend qdrant, connection.path and search.sparse_vector"
+            "the demo store needs backend qdrant in local mode and search.sparse_vector"
         )
     items = chunks()
-    sha = fingerprint(items)
-    try:
-        client = AsyncQdrantClient(path=path)  # creates the directory when absent
-    except RuntimeError as exc:  # "already accessed by another instance"
-        raise EngineUnavailable("the demo store's path is in use by another process") from exc
+    sha = fingerprint(items, store.search.sparse_analyzer)
+    if c.path is None:
+        if not isinstance(connector, QdrantConnector):
+            raise EngineConfigError("an in-memory demo store is filled through its connector")
+        client = connector.local_client()
+        if await _is_current(client, store.index, len(items), sha):
+            return 0
+        await _index(client, store, items, sha)
+        return len(items)
+    client = open_local(c.path)
     try:
         if await _is_current(client, store.index, len(items), sha):
             return 0
@@ -197,7 +212,10 @@ async def _index(
     }
     # The title leads each chunk's terms, so a query naming the document finds it.
     texts = [f"{c.title}\n{c.content}" for c in items]
-    encoder = LexicalSparseEncoder(avgdl=LexicalSparseEncoder.average_length(texts))
+    analyzer = store.search.sparse_analyzer
+    encoder = LexicalSparseEncoder(
+        avgdl=LexicalSparseEncoder.average_length(texts, analyzer), analyzer=analyzer
+    )
     points = []
     for i, (c, text) in enumerate(zip(items, texts, strict=True), start=1):
         payload: dict[str, Any] = {
@@ -216,16 +234,24 @@ async def _index(
     await client.upsert(store.index, points=points)
 
 
-def default_demo_config(data_dir: Path) -> GatewayConfig:
-    """The demo gateway config: one lexical Qdrant store ``demo`` at ``data_dir / "qdrant"``.
+def default_demo_config(data_dir: Path | None = None) -> GatewayConfig:
+    """The demo gateway config: one lexical Qdrant store ``demo``.
 
-    ``config/demo.yaml`` is the same config as a file (its path is relative to it).
+    Without ``data_dir`` (the CLI, ``config/demo.yaml``) the store is held in
+    memory and indexed by each process at start, so any number of gateway
+    processes serve the demo at once. With ``data_dir`` it lives on disk at
+    ``data_dir / "qdrant"``, indexed once and locked by one process.
     """
+    connection = (
+        ConnectionConfig(location=":memory:")
+        if data_dir is None
+        else ConnectionConfig(path=str(data_dir / "qdrant"))
+    )
     store = StoreConfig(
         backend=Backend.QDRANT,
         index=DEMO_INDEX,
         description="Documentation of A2M and this gateway, packaged as a demo (Qdrant local mode)",
-        connection=ConnectionConfig(path=str(data_dir / "qdrant")),
+        connection=connection,
         mapping=MappingConfig(
             content="content",
             uri="uri",
@@ -235,7 +261,9 @@ def default_demo_config(data_dir: Path) -> GatewayConfig:
             created_at="created_at",
             metadata=["title"],
         ),
-        search=SearchConfig(mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR),
+        search=SearchConfig(
+            mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR, sparse_analyzer="english"
+        ),
         demo=DemoConfig(corpus="packaged"),
     )
     return GatewayConfig(stores={DEMO_STORE: store})

@@ -8,6 +8,18 @@ carry 1 per unique term, and the engine's score is BM25:
 
     score(q, d) = sum over t in q of idf(t) * tf(t,d)*(k1+1) / (tf(t,d) + k1*(1-b+b*|d|/avgdl))
 
+Two analyzers turn text into terms; a collection must be queried with the one it was
+indexed with (``search.sparse_analyzer``), since a term that stems differently simply
+misses:
+
+* ``light`` (the default, unchanged since the first release): stopwords and a light
+  suffix stemmer for plurals and inflections;
+* ``english``: the same, plus British/American spelling conflation (``normalise``,
+  ``normalisation``, ``normalize`` -> ``normaliz``; ``behaviour`` -> ``behavior``;
+  ``analyse`` -> ``analyze``) and a few of Porter's derivational rules (``-ation`` ->
+  ``-ate``, ``-ate`` and ``-er`` dropped from long stems, so ``configure`` and
+  ``configuration``, ``embed`` and ``embedders`` meet). The embedded demo uses it.
+
 Terms are hashed to indices with CRC-32, which is stable across processes,
 machines and Python versions (``hash()`` is salted per process), so a corpus
 indexed by one process is queried by another. Collisions merge two terms'
@@ -20,6 +32,7 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Iterable
+from typing import Literal
 
 from connectors.base import SparseVector
 
@@ -42,6 +55,8 @@ STOPWORDS = frozenset(
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 
+Analyzer = Literal["light", "english"]
+
 _KEEP_S = ("ss", "us", "is")
 _NO_UNDOUBLE = frozenset("lsz")
 
@@ -51,15 +66,47 @@ def _has_vowel(s: str) -> bool:
 
 
 def stem(word: str) -> str:
-    """A light English suffix stemmer (a small subset of Porter's rules).
+    """A light English suffix stemmer (a small subset of Porter's rules): the ``light`` analyzer.
 
     Enough to conflate plurals and common inflections (``mutations``,
     ``mutated``, ``mutating`` -> ``mutat``); words with digits and short words
     are left alone. Deterministic and dependency-free.
     """
+    return _stem(word, english=False)
+
+
+def stem_english(word: str) -> str:
+    """The ``english`` analyzer's stemmer: :func:`stem` plus spelling conflation and a few
+    derivational rules (see the module docstring)."""
+    return _stem(word, english=True)
+
+
+_BRITISH = re.compile(r"(?<=...)is(e|es|ed|ing|ation|ations|er|ers)$")
+"""normalise, normalised, normalisation... -> the -ize spelling (needs a 3-letter base)."""
+_BRITISH_YSE = re.compile(r"(?<=..)ys(e|es|ed|ing)$")
+"""analyse, paralysed -> analyze, paralyzed."""
+
+
+def _measure(s: str) -> int:
+    """Porter's m: how many vowel-consonant sequences the stem has (``embedd`` is 2)."""
+    m, prev_vowel = 0, False
+    for c in s:
+        vowel = c in "aeiouy"
+        if prev_vowel and not vowel:
+            m += 1
+        prev_vowel = vowel
+    return m
+
+
+def _stem(word: str, english: bool) -> str:
     if len(word) <= 3 or not word.isalpha():
         return word
     w = word
+    if english:
+        w = _BRITISH.sub(r"iz\1", w)
+        w = _BRITISH_YSE.sub(r"yz\1", w)
+        if len(w) >= 6 and w.endswith("our"):
+            w = w[:-2] + "r"  # behaviour -> behavior, colour -> color
     # Plurals and third person.
     if w.endswith("sses"):
         w = w[:-2]
@@ -73,19 +120,35 @@ def stem(word: str) -> str:
     else:
         for suffix in ("ingly", "edly", "ing", "ed", "ly"):
             base = w[: -len(suffix)]
+            own_ed = base.endswith("e") or (len(base) == 3 and base[-1] != base[-2])
+            if english and suffix == "ed" and w.endswith("ed") and own_ed:
+                break  # speed, proceed, embed: the -ed is the word's own (added is not)
             if w.endswith(suffix) and len(base) >= 3 and _has_vowel(base):
                 w = base
                 # running -> runn -> run, but called -> call, added -> add.
                 if len(w) >= 4 and w[-1] == w[-2] and w[-1] not in _NO_UNDOUBLE:
                     w = w[:-1]
+                elif english and w.endswith(("at", "iz")) and suffix not in ("ly",):
+                    w += "e"  # activated -> activat -> activate, as activate itself
                 break
     # A few derivational suffixes, only when a real stem remains.
     for suffix in ("ness", "ment"):
         if w.endswith(suffix) and len(w) - len(suffix) >= 4:
             w = w[: -len(suffix)]
             break
-    if w.endswith(("sion", "tion")) and len(w) - 3 >= 4:
+    if english and w.endswith("ization"):
+        w = w[:-5] + "e"  # normalization -> normalize
+    elif english and w.endswith("ation") and len(w) >= 8:
+        w = w[:-3] + "e"  # configuration -> configurate
+    elif w.endswith(("sion", "tion")) and len(w) - 3 >= 4:
         w = w[:-3]  # infection -> infect, expression -> express
+    if english:
+        if w.endswith("ate") and _measure(w[:-3]) > 1:
+            w = w[:-3]  # configurate -> configur, validate -> valid
+        elif w.endswith("er") and _measure(w[:-2]) > 1:
+            w = w[:-2]  # embedder -> embedd, consumer -> consum; server stays
+            if w[-1] == w[-2] and w[-1] not in _NO_UNDOUBLE:
+                w = w[:-1]
     if w.endswith("e") and len(w) > 4:
         w = w[:-1]  # activate / activated / activating -> activat
     return w
@@ -105,37 +168,45 @@ class LexicalSparseEncoder:
     encoder may be built with the defaults.
     """
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75, avgdl: float = 100.0) -> None:
+    def __init__(
+        self,
+        k1: float = 1.2,
+        b: float = 0.75,
+        avgdl: float = 100.0,
+        analyzer: Analyzer = "light",
+    ) -> None:
         if k1 < 0 or not 0 <= b <= 1 or avgdl <= 0:
             raise ValueError("LexicalSparseEncoder needs k1 >= 0, 0 <= b <= 1 and avgdl > 0")
         self.k1 = k1
         self.b = b
         self.avgdl = avgdl
+        self.analyzer: Analyzer = analyzer
 
     @staticmethod
-    def terms(text: str) -> list[str]:
+    def terms(text: str, analyzer: Analyzer = "light") -> list[str]:
         """Lowercased, stopword-free, stemmed terms of text, in order."""
-        return [stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
+        english = analyzer == "english"
+        return [_stem(t, english) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
 
     @classmethod
-    def average_length(cls, texts: Iterable[str]) -> float:
+    def average_length(cls, texts: Iterable[str], analyzer: Analyzer = "light") -> float:
         """Average number of terms per text: the ``avgdl`` to build a document encoder with."""
         total = count = 0
         for text in texts:
-            total += len(cls.terms(text))
+            total += len(cls.terms(text, analyzer))
             count += 1
         return total / count if count and total else 1.0
 
     def encode_document(self, text: str) -> SparseVector:
         """BM25-saturated term frequencies; the engine supplies idf at query time."""
-        terms = self.terms(text)
+        terms = self.terms(text, self.analyzer)
         norm = self.k1 * (1 - self.b + self.b * len(terms) / self.avgdl)
         weights = {t: tf * (self.k1 + 1) / (tf + norm) for t, tf in Counter(terms).items()}
         return _to_sparse(weights)
 
     def encode_query(self, text: str) -> SparseVector:
         """Weight 1 per unique term; empty when the text has no term (e.g. only stopwords)."""
-        return _to_sparse(dict.fromkeys(self.terms(text), 1.0))
+        return _to_sparse(dict.fromkeys(self.terms(text, self.analyzer), 1.0))
 
 
 def _to_sparse(weights: dict[str, float]) -> SparseVector:

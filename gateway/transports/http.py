@@ -7,6 +7,8 @@ URL scheme:
   GET  /a2m/{store}/.well-known/a2m-server.json   one store's describe
   GET  /healthz   process alive      GET /readyz   every engine reachable (503 otherwise)
   GET  /metrics   Prometheus text format
+  GET  /          what this server is and where its endpoints and docs are (JSON, or HTML
+                  when the Accept header prefers it)
 
 With ``server.auth`` on, every POST and both discovery documents need
 ``Authorization: Bearer``; a missing or bad credential is 401 with
@@ -34,6 +36,7 @@ from gateway.errors import ErrorCode, ProtocolNotSupported
 from gateway.jsonrpc import error_body, handle_message, to_wire_error
 from gateway.metrics import Metrics
 from gateway.scopes import Caller
+from gateway.transports.index_page import as_html, index_page, prefers_html
 
 log = logging.getLogger(__name__)
 audit = logging.getLogger("a2m.audit")
@@ -222,6 +225,15 @@ def create_app(
     @app.get("/a2m/{store}/.well-known/a2m-server.json")
     async def well_known_store(request: Request, store: str) -> Response:
         return await describe_doc(request, store)
+
+    @app.get("/")
+    async def index(request: Request) -> Response:
+        # Open like /healthz: it names only this server's fixed URL scheme. Store names are
+        # the operator's, but with auth on they are left to the (authenticated) discovery doc.
+        page = index_page(None if auth.enabled else list(gateway.stores))
+        if prefers_html(request.headers.get("accept", "")):
+            return Response(as_html(page), media_type="text/html; charset=utf-8")
+        return Response(orjson.dumps(page), media_type=JSON)
 
     @app.get("/healthz")
     async def healthz() -> Response:

@@ -1,4 +1,5 @@
-"""The console script: `check` is the onboarding preview, bad configs fail with the field named."""
+"""The console script: `check` is the onboarding preview, bad configs fail with the field named,
+`recall` answers a person, and `--help` explains each command."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 
 
-def run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "A2M_DATA_DIR": str(tmp_path / "data")}
+def run(args: list[str], tmp_path: Path, **env_vars: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **env_vars}
     return subprocess.run(
         [sys.executable, "-m", "gateway", *args],
         capture_output=True,
@@ -51,16 +52,118 @@ def test_invalid_config_names_the_field(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_check_reports_an_unreachable_engine_without_the_host(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["elasticsearch", "qdrant"])
+def test_check_names_the_store_host_and_attempts_of_an_unreachable_engine(
+    tmp_path: Path, backend: str
+) -> None:
+    """The host is the operator's own config value; its userinfo and the api key stay out."""
     cfg = tmp_path / "down.yaml"
+    if backend == "qdrant":
+        where = "url: 'http://127.0.0.1:9'"  # an api key over http would warn, rightly
+        search = "{mode: lexical, sparse_vector: s}"
+    else:
+        where = "hosts: ['http://elastic:pw-in-url-1234@127.0.0.1:9'], api_key: '${DOWN_KEY}'"
+        search = "{text_fields: [body]}"
     cfg.write_text(
-        "stores:\n  docs:\n    backend: qdrant\n    index: c\n"
-        "    connection: {url: 'http://127.0.0.1:9', timeout_ms: 500, retries: 0}\n"
-        "    mapping: {content: body}\n    search: {mode: lexical, sparse_vector: s}\n"
+        f"stores:\n  docs:\n    backend: {backend}\n    index: c\n"
+        f"    connection: {{{where}, timeout_ms: 500, retries: 2}}\n"
+        f"    mapping: {{content: body, created_at: ts}}\n    search: {search}\n"
     )
-    proc = run(["check", "--config", str(cfg)], tmp_path)
+    proc = run(["check", "--config", str(cfg)], tmp_path, DOWN_KEY="key-value-must-not-show")
     assert proc.returncode == 1
     out = json.loads(proc.stdout)
     assert out["ok"] is False
-    assert "127.0.0.1" not in proc.stdout
-    assert "Traceback" not in proc.stdout + proc.stderr
+    assert out["engine"] == "http://127.0.0.1:9"
+    assert (
+        out["tried"]
+        == "opened "
+        + ("collection" if backend == "qdrant" else "index")
+        + " 'c': 3 attempts (connection.retries 2), 500 ms timeout each"
+    )
+    line = f"a2m-gateway: store docs ({backend}, http://127.0.0.1:9): "
+    assert line in proc.stderr
+    assert "tried: opened" in proc.stderr
+    # One line from check itself, not one WARNING per attempt from the client library.
+    assert "WARNING" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    both = proc.stdout + proc.stderr
+    for secret in ("pw-in-url-1234", "key-value-must-not-show", "elastic:"):
+        assert secret not in both
+    assert "Traceback" not in both
+
+
+def _help(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    from gateway.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, "--help"])
+    assert exit_.value.code == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_top_level_help_explains_the_gateway(capsys: pytest.CaptureFixture[str]) -> None:
+    text = _help([], capsys)
+    assert "read-only A2M 0.1" in text
+    assert "Elasticsearch, OpenSearch, Qdrant" in text
+    assert "Without --config every command uses the embedded demo store" in text
+    for command in ("serve", "stdio", "check", "recall", "hash-key"):
+        assert command in text
+
+
+def test_serve_help_gives_host_and_port_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    text = _help(["serve"], capsys)
+    assert "--host HOST address to bind (default: server.host from the config, 127.0.0.1" in text
+    assert "--port PORT TCP port (default: server.port from the config, 8080" in text
+    assert "(default: None)" not in text
+
+
+@pytest.mark.parametrize("command", ["serve", "stdio", "check", "recall"])
+def test_no_config_means_the_demo(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    text = _help([command, "q"] if command == "recall" else [command], capsys)
+    assert "--config CONFIG config YAML (default: the embedded demo store" in text
+
+
+@pytest.mark.integration
+def test_recall_prints_ranked_cited_records(tmp_path: Path) -> None:
+    proc = run(["recall", "how are scores normalised?", "--limit", "3"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "1. [1.00] memory/recall: Scores"
+    assert lines[1] == "   gateway/demo/corpus/recall.md#scores"
+    assert lines[2].startswith("   Scores are ranking information")
+    ranks = [line.split(".", 1)[0] for line in lines if line[:1].isdigit()]
+    assert ranks == ["1", "2", "3"]
+    assert proc.stderr == ""  # no INFO lines interleaved with what a person reads
+
+
+@pytest.mark.integration
+def test_recall_json_is_the_a2m_result(tmp_path: Path) -> None:
+    proc = run(["recall", "helm chart", "--json", "--limit", "2"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert len(result["records"]) == 2
+    assert all(r["uri"].startswith("gateway/demo/corpus/helm.md#") for r in result["records"])
+
+
+def test_recall_refuses_an_unknown_store_and_a_bad_limit(tmp_path: Path) -> None:
+    proc = run(["recall", "x", "--store", "nope"], tmp_path)
+    assert proc.returncode == 2
+    assert "no store named 'nope'" in proc.stderr
+    proc = run(["recall", "x", "--limit", "0"], tmp_path)
+    assert proc.returncode == 2
+    assert "--limit must be at least 1" in proc.stderr
+
+
+def test_recall_on_an_unreachable_engine_is_one_error_line(tmp_path: Path) -> None:
+    cfg = tmp_path / "down.yaml"
+    cfg.write_text(
+        "stores:\n  docs:\n    backend: elasticsearch\n    index: c\n"
+        "    connection: {hosts: ['http://127.0.0.1:9'], timeout_ms: 500, retries: 0}\n"
+        "    mapping: {content: body}\n    search: {text_fields: [body]}\n"
+    )
+    proc = run(["recall", "anything", "--config", str(cfg)], tmp_path)
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr.startswith("a2m-gateway: recall failed: ")
+    assert "(-32" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -10,7 +10,7 @@ import pytest
 
 from connectors.base import Condition, Filter, OrderedRequest, SearchRequest
 from connectors.qdrant import QdrantConnector
-from gateway.config import GatewayConfig, StoreConfig, load_config
+from gateway.config import StoreConfig, load_config
 from gateway.demo import DEMO_STORE, chunks, default_demo_config, ensure_demo_index
 from gateway.embedders.lexical import LexicalSparseEncoder
 
@@ -50,21 +50,20 @@ def test_chunking_is_deterministic() -> None:
 # -- config ----------------------------------------------------------------------------------
 
 
-def test_demo_yaml_agrees_with_the_config_built_in_code(tmp_path: Path) -> None:
+def test_demo_yaml_agrees_with_the_config_built_in_code() -> None:
+    """Both spellings of the demo are one store, held in memory: no data directory at all."""
     from_file = load_config(REPO / "config" / "demo.yaml")
-    in_code = default_demo_config(tmp_path)
-    path = from_file.stores[DEMO_STORE].connection.path
-    assert path is not None
-    assert Path(path) == (REPO / ".a2m-data" / "demo" / "qdrant").resolve()
-    assert in_code.stores[DEMO_STORE].connection.path == str(tmp_path / "qdrant")
+    in_code = default_demo_config()
+    assert from_file.model_dump(mode="json") == in_code.model_dump(mode="json")
+    connection = in_code.stores[DEMO_STORE].connection
+    assert connection.location == ":memory:"
+    assert connection.path is None
 
-    def without_path(cfg: GatewayConfig) -> dict[str, object]:
-        dumped = cfg.model_dump(mode="json")
-        for store in dumped["stores"].values():
-            store["connection"].pop("path")
-        return dumped
 
-    assert without_path(from_file) == without_path(in_code)
+def test_a_data_dir_puts_the_demo_on_disk(tmp_path: Path) -> None:
+    connection = default_demo_config(tmp_path).stores[DEMO_STORE].connection
+    assert connection.path == str(tmp_path / "qdrant")
+    assert connection.location is None
 
 
 # -- indexing and recall ---------------------------------------------------------------------

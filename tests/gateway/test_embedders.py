@@ -22,7 +22,7 @@ import pytest
 from connectors.errors import EngineUnavailable
 from gateway.config import EmbedderConfig
 from gateway.embedders import EmbedderUnavailable, QueryEmbedder, make_embedder
-from gateway.embedders.lexical import LexicalSparseEncoder, stem, term_index
+from gateway.embedders.lexical import LexicalSparseEncoder, stem, stem_english, term_index
 from gateway.embedders.openai import OpenAICompatibleEmbedder
 
 # -- a loopback /v1/embeddings peer ---------------------------------------------------------
@@ -367,6 +367,30 @@ def test_lexical_terms_stopwords_and_stems() -> None:
     assert stem("studies") == stem("studied") == stem("studying") == "study"
     assert stem("p53") == "p53"
     assert enc.terms("Übersetzung café_crème 42") == ["übersetzung", "café", "crèm", "42"]
+
+
+def test_the_english_analyzer_conflates_spellings_and_derivations() -> None:
+    same = [
+        ("normalise", "normalize", "normalised", "normalisation", "normalization"),
+        ("behaviour", "behavior"),
+        ("analyse", "analyzed"),
+        ("configure", "configured", "configuration"),
+        ("embed", "embedded", "embedders", "embedding"),
+        ("activate", "activated", "activating", "activation"),
+        ("validate", "validation"),
+    ]
+    for words in same:
+        assert len({stem_english(w) for w in words}) == 1, words
+    # Words whose -ed or -er is their own stay apart from their would-be stems.
+    assert stem_english("speed") == "speed"
+    assert stem_english("server") != stem_english("serve")
+    assert stem_english("added") == "add"
+    # The default analyzer is unchanged: collections indexed with it still match.
+    assert stem("normalise") != stem("normalize")
+    assert LexicalSparseEncoder().terms("normalised scores") == ["normalis", "scor"]
+    english = LexicalSparseEncoder(analyzer="english")
+    assert english.encode_query("normalise") == english.encode_query("normalization")
+    assert english.encode_query("normalise") != LexicalSparseEncoder().encode_query("normalise")
 
 
 def test_lexical_query_weights_and_empty_query() -> None:

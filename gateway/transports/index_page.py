@@ -1,0 +1,75 @@
+"""The page ``GET /`` answers: what this server is, its URL scheme and where its docs are.
+
+JSON by default (curl, scripts); HTML when the Accept header puts ``text/html``
+before any JSON type (a browser). It names nothing the operator did not choose to
+publish: the fixed URL scheme, the docs, and store names only when the caller
+could read the discovery document anyway (auth off).
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from gateway import PROTOCOL
+
+DOCS = {
+    "readme": "README.md",
+    "protocol": "docs/protocol.md",
+    "configuration": "docs/configuration.md",
+    "security": "SECURITY.md",
+    "spec": "https://github.com/dibenedetto/a2m-protocol",
+}
+"""Where to read more: files of the gateway's source distribution, and the A2M draft."""
+
+
+def index_page(stores: list[str] | None) -> dict[str, Any]:
+    """The body of ``GET /``; ``stores`` None leaves store names out."""
+    page: dict[str, Any] = {
+        "name": "a2m-gateway",
+        "description": "Read-only A2M (Agent-to-Memory) JSON-RPC server",
+        "protocol": PROTOCOL,
+        "endpoints": {
+            "POST /a2m": "A2M JSON-RPC on the default store",
+            "POST /a2m/{store}": "A2M JSON-RPC on one store",
+            "GET /.well-known/a2m-server.json": "the default store's describe, with every store",
+            "GET /a2m/{store}/.well-known/a2m-server.json": "one store's describe",
+            "GET /healthz": "process alive",
+            "GET /readyz": "every store's engine reachable (503 otherwise)",
+            "GET /metrics": "Prometheus metrics",
+        },
+        "docs": DOCS,
+    }
+    if stores is not None:
+        page["stores"] = {name: f"/a2m/{name}" for name in stores}
+    return page
+
+
+def prefers_html(accept: str) -> bool:
+    """A browser's Accept lists text/html before any JSON type; curl's */* gets JSON."""
+    types = [part.split(";", 1)[0].strip().lower() for part in accept.split(",")]
+    for media in types:
+        if media == "text/html":
+            return True
+        if media == "application/json" or media.endswith("+json"):
+            return False
+    return False
+
+
+def as_html(page: dict[str, Any]) -> bytes:
+    rows = "".join(
+        f"<li><code>{escape(k)}</code> {escape(v)}</li>" for k, v in page["endpoints"].items()
+    )
+    docs = "".join(f"<li>{escape(k)}: {escape(v)}</li>" for k, v in page["docs"].items())
+    stores = "".join(
+        f"<li><code>POST {escape(v)}</code></li>" for v in page.get("stores", {}).values()
+    )
+    body = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(page['name'])}"
+        f"</title></head><body><h1>{escape(page['name'])}</h1>"
+        f"<p>{escape(page['description'])}, speaking {escape(page['protocol'])}.</p>"
+        f"<h2>Endpoints</h2><ul>{rows}</ul>"
+        + (f"<h2>Stores</h2><ul>{stores}</ul>" if stores else "")
+        + f"<h2>Docs</h2><ul>{docs}</ul></body></html>"
+    )
+    return body.encode()

@@ -1,0 +1,69 @@
+"""`GET /`: a small page naming the endpoints and docs, JSON for scripts and HTML for a browser;
+store names only where the discovery document is open too."""
+
+from __future__ import annotations
+
+import hashlib
+
+import httpx
+import pytest
+
+from gateway.app import Gateway
+from gateway.config import GatewayConfig
+from gateway.demo import default_demo_config
+from gateway.metrics import Metrics
+from gateway.transports.http import create_app
+
+BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+
+def _client(cfg: GatewayConfig) -> httpx.AsyncClient:
+    # No lifespan: the page is built from the config, no store needs to be open.
+    app = create_app(Gateway(cfg), cfg.server, Metrics())
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw.test")
+
+
+def _with_auth(cfg: GatewayConfig) -> GatewayConfig:
+    digest = hashlib.sha256(b"k" * 40).hexdigest()
+    dumped = cfg.model_dump(mode="json", exclude_none=True)
+    dumped["server"]["auth"] = {"api_keys": [{"subject": "s", "hash": f"sha256:{digest}"}]}
+    return GatewayConfig.model_validate(dumped)
+
+
+async def test_root_is_json_naming_endpoints_docs_and_stores() -> None:
+    async with _client(default_demo_config()) as http:
+        reply = await http.get("/")
+    assert reply.status_code == 200
+    assert reply.headers["content-type"] == "application/json"
+    page = reply.json()
+    assert page["protocol"] == "a2m/0.1"
+    assert "POST /a2m/{store}" in page["endpoints"]
+    assert "GET /.well-known/a2m-server.json" in page["endpoints"]
+    assert page["docs"]["readme"] == "README.md"
+    assert page["stores"] == {"demo": "/a2m/demo"}
+
+
+@pytest.mark.parametrize("accept", ["*/*", "application/json", "application/json, text/html"])
+async def test_scripts_get_json(accept: str) -> None:
+    async with _client(default_demo_config()) as http:
+        reply = await http.get("/", headers={"Accept": accept})
+    assert reply.headers["content-type"] == "application/json"
+
+
+async def test_a_browser_gets_html() -> None:
+    async with _client(default_demo_config()) as http:
+        reply = await http.get("/", headers={"Accept": BROWSER_ACCEPT})
+    assert reply.status_code == 200
+    assert reply.headers["content-type"].startswith("text/html")
+    assert "<code>POST /a2m/{store}</code>" in reply.text
+    assert "<code>POST /a2m/demo</code>" in reply.text
+
+
+async def test_with_auth_on_the_page_is_open_but_names_no_store() -> None:
+    async with _client(_with_auth(default_demo_config())) as http:
+        page = await http.get("/")
+        discovery = await http.get("/.well-known/a2m-server.json")
+    assert page.status_code == 200
+    assert "stores" not in page.json()
+    assert "demo" not in page.text
+    assert discovery.status_code == 401  # the control: store names stay behind auth

@@ -1,0 +1,145 @@
+"""Real gateway processes: the demo served by several at once, a locked local store refused at
+start with its path, and Ctrl-C on `serve` ending quietly."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from bench.process import GatewayProcess, start_gateway, stop_server
+from connectors.qdrant import open_local
+
+pytestmark = pytest.mark.integration
+
+EXIT_TIMEOUT_S = 60.0
+
+
+def _rpc(method: str, params: dict[str, Any], rid: int) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+
+
+def _gateway(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=EXIT_TIMEOUT_S,
+        check=False,
+    )
+
+
+@pytest.fixture
+def demo_server(tmp_path: Path) -> Iterator[GatewayProcess]:
+    server = start_gateway(None, tmp_path / "data", tmp_path / "serve.log")
+    try:
+        yield server
+    finally:
+        stop_server(server.proc)
+
+
+def test_serve_and_stdio_answer_on_the_demo_at_once(demo_server: GatewayProcess) -> None:
+    question = {"query": "how are scores normalised?", "limit": 3}
+    lines = [_rpc("memory/describe", {}, 1), _rpc("memory/recall", question, 2)]
+    # stdio starts, answers and exits on end-of-file while serve keeps running.
+    proc = _gateway("stdio", stdin="".join(json.dumps(m) + "\n" for m in lines))
+    assert proc.returncode == 0, proc.stderr
+    replies = {r["id"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert replies[1]["result"]["name"] == "demo"
+    stdio_keys = [r["key"] for r in replies[2]["result"]["records"]]
+    assert stdio_keys[0] == "demo/recall/scores"
+
+    reply = httpx.post(f"{demo_server.base_url}/a2m", json=_rpc("memory/recall", question, 3))
+    assert demo_server.proc.poll() is None
+    http_keys = [r["key"] for r in reply.json()["result"]["records"]]
+    assert http_keys == stdio_keys
+
+
+def test_serve_and_stdio_on_config_demo_yaml_at_once(demo_server: GatewayProcess) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    line = json.dumps(_rpc("memory/describe", {}, 1)) + "\n"
+    proc = _gateway("stdio", "--config", str(repo / "config" / "demo.yaml"), stdin=line)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["result"]["name"] == "demo"
+    assert httpx.get(f"{demo_server.base_url}/readyz").status_code == 200
+
+
+@pytest.fixture
+def locked_store(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A real (non-demo) local-mode store whose directory this test process holds open."""
+    storage = tmp_path / "qdrant-store"
+    cfg = tmp_path / "local.yaml"
+    # A remote store first: the error must name the local store that failed, not the first.
+    cfg.write_text(
+        "stores:\n  remote:\n    backend: elasticsearch\n    index: r\n"
+        "    connection: {hosts: ['http://127.0.0.1:9'], timeout_ms: 500, retries: 0}\n"
+        "    mapping: {content: body}\n    search: {text_fields: [body]}\n"
+        "  notes:\n    backend: qdrant\n    index: notes\n"
+        f"    connection: {{path: '{storage}'}}\n"
+        "    mapping: {content: body}\n    search: {mode: lexical, sparse_vector: s}\n"
+    )
+    holder = open_local(str(storage))
+    try:
+        yield cfg, storage
+    finally:
+        import asyncio
+
+        asyncio.run(holder.close())
+
+
+@pytest.mark.parametrize("command", ["stdio", "serve", "check"])
+def test_a_locked_local_store_is_refused_at_start_with_its_path(
+    locked_store: tuple[Path, Path], command: str
+) -> None:
+    cfg, storage = locked_store
+    args = [command, "--config", str(cfg)]
+    if command == "serve":
+        args += ["--port", "0"]
+    line = json.dumps(_rpc("memory/describe", {}, 1)) + "\n"
+    proc = _gateway(*args, stdin=line)
+    assert proc.returncode == (1 if command == "check" else 2), proc.stderr
+    assert f"store notes: qdrant local mode storage {storage} is locked" in proc.stderr
+    assert "another process" in proc.stderr
+    assert "store remote" not in proc.stderr or command == "check"
+    assert "Traceback" not in proc.stderr
+    if command == "stdio":
+        assert proc.stdout == ""  # refused before serving: no per-call -32050 retry hint
+
+
+def test_ctrl_c_on_serve_exits_quietly(tmp_path: Path) -> None:
+    log = tmp_path / "serve.log"
+    server = start_gateway(None, tmp_path / "data", log)
+    try:
+        assert httpx.get(f"{server.base_url}/healthz").status_code == 200
+        server.proc.send_signal(signal.SIGINT)
+        code = server.proc.wait(timeout=EXIT_TIMEOUT_S)
+    finally:
+        stop_server(server.proc)
+    stderr = log.read_text(encoding="utf-8")
+    assert code == 128 + signal.SIGINT
+    assert "Traceback" not in stderr
+    assert "CancelledError" not in stderr
+    assert "KeyboardInterrupt" not in stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last == "a2m-gateway: interrupted (Ctrl-C), stopped"
+
+
+def test_sigterm_on_serve_stays_clean(tmp_path: Path) -> None:
+    """SIGTERM (what Kubernetes sends) is re-raised by uvicorn after its graceful shutdown."""
+    log = tmp_path / "serve.log"
+    server = start_gateway(None, tmp_path / "data", log)
+    try:
+        server.proc.send_signal(signal.SIGTERM)
+        code = server.proc.wait(timeout=EXIT_TIMEOUT_S)
+    finally:
+        stop_server(server.proc)
+    assert code == -signal.SIGTERM, log.read_text(encoding="utf-8")
+    assert "Traceback" not in log.read_text(encoding="utf-8")
