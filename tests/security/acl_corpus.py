@@ -285,3 +285,58 @@ def collision_store(engine: str, url: str, index: str) -> dict[str, Any]:
         "search": {"mode": "lexical", "text_fields": ["text"], "vector_field": "embedding"},
         "scope": TENANT_SCOPE,
     }
+
+
+QDRANT_COLLISIONS = "collide"
+QDRANT_NEIGHBOUR = "collide-neighbour"
+"""Another collection in the same Qdrant holding point 1 with tenant B's content."""
+
+
+def load_qdrant_collisions(path: Path) -> None:
+    """Point 1 in two collections (A's in the store's, B's in its neighbour), and points 1
+    (A) and 2 (B) sharing the key ``k/r1`` inside the store's collection."""
+    from qdrant_client import QdrantClient, models
+
+    from gateway.embedders.lexical import LexicalSparseEncoder
+
+    rows = {
+        QDRANT_COLLISIONS: [
+            (1, collision_doc("r1", "A", [1.0, 0.0, 0.0, 0.0], "2026-01-01T00:00:00Z")),
+            (2, collision_doc("r1", "B", QUERY_VECTOR, "2026-01-02T00:00:00Z")),
+        ],
+        QDRANT_NEIGHBOUR: [(1, collision_doc("r1", "B", QUERY_VECTOR, "2026-01-02T00:00:00Z"))],
+    }
+    encoder = LexicalSparseEncoder(avgdl=8.0)
+    client = QdrantClient(path=str(path))
+    try:
+        for collection, docs in rows.items():
+            client.create_collection(
+                collection,
+                vectors_config={
+                    "dense": models.VectorParams(size=4, distance=models.Distance.COSINE)
+                },
+                sparse_vectors_config={
+                    SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)
+                },
+            )
+            points = []
+            for point_id, doc in docs:
+                sv = encoder.encode_document(doc["text"])
+                sparse = models.SparseVector(indices=list(sv.indices), values=list(sv.values))
+                payload = {k: v for k, v in doc.items() if k != "embedding"}
+                vector = {"dense": doc["embedding"], SPARSE: sparse}
+                points.append(models.PointStruct(id=point_id, vector=vector, payload=payload))
+            client.upsert(collection, points=points)
+    finally:
+        client.close()
+
+
+def qdrant_collision_store(path: Path) -> dict[str, Any]:
+    return {
+        "backend": "qdrant",
+        "index": QDRANT_COLLISIONS,
+        "connection": {"path": str(path)},
+        "mapping": {"content": "text", "key": "key", "created_at": "created_at"},
+        "search": {"mode": "lexical", "sparse_vector": SPARSE, "vector_field": "dense"},
+        "scope": TENANT_SCOPE,
+    }

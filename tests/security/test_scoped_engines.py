@@ -43,8 +43,10 @@ from tests.security.acl_corpus import (
     load_collisions,
     load_index,
     load_qdrant_acl,
+    load_qdrant_collisions,
     lucene_store,
     owner_of,
+    qdrant_collision_store,
     qdrant_store,
     visible,
 )
@@ -374,5 +376,31 @@ async def test_colliding_ids_never_answer_another_tenants_copy(
             b_hybrid = await t.call(tenant_b, *COLLISION_CALLS[2])
             assert SECRET in json.dumps(b_hybrid)
             assert "tenant A" not in json.dumps(b_hybrid)
+    finally:
+        await gateway.close()
+
+
+async def test_qdrant_colliding_ids_and_keys_never_answer_another_tenants_point(
+    issuer: Issuer, tmp_path: Path
+) -> None:
+    await asyncio.to_thread(load_qdrant_collisions, tmp_path)
+    store = qdrant_collision_store(tmp_path)
+    gateway = build_gateway({"auth": auth_section(issuer)}, {"scifact": store}, {})
+    await gateway.start()
+    tenant_a = bearer(issuer.token("alice", tenant=["A"]))
+    tenant_b = bearer(issuer.token("bea", tenant=["B"]))
+    try:
+        async with asgi_client(gateway) as client:
+            t = Target("qdrant", gateway, client, str)
+            for method, params in COLLISION_CALLS:
+                if params.get("key") == "k/r2":
+                    continue  # no r2 here
+                answer = await t.call(tenant_a, method, params)
+                assert "error" not in answer, (method, params, answer)
+                raw = json.dumps(answer)
+                assert SECRET not in raw, f"tenant B's point answered {method} {params}"
+                assert "tenant A" in raw, (method, params, answer)
+            b_fetch = await t.call(tenant_b, "memory/fetch", {"key": "k/r1"})
+            assert SECRET in json.dumps(b_fetch)  # the key really is shared
     finally:
         await gateway.close()
