@@ -72,12 +72,19 @@ class Caller:
     network: bool = False
     """True over HTTP: a client-supplied owner is never trusted (§6)."""
     principal: Principal | None = None
+    prepaid: bool = False
+    """The transport already charged this request to the rate limit (HTTP, before the body)."""
 
     @property
     def rate_key(self) -> str | None:
-        """The bucket a rate limit charges: the principal, one for all anonymous, none locally."""
+        """The bucket a rate limit charges: the exact subject, one for all anonymous, none locally.
+
+        The subject as issued (not its printable log label, and whatever credential
+        proved it): an API key and a JWT of one subject share a bucket, two subjects
+        never do.
+        """
         if self.principal is not None:
-            return self.principal.label
+            return "sub:" + self.principal.subject
         return "anonymous" if self.network else None
 
     @property
