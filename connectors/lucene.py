@@ -63,6 +63,7 @@ from connectors.errors import (
     EngineRejected,
     EngineTimeout,
     EngineUnavailable,
+    QueryTooLarge,
 )
 from connectors.retry import remaining, retry_read
 
@@ -108,6 +109,11 @@ _SORTABLE_TIME_TYPES = frozenset(
     {"date", "date_nanos", "long", "integer", "unsigned_long", "double", "float", "keyword"}
 )
 _TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
+_TOO_LARGE = frozenset({"too_many_clauses", "too_many_nested_clauses"})
+"""Root causes that mean the query itself is too large, whatever the status."""
+
+MAX_PREFIX_QUERY = 1000
+"""The longest key prefix the engines match (Lucene's automaton limit, ``max_regex_length``)."""
 
 
 # --------------------------------------------------------------------------- translator
@@ -308,8 +314,20 @@ class QueryTranslator:
         clauses.extend(self.time_windows(t) for t in flt.times)
         if flt.key_prefix is not None:
             field, prefix = flt.key_prefix
-            clauses.append({"prefix": {self.exact(field): {"value": prefix}}})
+            clauses.append(self.key_prefix(self.exact(field), prefix))
         return clauses
+
+    @staticmethod
+    def key_prefix(field: str, prefix: str) -> Body:
+        """Keys starting with ``prefix``.
+
+        Raises:
+            QueryTooLarge: the prefix is longer than the engines can match (every
+                automaton query, prefix and range alike, stops at 1000 characters).
+        """
+        if len(prefix) > MAX_PREFIX_QUERY:
+            raise QueryTooLarge(f"a key prefix longer than {MAX_PREFIX_QUERY} characters")
+        return {"prefix": {field: {"value": prefix}}}
 
     def filtered(self, flt: Filter, scoring: Body | None = None) -> Body:
         """A query: ``scoring`` (or match_all) restricted by ``flt`` without changing scores."""
@@ -741,11 +759,19 @@ class EngineFailure:
     kind: Literal["connection", "timeout", "status"]
     status: int | None = None
     retry_after_ms: int | None = None
+    causes: frozenset[str] = frozenset()
+    """The error types the engine named (``error.type``, ``root_cause``, ``caused_by``)."""
+
+    @property
+    def too_large(self) -> bool:
+        return bool(self.causes & _TOO_LARGE)
 
     @property
     def transient(self) -> bool:
         """Worth retrying: the engine was unreachable or said 'busy'. Timeouts are not
-        retried: the deadline is mostly spent by then."""
+        retried: the deadline is mostly spent by then; nor is a query too large."""
+        if self.too_large:
+            return False
         return self.kind == "connection" or self.status in _TRANSIENT_STATUS
 
     def error(self, *, opening: bool = False) -> ConnectorError:
@@ -755,6 +781,8 @@ class EngineFailure:
             return EngineTimeout("the engine did not answer in time")
         if self.kind == "connection":
             return EngineUnavailable("the engine cannot be reached", retry_after_ms=retry_after)
+        if self.too_large:
+            return QueryTooLarge("the engine refused the query as too large")
         status = self.status or 0
         if status == 429:
             return EngineUnavailable("the engine is overloaded", retry_after_ms=retry_after)
@@ -772,6 +800,26 @@ class EngineFailure:
                 )
             return EngineRejected(f"the engine refused the credentials (HTTP {status})")
         return EngineRejected(f"the engine rejected the query (HTTP {status})")
+
+
+def error_causes(body: Any) -> frozenset[str]:
+    """The error types in an engine's error body: its type, root causes and causes, nested."""
+    out: set[str] = set()
+
+    def walk(node: Any, depth: int) -> None:
+        if not isinstance(node, Mapping) or depth > 8:
+            return
+        if isinstance(node.get("type"), str):
+            out.add(node["type"])
+        for cause in node.get("root_cause") or []:
+            walk(cause, depth + 1)
+        walk(node.get("caused_by"), depth + 1)
+        for failed in node.get("failed_shards") or []:
+            walk(failed.get("reason") if isinstance(failed, Mapping) else None, depth + 1)
+
+    if isinstance(body, Mapping):
+        walk(body.get("error"), 0)
+    return frozenset(out)
 
 
 def retry_after_ms(headers: Mapping[str, str] | None) -> int | None:

@@ -19,12 +19,14 @@ from connectors.errors import (
     EngineRejected,
     EngineTimeout,
     EngineUnavailable,
+    QueryTooLarge,
 )
 from gateway.errors import (
     A2MError,
     BackendTimeout,
     BackendUnavailable,
     InternalError,
+    InvalidParams,
     InvalidRequest,
     ParseError,
 )
@@ -100,9 +102,24 @@ def to_wire_error(exc: BaseException) -> A2MError:
         return BackendUnavailable(data={"retry_after_ms": exc.retry_after_ms})
     if isinstance(exc, EngineTimeout):
         return BackendTimeout()
-    if isinstance(exc, EngineRejected | EngineConfigError):
+    if isinstance(exc, QueryTooLarge):
+        return InvalidParams(
+            "The query is too large for the search engine "
+            "(too many terms, or a key_prefix over 1000 characters)",
+            data={"reason": "query_too_large"},
+        )
+    if isinstance(exc, EngineConfigError):
+        # Connector messages are fixed strings naming the config key, never a host.
+        log.error("store unusable: %s", exc)
+        return InternalError(
+            "The store's index is missing or does not match its configuration",
+            data={"reason": "index_unusable"},
+        )
+    if isinstance(exc, EngineRejected):
         log.error("engine refused a query: %s", type(exc).__name__)
-        return InternalError("The search engine refused the translated query")
+        return InternalError(
+            "The search engine refused the translated query", data={"reason": "engine_rejected"}
+        )
     if isinstance(exc, ConnectorError):
         return BackendUnavailable(data={"retry_after_ms": 1000})
     log.exception("unhandled error", exc_info=exc)
