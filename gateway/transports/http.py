@@ -255,16 +255,27 @@ def create_app(
             )
         return Caller(network=True, principal=principal, prepaid=gateway.limiter is not None)
 
-    def charge(caller: Caller) -> Response | None:
-        """The caller's rate limit, taken before its body is read (a JSON-RPC error if spent)."""
+    def charge(caller: Caller, store: str | None) -> Response | None:
+        """The caller's rate limit, taken before its body is read (a JSON-RPC error if spent).
+
+        The body is never read, so the error's id is null and no method is known.
+        """
         key = caller.rate_key
         if gateway.limiter is None or key is None:
             return None
         wait_ms = gateway.limiter.acquire(key)
         if wait_ms is None:
             return None
-        audit.info("call", extra={"principal": caller.label[:300], "code": "quota_exceeded"})
         err = QuotaExceeded("Rate limit exceeded for this caller", data={"retry_after_ms": wait_ms})
+        audit.info(
+            "call",
+            extra={
+                "store": store or gateway.default_store,
+                "method": None,
+                "principal": caller.label[:300],
+                "code": int(err.code),
+            },
+        )
         return Response(error_body(None, err), status_code=200, media_type=JSON)
 
     async def rpc(request: Request, store: str | None) -> Response:
@@ -286,7 +297,7 @@ def create_app(
             dispatcher = gateway.dispatcher(store)
         except UnknownStore:
             return _plain(404, "no such store")
-        refused = charge(caller)
+        refused = charge(caller, store)
         if refused is not None:
             return refused
         try:
@@ -325,7 +336,7 @@ def create_app(
             dispatcher = gateway.dispatcher(store)
         except UnknownStore:
             return _plain(404, "no such store")
-        refused = charge(caller)
+        refused = charge(caller, store)
         if refused is not None:
             return Response(refused.body, status_code=429, media_type=JSON)
         try:
