@@ -41,7 +41,7 @@ TOPICS = [
     "hybrid search with reciprocal rank fusion",
     "configure an elasticsearch store with an api key",
     "helm chart probes and config map",
-    "prompt styles and token budget",
+    "prompt styles and character budget",
 ]
 
 
@@ -99,7 +99,7 @@ def build_workload(http: httpx.Client, path: str, n: int, seed: int) -> list[dic
         elif roll < 0.25:
             params = {"limit": 10}  # no query: most recent first
         elif roll < 0.35:
-            params["prompt"] = {"style": "cited", "budget": 400}
+            params["prompt"] = {"style": "facts", "cite": True, "budget": 1600}  # characters
         workload.append(params)
     return workload
 

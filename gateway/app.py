@@ -73,7 +73,7 @@ class Gateway:
         """Open every store.
 
         strict: a store that cannot start raises (the CLI's `check`, tests). Not
-        strict (`serve`): the store stays closed, answers BACKEND_UNAVAILABLE and
+        strict (`serve`): the store stays closed, answers -32603 engine_unavailable and
         /readyz says not ready, and each call retries opening it, so the gateway
         survives an engine that comes up after it.
 

@@ -137,6 +137,10 @@ async def _check(cfg: GatewayConfig) -> int:
     try:
         for name, store in gateway.stores.items():
             out: dict[str, Any] = {"store": name, "backend": store.config.backend.value}
+            created_at = store.config.mapping.created_at_warning()
+            if created_at:
+                log.warning("store %s: %s", name, created_at)
+                out["warnings"] = [created_at]
             try:
                 await store.ensure_started()
                 out["describe"] = store.describe()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -28,6 +29,7 @@ from pydantic import (
 
 _REF = re.compile(r"\$\{(?:(file):)?([^}]+)\}")
 _STORE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class ConfigError(Exception):
@@ -140,8 +142,29 @@ class MappingConfig(_Model):
         description="the record's owner; on local transports the caller's `owner` filters it",
     )
     created_at: str | None = None
+    created_at_fallback: datetime = Field(
+        default=EPOCH,
+        description="the created_at of a record whose document has no date (RFC 3339; "
+        "default the Unix epoch): every A2M record carries one",
+    )
     updated_at: str | None = None
     metadata: list[str] = Field(default_factory=list)
+
+    @field_validator("created_at_fallback")
+    @classmethod
+    def _utc(cls, v: datetime) -> datetime:
+        return v.replace(tzinfo=UTC) if v.tzinfo is None else v.astimezone(UTC)
+
+    def created_at_warning(self) -> str | None:
+        """Why `check` should warn about created_at, if it should."""
+        if self.created_at:
+            return None
+        return (
+            "mapping.created_at is not set: every record carries created_at "
+            f"{self.created_at_fallback.isoformat().replace('+00:00', 'Z')} "
+            "(mapping.created_at_fallback), and timeline order is the engine's stable id or "
+            "index order, not creation time"
+        )
 
     @model_validator(mode="after")
     def _one_source(self) -> MappingConfig:
@@ -571,7 +594,7 @@ def _read_api_keys(path: str) -> list[ApiKeyEntry]:
 
 
 class RateLimitConfig(_Model):
-    """A token bucket per principal; an empty bucket answers -32005 QUOTA_EXCEEDED."""
+    """A token bucket per principal; an empty bucket answers -32006 QUOTA_EXCEEDED."""
 
     requests_per_second: float = Field(gt=0)
     burst: int = Field(default=20, gt=0, description="bucket size: calls allowed at once")

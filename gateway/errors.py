@@ -1,17 +1,20 @@
 """Every error code the gateway can put on the wire, and the exceptions that carry them.
 
+The codes are A2M 0.1's closed list (canonical §7, restated in
+shared/spec/DECISIONS.md §1); the protocol's schema allows no others, so this
+gateway defines none of its own.
+
 Ranges:
   -32700..-32600  JSON-RPC 2.0 standard errors.
-  -32001..-32007  A2M 0.1 (fixed by the draft, or assigned in shared/spec/DECISIONS.md §1).
-  -32050..-32099  this gateway's own: the search engine behind a store.
+  -32001..-32008  A2M 0.1.
 
-Exception tree (all raise through one boundary, :func:`gateway.jsonrpc.error_response`):
+Exception tree (all raise through one boundary, :func:`gateway.jsonrpc.to_wire_error`):
 
   A2MError(code, message, data)
    ├─ ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError
-   ├─ UnknownTier, EmbeddingMismatch, CapabilityNotSupported, ReadOnly,
-   │  QuotaExceeded, ScopeDenied, ProtocolNotSupported
-   └─ BackendUnavailable, BackendTimeout
+   │   └─ InternalError: BackendUnavailable, BackendTimeout (engine trouble, retryable)
+   └─ UnknownRecord, UnknownTier, CapabilityNotSupported, ReadOnly, ScopeDenied,
+      QuotaExceeded, ProtocolNotSupported, EmbeddingMismatch
 
 ``message`` is for humans and never carries a hostname, credential, index
 internal or stack trace; ``data`` may carry structured detail.
@@ -19,7 +22,7 @@ internal or stack trace; ``data`` may carry structured detail.
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 from typing import Any
 
 
@@ -29,31 +32,39 @@ class ErrorCode(IntEnum):
     INVALID_REQUEST = -32600
     """Not a JSON-RPC 2.0 request object; any array (batches are refused, §8)."""
     METHOD_NOT_FOUND = -32601
-    """A method no capability of the draft defines."""
+    """Not an A2M method at all."""
     INVALID_PARAMS = -32602
-    """Params of the wrong type or shape, a missing required param, a limit beyond `limits`."""
+    """Params of the wrong type or shape, a missing required param, a limit beyond `limits`,
+    or a query the engine deterministically refuses."""
     INTERNAL_ERROR = -32603
-    """A bug. Never carries a stack trace or a backend address."""
+    """A server fault: a bug, or engine trouble (then data.reason and data.retryable say so)."""
 
-    UNKNOWN_TIER = -32001
-    """A tier the store does not have."""
-    EMBEDDING_MISMATCH = -32002
-    """A query vector whose width disagrees with the store's."""
+    UNKNOWN_RECORD = -32001
+    """A referenced id does not exist and the operation cannot ignore it."""
+    UNKNOWN_TIER = -32002
+    """A referenced tier does not exist."""
     CAPABILITY_NOT_SUPPORTED = -32003
-    """A method or param of a capability this server did not declare."""
+    """A method or param of a capability this server did not declare (summarize included)."""
     READ_ONLY = -32004
-    """A write to a read-only server (remember, forget, summarize)."""
-    QUOTA_EXCEEDED = -32005
-    """A rate or size quota of the caller was exceeded."""
-    SCOPE_DENIED = -32006
-    """The caller asked for a scope its credential does not grant."""
+    """A write (remember, forget) to this read-only server."""
+    SCOPE_DENIED = -32005
+    """The caller may not act on that owner's records."""
+    QUOTA_EXCEEDED = -32006
+    """A documented limit was exceeded, e.g. the caller's rate; data carries retry_after_ms."""
     PROTOCOL_NOT_SUPPORTED = -32007
-    """A protocol version this server does not speak."""
+    """The client declared an incompatible protocol version."""
+    EMBEDDING_MISMATCH = -32008
+    """A query vector whose width disagrees with the store's."""
 
-    BACKEND_UNAVAILABLE = -32050
-    """The engine cannot be reached or answers 5xx after retries; data carries retry_after_ms."""
-    BACKEND_TIMEOUT = -32051
-    """The engine did not answer within the request's deadline."""
+
+class EngineTrouble(StrEnum):
+    """`data.reason` of a retryable -32603 (DECISIONS.md §2)."""
+
+    ENGINE_UNAVAILABLE = "engine_unavailable"
+    DEADLINE_EXCEEDED = "deadline_exceeded"
+
+
+DEFAULT_RETRY_AFTER_MS = 1000
 
 
 class A2MError(Exception):
@@ -93,14 +104,14 @@ class InternalError(A2MError):
     default_message = "Internal error"
 
 
+class UnknownRecord(A2MError):
+    code = ErrorCode.UNKNOWN_RECORD
+    default_message = "Unknown record"
+
+
 class UnknownTier(A2MError):
     code = ErrorCode.UNKNOWN_TIER
     default_message = "Unknown tier"
-
-
-class EmbeddingMismatch(A2MError):
-    code = ErrorCode.EMBEDDING_MISMATCH
-    default_message = "Embedding width does not match the store"
 
 
 class CapabilityNotSupported(A2MError):
@@ -113,14 +124,14 @@ class ReadOnly(A2MError):
     default_message = "This store is read-only"
 
 
-class QuotaExceeded(A2MError):
-    code = ErrorCode.QUOTA_EXCEEDED
-    default_message = "Quota exceeded"
-
-
 class ScopeDenied(A2MError):
     code = ErrorCode.SCOPE_DENIED
     default_message = "Scope denied"
+
+
+class QuotaExceeded(A2MError):
+    code = ErrorCode.QUOTA_EXCEEDED
+    default_message = "Quota exceeded"
 
 
 class ProtocolNotSupported(A2MError):
@@ -128,14 +139,44 @@ class ProtocolNotSupported(A2MError):
     default_message = "Protocol version not supported"
 
 
-class BackendUnavailable(A2MError):
-    code = ErrorCode.BACKEND_UNAVAILABLE
+class EmbeddingMismatch(A2MError):
+    code = ErrorCode.EMBEDDING_MISMATCH
+    default_message = "Embedding width does not match the store"
+
+
+class _EngineTroubleError(InternalError):
+    """-32603 with `data: {reason, retryable: true, retry_after_ms}` (DECISIONS.md §2)."""
+
+    reason: EngineTrouble = EngineTrouble.ENGINE_UNAVAILABLE
+
+    def __init__(
+        self,
+        message: str | None = None,
+        data: Any = None,
+        *,
+        retry_after_ms: int | None = None,
+    ) -> None:
+        extra = dict(data) if isinstance(data, dict) else {}
+        wait = retry_after_ms if retry_after_ms is not None else extra.get("retry_after_ms")
+        if not isinstance(wait, int) or isinstance(wait, bool) or wait < 0:
+            wait = DEFAULT_RETRY_AFTER_MS
+        extra.update(reason=self.reason.value, retryable=True, retry_after_ms=wait)
+        super().__init__(message, extra)
+
+
+class BackendUnavailable(_EngineTroubleError):
+    """The engine cannot be reached, or still fails (429/5xx) after bounded retries."""
+
+    reason = EngineTrouble.ENGINE_UNAVAILABLE
     default_message = "The search engine behind this store is unavailable"
 
 
-class BackendTimeout(A2MError):
-    code = ErrorCode.BACKEND_TIMEOUT
+class BackendTimeout(_EngineTroubleError):
+    """The engine did not answer within the request's deadline."""
+
+    reason = EngineTrouble.DEADLINE_EXCEEDED
     default_message = "The search engine did not answer in time"
 
 
 DOCUMENTED_CODES = frozenset(int(c) for c in ErrorCode)
+"""Every code the gateway can emit: exactly A2M 0.1's closed list."""

@@ -93,35 +93,35 @@ def parse_request(raw: bytes | str) -> Request:
 def to_wire_error(exc: BaseException) -> A2MError:
     """The single exception-to-wire boundary: any exception becomes an A2MError.
 
-    Connector errors map to the gateway's backend codes; anything unexpected is
-    logged here with its traceback and leaves as a bare INTERNAL_ERROR.
+    Engine trouble (unreachable, failing after retries, past the deadline) is a
+    retryable -32603 with `data.reason`; a deterministic refusal of the query is
+    -32602, not retryable (DECISIONS.md §2). Anything unexpected is logged here
+    with its traceback and leaves as a bare INTERNAL_ERROR.
     """
     if isinstance(exc, A2MError):
         return exc
     if isinstance(exc, EngineUnavailable):
-        return BackendUnavailable(data={"retry_after_ms": exc.retry_after_ms})
+        return BackendUnavailable(retry_after_ms=exc.retry_after_ms)
     if isinstance(exc, EngineTimeout):
         return BackendTimeout()
     if isinstance(exc, QueryTooLarge):
         return InvalidParams(
             "The query is too large for the search engine "
             "(too many terms, or a key_prefix over 1000 characters)",
-            data={"reason": "query_too_large"},
+            data={"reason": "query_too_large", "retryable": False},
         )
+    if isinstance(exc, EngineRejected):
+        log.error("engine refused a query: %s", type(exc).__name__)
+        return InvalidParams("The search engine refused this query", data={"retryable": False})
     if isinstance(exc, EngineConfigError):
         # Connector messages are fixed strings naming the config key, never a host.
         log.error("store unusable: %s", exc)
         return InternalError(
             "The store's index is missing or does not match its configuration",
-            data={"reason": "index_unusable"},
-        )
-    if isinstance(exc, EngineRejected):
-        log.error("engine refused a query: %s", type(exc).__name__)
-        return InternalError(
-            "The search engine refused the translated query", data={"reason": "engine_rejected"}
+            data={"reason": "index_unusable", "retryable": False},
         )
     if isinstance(exc, ConnectorError):
-        return BackendUnavailable(data={"retry_after_ms": 1000})
+        return BackendUnavailable()
     log.exception("unhandled error", exc_info=exc)
     return InternalError()
 

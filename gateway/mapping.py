@@ -82,7 +82,9 @@ class RecordMapper:
             group=_text(value_at(src, m.group)) if m.group else None,
             owner=_text(value_at(src, m.owner)) if m.owner else None,
             key=_text(value_at(src, m.key)) if m.key else None,
-            created_at=parse_timestamp(value_at(src, m.created_at)) if m.created_at else None,
+            # Every record carries created_at (§3.1): the store's fallback where there is none.
+            created_at=(parse_timestamp(value_at(src, m.created_at)) if m.created_at else None)
+            or m.created_at_fallback,
             updated_at=parse_timestamp(value_at(src, m.updated_at)) if m.updated_at else None,
             uri=uri,
             media_type=media_type,

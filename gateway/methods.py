@@ -37,5 +37,6 @@ METHOD_CAPABILITY: dict[str, Capability] = {
     "memory/summarize": Capability.SUMMARIZE,
 }
 
-WRITE_METHODS = frozenset({"memory/remember", "memory/forget", "memory/summarize"})
-"""Answered READ_ONLY before params are read (§2.1, §4.15; DECISIONS.md §2)."""
+WRITE_METHODS = frozenset({"memory/remember", "memory/forget"})
+"""Answered READ_ONLY before params are read (DECISIONS.md §2). memory/summarize is not
+here: its capability is never declared, so it answers CAPABILITY_NOT_SUPPORTED (§2)."""

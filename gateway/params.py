@@ -21,14 +21,19 @@ class _Params(BaseModel):
 
 
 class PromptOptions(_Params):
+    """§4.16: `prompt: true` is these defaults."""
+
     method: str = "template"
-    style: str = "list"
-    budget: int | None = Field(default=None, gt=0)
+    style: str = "auto"
+    budget: int | None = Field(default=None, ge=0)
+    """Maximum characters of the rendered text; whole records are dropped to fit."""
+    cite: bool = False
     model: str | None = None
 
 
 class DescribeParams(_Params):
     protocol: str | None = None
+    owner: str | None = None
 
 
 class _ReadParams(_Params):
@@ -57,6 +62,13 @@ class _ReadParams(_Params):
         if self.prompt is True:
             return PromptOptions()
         return self.prompt
+
+    @field_validator("limit")
+    @classmethod
+    def _limit_not_negative(cls, v: int | None) -> int | None:
+        if v is not None and v < 0:
+            raise ValueError("limit must be >= 0")
+        return v
 
 
 class RecallParams(_ReadParams):

@@ -1,4 +1,4 @@
-"""Per-principal rate limit: a token bucket per caller, answered with -32005 QUOTA_EXCEEDED."""
+"""Per-principal rate limit: a token bucket per caller, answered with -32006 QUOTA_EXCEEDED."""
 
 from __future__ import annotations
 

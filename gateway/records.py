@@ -25,9 +25,8 @@ class Record:
 
     def to_wire(self) -> dict[str, Any]:
         """JSON-ready dict: absent fields omitted, timestamps RFC 3339 UTC with ms and Z."""
-        out: dict[str, Any] = {"id": self.id}
-        if self.content is not None:
-            out["content"] = self.content
+        # content and created_at are required on every record (§3.1).
+        out: dict[str, Any] = {"id": self.id, "content": self.content or ""}
         if self.role is not None:
             out["role"] = self.role
         if self.metadata is not None:
@@ -38,8 +37,7 @@ class Record:
             out["owner"] = self.owner
         if self.key is not None:
             out["key"] = self.key
-        if self.created_at is not None:
-            out["created_at"] = format_timestamp(self.created_at)
+        out["created_at"] = format_timestamp(self.created_at or EPOCH)
         if self.updated_at is not None:
             out["updated_at"] = format_timestamp(self.updated_at)
         if self.uri is not None:
@@ -51,6 +49,9 @@ class Record:
         if self.embedding is not None:
             out["embedding"] = self.embedding
         return out
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def format_timestamp(ts: datetime) -> str:

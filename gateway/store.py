@@ -9,6 +9,7 @@ A2M errors or connector errors, turned into wire errors at one boundary.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import math
@@ -50,7 +51,7 @@ from gateway.params import (
     TimelineParams,
     WhereValue,
 )
-from gateway.prompt import METHODS, STYLES, TOKENIZER, check_options, render
+from gateway.prompt import METHODS, STYLES, check_options, render, wanted
 from gateway.records import Record, parse_timestamp
 from gateway.scopes import LOCAL, Caller, CredentialForwarding, NothingVisible, ScopePolicy
 
@@ -187,6 +188,11 @@ class Store:
                 f"Protocol {params.protocol!r} is not supported; this server speaks {PROTOCOL}",
                 data={"supported": [PROTOCOL]},
             )
+        if params is not None and params.owner is not None and self.scope.declared(caller):
+            # describe reports no counts to scope, but an owner the caller may not act
+            # for is refused here as on every other method (-32005).
+            with contextlib.suppress(NothingVisible):
+                self.scope.conditions(caller, params.owner)
         lim = self.config.limits
         methods = [m for m, cap in METHOD_CAPABILITY.items() if cap in self.capabilities]
         capabilities = [c.value for c in self.capabilities]
@@ -221,7 +227,6 @@ class Store:
                 "styles": list(STYLES),
                 "methods": list(METHODS),
                 "model": None,
-                "tokenizer": TOKENIZER,
                 "max_budget": lim.max_prompt_budget,
             }
         result["search"] = {"mode": self.config.search.mode.value, "server": self._server_name}
@@ -234,11 +239,11 @@ class Store:
         if limit is None:
             return default
         if limit == 0:
-            raise InvalidParams(
-                f"limit 0 (unbounded) is not offered: this store declares max_recall_limit {lim}"
-            )
+            # DECISIONS.md §2: 0 is "as many as the store allows"; the canonical client and
+            # its adapters send it to mean "all".
+            return lim
         if limit < 0 or limit > lim:
-            raise InvalidParams(f"limit must be between 1 and max_recall_limit ({lim})")
+            raise InvalidParams(f"limit must be between 0 and max_recall_limit ({lim})")
         return limit
 
     def _gate(self, params: RecallParams | TimelineParams) -> None:
@@ -292,7 +297,6 @@ class Store:
             prefix = (self.config.mapping.key, key_prefix)
         return Filter(must=tuple(must), key_prefix=prefix, times=tuple(times))
 
-    @staticmethod
     @staticmethod
     def _exact_where(records: list[Record], where: dict[str, WhereValue] | None) -> list[Record]:
         """Check `where`'s string equalities on the mapped records.
@@ -371,10 +375,13 @@ class Store:
         return [self.mapper.to_record(h, with_embedding=with_embedding) for h in hits]
 
     @staticmethod
-    def _result(records: list[Record], options: PromptOptions | None) -> dict[str, Any]:
+    def _result(
+        records: list[Record], options: PromptOptions | None, *, prefer_newest: bool = False
+    ) -> dict[str, Any]:
         result: dict[str, Any] = {"records": [r.to_wire() for r in records]}
-        if options is not None:
-            rendered = render(records, options)
+        if wanted(options):
+            assert options is not None
+            rendered = render(records, options, prefer_newest=prefer_newest)
             result["prompt"] = rendered.text
             result["prompt_ids"] = rendered.ids
         return result
@@ -525,7 +532,7 @@ class Store:
         for h in hits:
             h.score = None
         records = self._exact_where(self._records(hits, params.embeddings), params.where)
-        return self._result(records, options)
+        return self._result(records, options, prefer_newest=True)
 
     # -- fetch ------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ class EmbedderUnavailable(EngineUnavailable):
     """The embedding service failed or answered nonsense; the query cannot be ranked densely.
 
     A subclass of EngineUnavailable so the gateway answers it like an
-    unavailable engine (BACKEND_UNAVAILABLE with retry_after_ms). Messages
+    unavailable engine (-32603 engine_unavailable, retry_after_ms). Messages
     never carry the service's URL or key.
     """
 

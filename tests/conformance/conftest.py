@@ -4,10 +4,12 @@ The suite is written from the draft (``shared/spec/a2m-0.1.txt``) and from
 ``shared/spec/DECISIONS.md``, not from the gateway's code: it talks to
 ``a2m-gateway serve`` / ``a2m-gateway stdio`` exactly as an agent would, with
 ``A2M_DATA_DIR`` pointing at a fresh directory so the embedded demo store is
-indexed from scratch. The only gateway imports are what a test needs as ground
-truth or as its subject: the documented error codes, the packaged demo corpus and
-config, the lexical encoder (to build a store with vectors) and the in-process
-binding.
+indexed from scratch. Every response a test reads through
+``Reply.response`` / ``A2MClient.request`` is validated against the project's
+A2M 0.1 wire schema (``tests/support/wire.py``). The only gateway imports are
+what a test needs as ground truth or as its subject: the documented error codes,
+the packaged demo corpus and config, the lexical encoder (to build a store with
+vectors) and the in-process binding.
 
 Every store-facing test runs against three stores holding the same packaged
 demo corpus (``backend``): the embedded demo (Qdrant local mode, ``serve`` with
@@ -56,6 +58,7 @@ import pytest
 import yaml
 
 from tests.support import demo_loader
+from tests.support.wire import assert_response
 
 PROTOCOL = "a2m/0.1"
 CALL_TIMEOUT_S = 30.0
@@ -170,6 +173,8 @@ class Reply:
         assert self.body, f"{self.transport}: expected a JSON-RPC response, got nothing"
         obj = self.json()
         assert_response_object(obj)
+        # Every response a test reads is held to the project's A2M 0.1 wire schema.
+        assert_response(obj, context=self.transport)
         assert isinstance(obj, dict)
         return obj
 
@@ -257,6 +262,7 @@ class A2MClient:
             message["params"] = params
         response = self.send_json(message, timeout=timeout).response()
         assert response["id"] == rid, f"id not echoed: sent {rid!r}, got {response['id']!r}"
+        assert_response(response, method, context=self.transport)
         return response
 
     def call(self, method: str, params: Any = NO_PARAMS, *, timeout: float = CALL_TIMEOUT_S) -> Any:

@@ -387,7 +387,7 @@ def test_many_where_keys_and_values_are_clean(client: A2MClient) -> None:
 
 def test_huge_embedding_is_clean(client: A2MClient) -> None:
     code = code_of(client, rpc("memory/recall", {"embedding": [0.5] * 50_000}))
-    assert code in (INVALID_PARAMS, -32002, -32003)
+    assert code in (INVALID_PARAMS, -32008, -32003)
 
 
 # -- limits ----------------------------------------------------------------------------------------

@@ -132,7 +132,9 @@ def test_prompt_object_when_declared(describe: dict[str, Any]) -> None:
     assert prompt["styles"]
     assert isinstance(prompt["methods"], list)
     assert "template" in prompt["methods"], "§4.16: the default method is template"
-    assert {"list", "cited", "transcript"} <= set(prompt["styles"])  # DECISIONS.md §4
+    # Canonical §4.16 and DECISIONS.md §2: exactly what is offered, auto being a MUST.
+    assert set(prompt["styles"]) == {"auto", "facts", "transcript"}
+    assert set(prompt["methods"]) == {"template", "none"}
     assert "model" in prompt, "§4.16 SHOULD report model"
 
 

@@ -31,7 +31,7 @@ from tests.support import demo_loader
 pytestmark = pytest.mark.integration
 
 DIMS = 8
-EMBEDDING_MISMATCH = -32002
+EMBEDDING_MISMATCH = -32008
 INVALID_PARAMS = -32602
 TOPICS = [
     "rotating deploy keys every ninety days",

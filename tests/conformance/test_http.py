@@ -20,6 +20,7 @@ from tests.conformance.conftest import (
     max_body_bytes,
     start_http_server,
 )
+from tests.support.wire import assert_valid
 
 pytestmark = pytest.mark.integration
 
@@ -273,6 +274,7 @@ def test_well_known_profile_matches_describe(http_client: HttpClient) -> None:
     assert r.status_code == 200
     assert r.headers["content-type"].split(";")[0] == "application/json"
     profile: dict[str, Any] = r.json()
+    assert_valid("describeResult", profile, "well-known profile")
     describe = http_client.call("memory/describe", {"protocol": PROTOCOL})
     for name in ("protocol", "name", "capabilities", "methods", "read_only", "limits"):
         assert profile[name] == describe[name], name
@@ -286,6 +288,7 @@ def test_store_well_known_profile_matches_describe(http_client: HttpClient) -> N
     r = http_client.http.get(f"/a2m/{describe['name']}/.well-known/a2m-server.json")
     assert r.status_code == 200
     profile = r.json()
+    assert_valid("describeResult", profile, "per-store well-known profile")
     for name in ("protocol", "name", "capabilities", "methods", "read_only", "limits"):
         assert profile[name] == describe[name], name
 

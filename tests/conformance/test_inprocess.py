@@ -10,8 +10,22 @@ import pytest
 from gateway.app import Gateway
 from gateway.transports.inprocess import A2MRemoteError, InProcessClient
 from tests.conformance.conftest import NO_PARAMS, PROTOCOL, HttpClient, StoreBackend
+from tests.support.wire import assert_response
 
 pytestmark = pytest.mark.integration
+
+
+class CheckedInProcessClient(InProcessClient):
+    """The in-process client, with every response held to the A2M 0.1 wire schema."""
+
+    async def send(
+        self, message: dict[str, Any] | list[Any] | str | bytes
+    ) -> dict[str, Any] | None:
+        response = await super().send(message)
+        if response is not None:
+            method = message.get("method") if isinstance(message, dict) else None
+            assert_response(response, method if isinstance(method, str) else None, "inprocess")
+        return response
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +37,7 @@ async def inprocess(
     gateway = Gateway(backend.gateway_config(root / "demo"))
     await gateway.start()
     try:
-        yield InProcessClient(gateway.dispatcher())
+        yield CheckedInProcessClient(gateway.dispatcher())
     finally:
         await gateway.close()
 
@@ -42,7 +56,7 @@ async def test_describe_is_the_same(inprocess: InProcessClient, http_client: Htt
     "params",
     [
         {"query": "qdrant collection", "limit": 5},
-        {"query": "origin header", "limit": 3, "prompt": {"style": "cited"}},
+        {"query": "origin header", "limit": 3, "prompt": {"style": "facts", "cite": True}},
         {"limit": 4},
     ],
     ids=["query", "prompt", "no-query"],

@@ -52,11 +52,7 @@ def test_unknown_method_is_method_not_found(client: A2MClient, method: str) -> N
 
 def _undeclared(describe: dict[str, Any]) -> list[str]:
     caps = set(describe["capabilities"])
-    return sorted(
-        m
-        for m, cap in METHOD_CAPABILITY.items()
-        if cap not in caps and m != "memory/summarize"  # read-only: -32004, tested below
-    )
+    return sorted(m for m, cap in METHOD_CAPABILITY.items() if cap not in caps)
 
 
 @pytest.mark.parametrize(
@@ -152,10 +148,12 @@ def test_writes_are_read_only_whatever_the_params(
     ],
     ids=lambda p: repr(p)[:40],
 )
-def test_summarize_on_a_read_only_server_is_read_only(client: A2MClient, params: Any) -> None:
-    # §4.15: a read-only server MUST answer READ_ONLY (DECISIONS.md §2).
+def test_summarize_is_an_undeclared_capability(client: A2MClient, params: Any) -> None:
+    # DECISIONS.md §2: -32003 as for any undeclared capability (canonical §2, and the
+    # reference implementation), whatever the params.
     err = client.error("memory/summarize", params)
-    assert err["code"] == READ_ONLY
+    assert err["code"] == CAPABILITY_NOT_SUPPORTED
+    assert err["code"] != READ_ONLY
 
 
 def test_read_only_is_consistent_across_repeats(client: A2MClient) -> None:

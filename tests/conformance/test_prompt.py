@@ -1,4 +1,6 @@
-"""prompt (§4.16): rendered text alongside records, never instead of them or changing them."""
+"""prompt (canonical §4.16): rendered text alongside records, never instead of them or
+changing them. Methods template / none, styles auto / facts / transcript, a budget in
+characters, cite."""
 
 from __future__ import annotations
 
@@ -49,13 +51,23 @@ def test_prompt_true_uses_the_defaults(client: A2MClient, styles: list[str]) -> 
     ) == {r["id"] for r in plain["records"]}
 
 
-@pytest.mark.parametrize("style", ["list", "cited", "transcript"])
+CANONICAL_STYLES = ["auto", "facts", "transcript"]
+
+
+def test_describe_offers_exactly_the_canonical_prompt(describe: dict[str, Any]) -> None:
+    if "prompt" not in describe["capabilities"]:
+        pytest.skip("prompt not declared")
+    offered = describe["prompt"]
+    assert sorted(offered["styles"]) == sorted(CANONICAL_STYLES)
+    assert sorted(offered["methods"]) == ["none", "template"]
+    assert "tokenizer" not in offered, "the budget is in characters, not tokens"
+
+
+@pytest.mark.parametrize("style", CANONICAL_STYLES)
 @pytest.mark.parametrize("method", ["memory/recall", "memory/timeline"])
 def test_records_identical_with_and_without_prompt(
     client: A2MClient, styles: list[str], style: str, method: str
 ) -> None:
-    if style not in styles:
-        pytest.skip(f"{style} not offered")
     params: dict[str, Any] = {"limit": 8}
     if method == "memory/recall":
         params["query"] = QUERY
@@ -64,72 +76,58 @@ def test_records_identical_with_and_without_prompt(
     assert rendered["records"] == plain["records"], "asking for text changed what was recalled"
     ids = [r["id"] for r in plain["records"]]
     assert isinstance(rendered["prompt"], str)
-    assert set(rendered["prompt_ids"]) <= set(ids)
     # No budget: every record fits.
     assert sorted(rendered["prompt_ids"]) == sorted(ids)
     if style != "transcript":
-        assert rendered["prompt_ids"] == ids, "without a budget, prompt_ids follow the ranking"
+        assert rendered["prompt_ids"] == ids, "without a budget, prompt_ids follow the order"
     for record in plain["records"]:
         assert squash(record.get("content", "")) in squash(rendered["prompt"])
 
 
-def test_cited_carries_each_uri(client: A2MClient, styles: list[str]) -> None:
-    if "cited" not in styles:
-        pytest.skip("cited not offered")
-    result = recall(client, prompt={"style": "cited"})
-    included = {r["id"]: r for r in result["records"] if r["id"] in result["prompt_ids"]}
+def test_method_none_renders_nothing(client: A2MClient, styles: list[str]) -> None:
+    plain = recall(client)
+    for prompt in ({"method": "none"}, {"method": "none", "style": "facts", "budget": 10}):
+        result = recall(client, prompt=prompt)
+        assert result == plain, "method none: no prompt field, records unchanged"
+
+
+def test_cite_marks_each_entry_with_its_uri_or_key(client: A2MClient, styles: list[str]) -> None:
+    result = recall(client, prompt={"style": "facts", "cite": True})
+    plain = recall(client, prompt={"style": "facts"})
+    included = [r for r in result["records"] if r["id"] in result["prompt_ids"]]
     assert included
-    for record in included.values():
-        if "uri" in record:
-            assert record["uri"] in result["prompt"]
+    sources = [r.get("uri") or r.get("key") for r in included]
+    assert any(sources), "the demo corpus maps uri and key"
+    for source in sources:
+        if source:
+            assert f"[{source}]" in result["prompt"]
+            assert f"[{source}]" not in plain["prompt"], "without cite, no source marks"
 
 
-def _entry_budget(client: A2MClient, style: str) -> tuple[dict[str, Any], int]:
-    """A budget that fits the first two records but not all of them."""
-    full = recall(client, prompt={"style": style})
-    assert len(full["records"]) >= 3
-    per_record = []
-    for record in full["records"]:
-        alone = client.call(
-            "memory/recall",
-            {"where": {"id": record["id"]}, "prompt": {"style": style}},
-        )
-        per_record.append(len(alone["prompt"]) // 4 + 8)
-    return full, per_record[0] + per_record[1] + 4
-
-
-@pytest.mark.parametrize("style", ["list", "cited", "transcript"])
-def test_budget_trims_whole_records(client: A2MClient, styles: list[str], style: str) -> None:
-    if style not in styles:
-        pytest.skip(f"{style} not offered")
-    full, budget = _entry_budget(client, style)
-    trimmed = recall(client, prompt={"style": style, "budget": budget})
-    assert trimmed["records"] == full["records"], "a budget changed the records"
-    kept = trimmed["prompt_ids"]
-    ids = [r["id"] for r in full["records"]]
-    assert 0 < len(kept) < len(ids), (budget, kept)
-    assert set(kept) <= set(ids)
-    if style != "transcript":
-        assert kept == ids[: len(kept)], "trimming must drop from the tail of the ranking"
-    by_id = {r["id"]: r for r in full["records"]}
-    text = squash(trimmed["prompt"])
-    for rid in kept:
-        assert squash(by_id[rid].get("content", "")) in text, "a kept record was cut"
-    for rid in set(ids) - set(kept):
-        content = squash(by_id[rid].get("content", ""))
-        if content and not any(content in squash(by_id[k].get("content", "")) for k in kept):
-            assert content not in text, "a trimmed record's text is still in the prompt"
-    tokenizer = client.call("memory/describe")["prompt"].get("tokenizer")
-    if tokenizer == "chars/4":
-        assert (len(trimmed["prompt"]) + 3) // 4 <= budget
+def test_budget_is_characters_and_trims_whole_records(client: A2MClient, styles: list[str]) -> None:
+    full = recall(client, prompt={"style": "facts"})
+    lines = full["prompt"].split("\n")
+    assert len(lines) == len(full["records"]) >= 3
+    budget = len(lines[0]) + 1 + len(lines[1])  # exactly the first two entries
+    for b in (budget, budget + 1):
+        trimmed = recall(client, prompt={"style": "facts", "budget": b})
+        assert trimmed["records"] == full["records"], "a budget changed the records"
+        ids = [r["id"] for r in full["records"]]
+        assert trimmed["prompt_ids"] == ids[:2], (b, trimmed["prompt_ids"])
+        assert len(trimmed["prompt"]) <= b
+        assert trimmed["prompt"] == "\n".join(lines[:2]), "a kept record was cut"
+    one = recall(client, prompt={"style": "facts", "budget": budget - 1})
+    assert one["prompt_ids"] == [full["records"][0]["id"]]
+    assert len(one["prompt"]) <= budget - 1
 
 
 def test_budget_too_small_for_any_record(client: A2MClient, styles: list[str]) -> None:
     plain = recall(client)
-    result = recall(client, prompt={"style": "list", "budget": 1})
-    assert result["records"] == plain["records"]
-    assert result["prompt_ids"] == []
-    assert result["prompt"].strip() == ""
+    for budget in (0, 1):
+        result = recall(client, prompt={"style": "facts", "budget": budget})
+        assert result["records"] == plain["records"]
+        assert result["prompt_ids"] == []
+        assert result["prompt"] == ""
 
 
 @pytest.mark.parametrize(
@@ -141,25 +139,19 @@ def test_budget_too_small_for_any_record(client: A2MClient, styles: list[str]) -
         {"model": "gpt-4o"},
         {"method": "template", "model": "some-model"},
         {"style": "haiku"},
+        {"style": "list"},
+        {"style": "cited"},
         {"style": ""},
-        {"budget": 0},
         {"budget": -5},
+        {"budget": "120"},
+        {"cite": "yes"},
     ],
     ids=repr,
 )
 @pytest.mark.parametrize("method", ["memory/recall", "memory/timeline"])
 def test_unoffered_prompt_options_are_invalid_params(
-    client: A2MClient,
-    styles: list[str],
-    describe: dict[str, Any],
-    prompt: dict[str, Any],
-    method: str,
+    client: A2MClient, styles: list[str], prompt: dict[str, Any], method: str
 ) -> None:
-    offered = describe["prompt"]
-    if prompt.get("method") in offered["methods"] and "model" not in prompt:
-        pytest.skip("offered")
-    if prompt.get("style") in styles:
-        pytest.skip("offered")
     params: dict[str, Any] = {"prompt": prompt, "limit": 3}
     if method == "memory/recall":
         params["query"] = QUERY
@@ -181,8 +173,8 @@ def test_budget_within_and_beyond_the_declared_maximum(
 
 def test_prompt_on_an_empty_result(client: A2MClient, styles: list[str]) -> None:
     result = client.call(
-        "memory/recall", {"where": {"no_such_field": "x"}, "prompt": {"style": "cited"}}
+        "memory/recall", {"where": {"no_such_field": "x"}, "prompt": {"cite": True}}
     )
     assert result["records"] == []
     assert result["prompt_ids"] == []
-    assert isinstance(result["prompt"], str)
+    assert result["prompt"] == ""

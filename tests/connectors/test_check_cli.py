@@ -73,3 +73,52 @@ def test_check_prints_describe_and_three_mapped_records(
         assert "\n\n" in record["content"]
         # Only mapped fields leave the gateway: the index's `acl` field is not one of them.
         assert set(record) == {"id", "content", "key", "group", "created_at"}
+    assert "warnings" not in out, "created_at is mapped: nothing to warn about"
+    assert "created_at_fallback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        pytest.param("opensearch", marks=pytest.mark.opensearch),
+        pytest.param("elasticsearch", marks=pytest.mark.elasticsearch),
+    ],
+)
+def test_check_warns_when_records_take_the_created_at_fallback(
+    engine: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """§3.1 requires created_at; a store mapping no date field names a fallback, and
+    `check` says that every record carries it and what timeline order then means."""
+    loaded: Loaded = request.getfixturevalue("os_loaded" if engine == "opensearch" else "es_loaded")
+    config = {
+        "stores": {
+            "undated": {
+                "backend": engine,
+                "index": loaded.index,
+                "connection": {"hosts": [loaded.url]},
+                "mapping": {
+                    "id": "doc_id",
+                    "content": "text",
+                    "created_at_fallback": "2020-01-01T00:00:00Z",
+                },
+                "search": {"mode": "lexical", "text_fields": ["text"]},
+            }
+        }
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    proc = subprocess.run(
+        [sys.executable, "-m", "gateway", "check", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["ok"] is True
+    (warning,) = out["warnings"]
+    assert "mapping.created_at_fallback" in warning
+    assert "timeline order" in warning
+    assert "mapping.created_at_fallback" in proc.stderr, "logged as a warning too"
+    assert [r["created_at"] for r in out["sample"]] == ["2020-01-01T00:00:00.000Z"] * 3

@@ -1,4 +1,4 @@
-"""An engine killed mid-run: the gateway answers -32050, says not ready, and recovers.
+"""An engine killed mid-run: the gateway answers a retryable -32603, says not ready, recovers.
 
 Runs last in this package (the name sorts last): it kills the shared node and
 waits for it to be back on the same port before it returns, so later tests
@@ -83,7 +83,10 @@ async def test_engine_killed_then_restarted(engine: str, request: pytest.Fixture
             engines("kill", engine)
             down = await recall()
             assert down["id"] == 7
-            assert down["error"]["code"] == -32050, down
+            # DECISIONS.md §2: engine trouble is a retryable server fault.
+            assert down["error"]["code"] == -32603, down
+            assert down["error"]["data"]["reason"] == "engine_unavailable"
+            assert down["error"]["data"]["retryable"] is True
             assert down["error"]["data"]["retry_after_ms"] > 0
             port = loaded.url.rsplit(":", 1)[1]
             assert port not in str(down)

@@ -161,9 +161,10 @@ prompt = st.one_of(
     st.fixed_dictionaries(
         {},
         optional={
-            "method": st.one_of(st.sampled_from(["template", "model"]), text),
-            "style": st.one_of(st.sampled_from(["list", "cited", "transcript"]), text),
+            "method": st.one_of(st.sampled_from(["template", "none", "model"]), text),
+            "style": st.one_of(st.sampled_from(["auto", "facts", "transcript"]), text),
             "budget": st.one_of(ints, floats),
+            "cite": st.one_of(st.booleans(), json_values),
             "model": text,
         },
     ),

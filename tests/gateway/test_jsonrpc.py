@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from connectors.errors import EngineRejected, EngineTimeout, EngineUnavailable
-from gateway.errors import DOCUMENTED_CODES, ErrorCode, InvalidParams
+from gateway.errors import DOCUMENTED_CODES, A2MError, ErrorCode, InvalidParams
 from gateway.jsonrpc import handle_message, to_wire_error
 
 
@@ -96,17 +96,92 @@ async def test_unexpected_exception_becomes_bare_internal_error() -> None:
     assert orjson.loads(out)["error"] == {"code": -32603, "message": "Internal error"}
 
 
-def test_connector_errors_map_to_backend_codes() -> None:
+def test_engine_trouble_is_a_retryable_internal_error() -> None:
+    """DECISIONS.md §2: -32603 with data.reason / retryable / retry_after_ms."""
     unavailable = to_wire_error(EngineUnavailable(retry_after_ms=2500))
-    assert unavailable.code == ErrorCode.BACKEND_UNAVAILABLE
-    assert unavailable.data == {"retry_after_ms": 2500}
-    assert to_wire_error(EngineTimeout()).code == ErrorCode.BACKEND_TIMEOUT
-    assert to_wire_error(EngineRejected("x")).code == ErrorCode.INTERNAL_ERROR
+    assert int(unavailable.code) == -32603
+    assert unavailable.data == {
+        "reason": "engine_unavailable",
+        "retryable": True,
+        "retry_after_ms": 2500,
+    }
+    late = to_wire_error(EngineTimeout())
+    assert late.code == -32603
+    assert late.data == {"reason": "deadline_exceeded", "retryable": True, "retry_after_ms": 1000}
+    # A deterministic refusal of the caller's query is its own fault, and not retryable.
+    refused = to_wire_error(EngineRejected("x"))
+    assert refused.code == -32602
+    assert refused.data == {"retryable": False}
     err = InvalidParams("bad")
     assert to_wire_error(err) is err
 
 
-def test_documented_codes_match_decisions() -> None:
-    assert {-32700, -32600, -32601, -32602, -32603} <= DOCUMENTED_CODES
-    assert {-32001, -32002, -32003, -32004, -32005, -32006, -32007} <= DOCUMENTED_CODES
-    assert {-32050, -32051} <= DOCUMENTED_CODES
+CANONICAL_CODES = {
+    # JSON-RPC 2.0
+    -32700: "PARSE_ERROR",
+    -32600: "INVALID_REQUEST",
+    -32601: "METHOD_NOT_FOUND",
+    -32602: "INVALID_PARAMS",
+    -32603: "INTERNAL_ERROR",
+    # A2M 0.1 §7, restated in shared/spec/DECISIONS.md §1 (a closed list)
+    -32001: "UNKNOWN_RECORD",
+    -32002: "UNKNOWN_TIER",
+    -32003: "CAPABILITY_NOT_SUPPORTED",
+    -32004: "READ_ONLY",
+    -32005: "SCOPE_DENIED",
+    -32006: "QUOTA_EXCEEDED",
+    -32007: "PROTOCOL_NOT_SUPPORTED",
+    -32008: "EMBEDDING_MISMATCH",
+}
+
+
+def test_codes_are_exactly_the_canonical_list() -> None:
+    assert {int(c): c.name for c in ErrorCode} == CANONICAL_CODES
+    assert frozenset(CANONICAL_CODES) == DOCUMENTED_CODES
+
+
+def _subclasses(cls: type[A2MError]) -> list[type[A2MError]]:
+    out: list[type[A2MError]] = []
+    for sub in cls.__subclasses__():
+        out += [sub, *_subclasses(sub)]
+    return out
+
+
+def test_every_exception_carries_a_canonical_code() -> None:
+    import gateway.errors as errors
+
+    classes = _subclasses(errors.A2MError)
+    assert len(classes) >= 15  # the whole tree, not an empty walk
+    for cls in classes:
+        assert int(cls.code) in CANONICAL_CODES, cls
+
+
+def test_exception_names_keep_their_meaning() -> None:
+    """Other modules raise these by name; the name must mean the canonical code."""
+    import gateway.errors as errors
+
+    assert errors.ScopeDenied.code == -32005
+    assert errors.QuotaExceeded.code == -32006
+    assert errors.EmbeddingMismatch.code == -32008
+    assert errors.UnknownTier.code == -32002
+    assert errors.UnknownRecord.code == -32001
+    assert errors.BackendUnavailable.code == errors.BackendTimeout.code == -32603
+
+
+def test_no_code_is_written_outside_the_errors_module() -> None:
+    """A literal -320xx elsewhere in the package would bypass the closed list."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    pattern = re.compile(r"-320\d\d\b")
+    sources = [*(root / "gateway").rglob("*.py"), *(root / "connectors").rglob("*.py")]
+    assert len(sources) > 10
+    offenders = [
+        f"{p.relative_to(root)}: {m.group()}"
+        for p in sources
+        if p.name != "errors.py"
+        for m in pattern.finditer(p.read_text(encoding="utf-8"))
+        if int(m.group()) not in CANONICAL_CODES
+    ]
+    assert offenders == []

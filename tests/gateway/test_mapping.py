@@ -67,3 +67,29 @@ def test_media_type_from_uri_extension() -> None:
     assert media_type_from_uri("docs/guide.md#setup") == "text/markdown"
     assert media_type_from_uri("s3://bucket/key/img.PNG") == "image/png"
     assert media_type_from_uri("https://x.example/") is None
+
+
+def test_created_at_falls_back_to_the_configured_constant() -> None:
+    """§3.1 requires created_at: a store with no date field names a fallback."""
+    unmapped = RecordMapper(MappingConfig(content="c"))
+    assert unmapped.to_record(Hit(id="1", source={"c": "x"})).to_wire()["created_at"] == (
+        "1970-01-01T00:00:00.000Z"
+    )
+    chosen = MappingConfig.model_validate(
+        {"content": "c", "created_at": "ts", "created_at_fallback": "2024-06-01T12:00:00+02:00"}
+    )
+    mapper = RecordMapper(chosen)
+    # A document without a (parseable) date takes the fallback, in UTC.
+    for source in ({"c": "x"}, {"c": "x", "ts": "not a date"}):
+        wire = mapper.to_record(Hit(id="1", source=source)).to_wire()
+        assert wire["created_at"] == "2024-06-01T10:00:00.000Z"
+    dated = mapper.to_record(Hit(id="2", source={"c": "x", "ts": "2026-01-02T03:04:05Z"}))
+    assert dated.to_wire()["created_at"] == "2026-01-02T03:04:05.000Z"
+
+
+def test_created_at_warning_only_without_a_date_field() -> None:
+    warning = MappingConfig(content="c").created_at_warning()
+    assert warning is not None
+    assert "mapping.created_at_fallback" in warning
+    assert "1970-01-01T00:00:00Z" in warning
+    assert MappingConfig(content="c", created_at="ts").created_at_warning() is None

@@ -42,9 +42,24 @@ def test_other_zones_convert_to_utc() -> None:
 
 def test_absent_fields_are_omitted_and_metadata_round_trips() -> None:
     meta = {"nested": {"list": [1, "two", None, {"x": 1.5}]}, "flag": False, "empty": {}}
-    wire = Record(id="r1", content="c", metadata=meta).to_wire()
-    assert wire == {"id": "r1", "content": "c", "metadata": meta}
+    when = datetime(2026, 1, 2, tzinfo=UTC)
+    wire = Record(id="r1", content="c", metadata=meta, created_at=when).to_wire()
+    assert wire == {
+        "id": "r1",
+        "content": "c",
+        "created_at": "2026-01-02T00:00:00.000Z",
+        "metadata": meta,
+    }
     assert wire["metadata"] is meta
+
+
+def test_content_and_created_at_are_always_on_the_wire() -> None:
+    """§3.1: both are required on every record."""
+    assert Record(id="r1").to_wire() == {
+        "id": "r1",
+        "content": "",
+        "created_at": "1970-01-01T00:00:00.000Z",
+    }
 
 
 def test_years_before_1000_are_zero_padded() -> None:

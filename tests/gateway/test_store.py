@@ -118,6 +118,9 @@ async def test_describe_is_built_from_the_store() -> None:
     }
     assert d["limits"]["max_recall_limit"] == 50
     assert await code_of(client, "memory/describe", {"protocol": "a2m/0.2"}) == -32007
+    # owner is a describe param (requires scopes); where scopes is not declared it is ignored.
+    assert "scopes" not in d["capabilities"]
+    assert (await client.call("memory/describe", {"owner": "alice"}))["name"] == "s"
 
 
 async def test_where_translates_fields_and_metadata_unknown_matches_nothing() -> None:
@@ -165,12 +168,31 @@ async def test_limits_are_enforced() -> None:
     client, _ = make(hits(60))
     assert len((await client.call("memory/recall", {"query": "x"}))["records"]) == 10
     assert len((await client.call("memory/recall", {"query": "x", "limit": 50}))["records"]) == 50
-    for bad in (51, 0, -1):
+    for bad in (51, -1):
         assert await code_of(client, "memory/recall", {"query": "x", "limit": bad}) == -32602
     assert await code_of(client, "memory/recall", {"query": "q" * 5000}) == -32602
     many = {f"k{i}": "v" for i in range(17)}
     assert await code_of(client, "memory/recall", {"where": many}) == -32602
     assert await code_of(client, "memory/recall", {"where": {"lang": ["x"] * 101}}) == -32602
+
+
+async def test_limit_zero_is_as_many_as_the_store_allows() -> None:
+    """DECISIONS.md §2: the canonical client sends limit 0 to mean "all"."""
+    # Newest first, as the connector answers an ordered read with newest_first.
+    docs = [
+        Hit(id=str(i), source={"body": "x", "ts": f"2026-01-01T{i // 60:02d}:{i % 60:02d}:00Z"})
+        for i in reversed(range(60))
+    ]
+    client, conn = make(docs)
+    out = await client.call("memory/recall", {"query": "x", "limit": 0})
+    assert len(out["records"]) == 50
+    assert conn.searches[-1].limit == 50
+    out = await client.call("memory/timeline", {"limit": 0})
+    assert conn.ordered_reads[-1].limit == 50
+    assert conn.ordered_reads[-1].newest_first, "the newest max_recall_limit records"
+    stamps = [r["created_at"] for r in out["records"]]
+    assert len(stamps) == 50
+    assert stamps == sorted(stamps), "and still ascending"
 
 
 async def test_scores_clamped_descending_and_min_score() -> None:
@@ -205,7 +227,7 @@ async def test_timeline_reverses_newest_first_read() -> None:
 
 async def test_vectors_and_capability_gates() -> None:
     client, conn = make(hits(2), vectors=VectorInfo(3, "cosine", ("cosine",)))
-    assert await code_of(client, "memory/recall", {"embedding": [0.1, 0.2]}) == -32002
+    assert await code_of(client, "memory/recall", {"embedding": [0.1, 0.2]}) == -32008
     await client.call("memory/recall", {"embedding": [0.1, 0.2, 0.3], "query": "x"})
     assert conn.searches[-1].dense == [0.1, 0.2, 0.3]
     assert conn.searches[-1].text == "x", "text and vector together are hybrid"
@@ -217,10 +239,11 @@ async def test_vectors_and_capability_gates() -> None:
 
 async def test_read_only_and_unknown_methods() -> None:
     client, _ = make()
-    for method in ("memory/remember", "memory/forget", "memory/summarize"):
+    for method in ("memory/remember", "memory/forget"):
         for params in ({}, {"records": [{"content": "x"}]}, {"ids": ["1"]}):
             assert await code_of(client, method, params) == -32004
     for method in (
+        "memory/summarize",  # DECISIONS.md §2: an undeclared capability, as the reference does
         "memory/promote",
         "memory/consolidate",
         "memory/reinforce",
@@ -243,10 +266,19 @@ async def test_fetch_key_required_and_miss_is_null() -> None:
 async def test_prompt_does_not_change_records() -> None:
     client, _ = make(hits(5))
     plain = await client.call("memory/recall", {"query": "x"})
-    with_prompt = await client.call("memory/recall", {"query": "x", "prompt": {"style": "cited"}})
-    assert with_prompt["records"] == plain["records"]
-    assert with_prompt["prompt_ids"] == [r["id"] for r in plain["records"]]
-    assert await code_of(client, "memory/recall", {"prompt": {"method": "model"}}) == -32602
+    for prompt in ({"style": "facts", "cite": True}, True, {"method": "none"}, {"budget": 20}):
+        with_prompt = await client.call("memory/recall", {"query": "x", "prompt": prompt})
+        assert with_prompt["records"] == plain["records"]
+    # "- doc 0\n- doc 1" is 15 characters; a third entry would pass 20.
+    assert with_prompt["prompt_ids"] == [r["id"] for r in plain["records"][:2]]
+    assert with_prompt["prompt"] == "- doc 0\n- doc 1"
+    none = await client.call("memory/recall", {"query": "x", "prompt": {"method": "none"}})
+    assert set(none) == {"records"}
+    for bad in ({"method": "model"}, {"style": "cited"}, {"style": "list"}, {"budget": -1}):
+        assert await code_of(client, "memory/recall", {"prompt": bad}) == -32602
+    d = await client.call("memory/describe", {})
+    assert d["prompt"]["styles"] == ["auto", "facts", "transcript"]
+    assert d["prompt"]["methods"] == ["template", "none"]
 
 
 async def test_where_equality_is_checked_on_the_mapped_records() -> None:

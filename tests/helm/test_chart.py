@@ -946,7 +946,15 @@ class _FakeGateway(BaseHTTPRequestHandler):
                 {
                     "jsonrpc": "2.0",
                     "id": request["id"],
-                    "error": {"code": -32050, "message": "backend unavailable"},
+                    "error": {
+                        "code": -32603,
+                        "message": "The search engine behind this store is unavailable",
+                        "data": {
+                            "reason": "engine_unavailable",
+                            "retryable": True,
+                            "retry_after_ms": 1000,
+                        },
+                    },
                 },
             )
             return
@@ -1026,7 +1034,7 @@ def test_hook_script_fails_on_a_json_rpc_error(
     proc = _run_hook_script(rendered(helm, None), base_url)
     assert proc.returncode == 1
     assert "FAIL demo memory/recall: JSON-RPC error" in proc.stdout
-    assert "-32050" in proc.stdout
+    assert "-32603" in proc.stdout
 
 
 def test_hook_script_fails_when_nothing_listens(helm: str) -> None:

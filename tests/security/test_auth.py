@@ -303,7 +303,7 @@ async def test_the_body_cannot_widen_the_scope(
     assert await recall_ids(client, headers, sub="bob", limit=100) <= allowed
     # A disagreeing owner is refused.
     r = await post(client, headers, rpc("memory/recall", {"query": "x", "owner": "bob"}))
-    assert r.json()["error"]["code"] == -32006
+    assert r.json()["error"]["code"] == -32005
 
 
 async def test_timeline_and_fetch_are_scoped_too(

@@ -66,7 +66,7 @@ async def test_a_long_key_prefix_is_invalid_params(
         ):
             answer = await _call(store, "memory/recall", params)
             assert answer["error"]["code"] == ErrorCode.INVALID_PARAMS, (length, answer)
-            assert answer["error"]["data"] == {"reason": "query_too_large"}
+            assert answer["error"]["data"] == {"reason": "query_too_large", "retryable": False}
         tl = await _call(store, "memory/timeline", {"key_prefix": "k" * length})
         assert tl["error"]["code"] == ErrorCode.INVALID_PARAMS
 
@@ -88,7 +88,7 @@ async def test_too_many_terms_on_opensearch_is_invalid_params_sent_once(
         answer = await _call(store, "memory/recall", {"query": query})
     searches = [r for r in seen if "/_search" in r.path]
     assert answer["error"]["code"] == ErrorCode.INVALID_PARAMS, answer
-    assert answer["error"]["data"] == {"reason": "query_too_large"}  # the engine's refusal
+    assert answer["error"]["data"]["reason"] == "query_too_large"  # the engine's refusal
     assert "retry_after_ms" not in json.dumps(answer)
     assert len(searches) == 1  # deterministic: not retried
 
@@ -102,7 +102,7 @@ async def test_a_missing_index_says_why_to_the_operator(
     with caplog.at_level(logging.WARNING):
         answer = await _call(store, "memory/recall", {"query": "alpha"})
     assert answer["error"]["code"] == ErrorCode.INTERNAL_ERROR
-    assert answer["error"]["data"] == {"reason": "index_unusable"}
+    assert answer["error"]["data"] == {"reason": "index_unusable", "retryable": False}
     assert url.split("//")[1] not in json.dumps(answer)  # no host on the wire
     logged = [r.getMessage() for r in caplog.records]
     assert any("index: the index does not exist in the engine" in m for m in logged), logged

@@ -34,7 +34,9 @@ async def every_answer(client: InProcessClient) -> list[Any]:
         await client.call("memory/describe", {}),
         await client.call("memory/recall", {"query": "deploy keys", "limit": 100}),
         await client.call("memory/recall", {"limit": 100, "embeddings": True}),
-        await client.call("memory/timeline", {"limit": 100, "prompt": {"style": "cited"}}),
+        await client.call(
+            "memory/timeline", {"limit": 100, "prompt": {"style": "facts", "cite": True}}
+        ),
         await client.call("memory/recall", {"query": "deploy", "prompt": {"style": "transcript"}}),
     ]
     answers += [await client.call("memory/fetch", {"key": f"doc/{i}"}) for i in range(8)]

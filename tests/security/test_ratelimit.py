@@ -1,4 +1,4 @@
-"""Per-principal rate limit: a token bucket per caller, -32005 QUOTA_EXCEEDED when empty."""
+"""Per-principal rate limit: a token bucket per caller, -32006 QUOTA_EXCEEDED when empty."""
 
 from __future__ import annotations
 
@@ -71,14 +71,14 @@ async def test_quota_exceeded_over_http_is_per_principal(issuer: Issuer) -> None
             assert r.status_code == 200
             err = r.json().get("error")
             if err is not None:
-                assert err["code"] == -32005
+                assert err["code"] == -32006
                 assert err["data"]["retry_after_ms"] > 0
             return None if err is None else int(err["code"])
 
         assert [await code(alice) for _ in range(3)] == [None, None, None]
-        assert await code(alice) == -32005
+        assert await code(alice) == -32006
         # A fresh token of the same subject is the same principal: still limited.
-        assert await code(bearer(issuer.token("alice", exp_in=600))) == -32005
+        assert await code(bearer(issuer.token("alice", exp_in=600))) == -32006
         assert await code(bob) is None
         # The well-known document answers 429 instead.
         r = await client.get("/.well-known/a2m-server.json", headers=alice)

@@ -265,7 +265,7 @@ async def test_the_same_probes_find_bobs_documents_for_bob(
 async def test_owner_on_a_real_engine(target: Target, corpus: Corpus, issuer: Issuer) -> None:
     alice = bearer(issuer.token("alice", groups=[ALPHA, BRAVO]))
     denied = await target.call(alice, "memory/timeline", {"owner": "bob"})
-    assert denied["error"]["code"] == -32006
+    assert denied["error"]["code"] == -32005
     mine = await target.call(alice, "memory/timeline", {"owner": "alice", "limit": 100})
     ids = returned_ids(mine)
     assert ids

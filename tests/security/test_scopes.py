@@ -111,7 +111,7 @@ async def test_in_process_with_a_principal_is_scoped_like_http() -> None:
     }
     with pytest.raises(A2MRemoteError) as info:
         await call(client, "memory/recall", {"query": "x", "owner": "bob"})
-    assert info.value.code == -32006
+    assert info.value.code == -32005
 
 
 # -- HTTP ------------------------------------------------------------------------------------------
@@ -214,10 +214,15 @@ async def test_owner_must_be_the_principal(issuer: Issuer) -> None:
     h = await http_app({"auth": auth_section(issuer)}, scope=ACL)
     h.headers = bearer(issuer.token("alice", groups=["team-a", "team-b"]))
     denied = await h.call("memory/recall", {"query": "deploy", "owner": "bob"})
-    assert denied["error"]["code"] == -32006
+    assert denied["error"]["code"] == -32005
     assert denied["error"]["data"] == {"param": "owner"}
-    for method, params in (("memory/timeline", {}), ("memory/fetch", {"key": "doc/1"})):
-        assert (await h.call(method, {**params, "owner": "bob"}))["error"]["code"] == -32006
+    for method, params in (
+        ("memory/timeline", {}),
+        ("memory/fetch", {"key": "doc/1"}),
+        ("memory/describe", {}),  # canonical §4.1: describe takes owner where scopes is declared
+    ):
+        assert (await h.call(method, {**params, "owner": "bob"}))["error"]["code"] == -32005
+    assert "result" in await h.call("memory/describe", {"owner": "alice"})
     # Its own owner narrows to its own records, still inside its groups.
     mine = (await h.call("memory/timeline", {"limit": 100, "owner": "alice"}))["result"]
     assert mine["records"]
@@ -225,7 +230,7 @@ async def test_owner_must_be_the_principal(issuer: Issuer) -> None:
     # API-key principal: owner is its subject.
     h.headers = bearer(BOB_KEY)
     assert "result" in await h.call("memory/timeline", {"owner": "bob"})
-    assert (await h.call("memory/timeline", {"owner": "alice"}))["error"]["code"] == -32006
+    assert (await h.call("memory/timeline", {"owner": "alice"}))["error"]["code"] == -32005
     await h.client.aclose()
 
 
@@ -234,7 +239,7 @@ async def test_owner_claim_is_configurable(issuer: Issuer) -> None:
     h = await http_app({"auth": auth_section(issuer)}, scope=scope)
     h.headers = bearer(issuer.token("u-1", groups=["team-a"], email="alice"))
     assert "result" in await h.call("memory/timeline", {"owner": "alice"})
-    assert (await h.call("memory/timeline", {"owner": "u-1"}))["error"]["code"] == -32006
+    assert (await h.call("memory/timeline", {"owner": "u-1"}))["error"]["code"] == -32005
     await h.client.aclose()
 
 
@@ -315,7 +320,7 @@ async def test_forwarding_sends_the_callers_token_and_refuses_api_keys(issuer: I
     assert engine.authorizations == [f"Bearer {token}"] * 3
     # An API key means nothing to the engine: refused rather than read with our own rights.
     h.headers = bearer(BOB_KEY)
-    assert (await h.call("memory/recall", {"query": "deploy"}))["error"]["code"] == -32006
+    assert (await h.call("memory/recall", {"query": "deploy"}))["error"]["code"] == -32005
     assert len(engine.authorizations) == 3
     await h.client.aclose()
 

@@ -2,7 +2,7 @@
 
 Every record of the store points at a socket this test listens on (by IP, by
 `localhost`, over http, https and ftp, with and without a path). A real
-`a2m-gateway serve` process answers describe, recall (with a `cited` prompt,
+`a2m-gateway serve` process answers describe, recall (with a cited `facts` prompt,
 which prints the uris), timeline, fetch, `where` on uri and both discovery
 documents; the listener must not see a single connection attempt.
 """
@@ -87,12 +87,14 @@ def test_uris_are_never_fetched(listener: socket.socket, tmp_path: Path) -> None
         assert "external" in d["capabilities"]
         got = client.call(
             "memory/recall",
-            {"query": "quarterly report", "limit": 50, "prompt": {"style": "cited"}},
+            {"query": "quarterly report", "limit": 50, "prompt": {"style": "facts", "cite": True}},
         )
         assert {r["uri"] for r in got["records"]} == set(uris(port))
         assert str(port) in got["prompt"]
         assert client.call("memory/recall", {"limit": 50})["records"]
-        tl = client.call("memory/timeline", {"limit": 50, "prompt": {"style": "cited"}})
+        tl = client.call(
+            "memory/timeline", {"limit": 50, "prompt": {"style": "facts", "cite": True}}
+        )
         assert len(tl["records"]) == len(docs)
         for _, doc in docs:
             record = client.call("memory/fetch", {"key": doc["key"]})["record"]
