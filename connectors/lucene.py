@@ -479,14 +479,21 @@ class QueryTranslator:
         return body
 
     def located(self, hits: Sequence[Hit]) -> Body:
-        """A clause matching exactly the documents the hits name (index, routing, id)."""
-        clauses: list[Body] = []
+        """A clause matching exactly the documents the hits name (index, routing, id).
+
+        One clause per (index, routing) pair, holding that pair's ids: a handful
+        of clauses however many hits, far below the engines' clause limits.
+        """
+        groups: dict[tuple[str | None, str | None], list[str]] = {}
         for h in hits:
-            parts: list[Body] = [{"ids": {"values": [h.id]}}]
-            if h.index is not None:
-                parts.append({"term": {"_index": h.index}})
-            if h.routing is not None:
-                parts.append({"term": {"_routing": h.routing}})
+            groups.setdefault((h.index, h.routing), []).append(h.id)
+        clauses: list[Body] = []
+        for (index, routing), ids in groups.items():
+            parts: list[Body] = [{"ids": {"values": ids}}]
+            if index is not None:
+                parts.append({"term": {"_index": index}})
+            if routing is not None:
+                parts.append({"term": {"_routing": routing}})
             else:
                 parts.append({"bool": {"must_not": [{"exists": {"field": "_routing"}}]}})
             clauses.append({"bool": {"filter": parts}})

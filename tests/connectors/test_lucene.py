@@ -220,6 +220,7 @@ def test_hybrid_legs_carry_ids_only_and_documents_come_by_ids() -> None:
     }
     scope = Filter(must=(Condition("acl", ("team-a",)),))
     hits = [Hit("b", {}, index="i1", routing="A"), Hit("a", {}, index="i2")]
+    hits.append(Hit("c", {}, index="i1", routing="A"))
     docs = t.by_ids(hits, scope, with_vectors=False)
     # The re-read carries the scope and names each hit by index, routing and id.
     assert docs["query"] == {
@@ -232,7 +233,7 @@ def test_hybrid_legs_carry_ids_only_and_documents_come_by_ids() -> None:
                             {
                                 "bool": {
                                     "filter": [
-                                        {"ids": {"values": ["b"]}},
+                                        {"ids": {"values": ["b", "c"]}},
                                         {"term": {"_index": "i1"}},
                                         {"term": {"_routing": "A"}},
                                     ]
@@ -254,7 +255,7 @@ def test_hybrid_legs_carry_ids_only_and_documents_come_by_ids() -> None:
             ]
         }
     }
-    assert docs["size"] == 2
+    assert docs["size"] == 3
     assert docs["_source"] == t.source(with_vectors=False)
 
 
