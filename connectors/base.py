@@ -122,6 +122,15 @@ class Hit:
     score: float | None = None
     vector: list[float] | None = None
     highlight: str | None = None
+    index: str | None = None
+    """The concrete index that holds it (an alias can span several), when the engine says."""
+    routing: str | None = None
+    """Its custom routing value: one index can hold the same id once per routing value."""
+
+    @property
+    def identity(self) -> tuple[str | None, str | None, str]:
+        """What names exactly one document: ``id`` is unique only within (index, routing)."""
+        return (self.index, self.routing, self.id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from connectors.lucene import (
     LuceneConnector,
     QueryTranslator,
     clamp01,
+    error_causes,
     inner_product_score,
     retry_after_ms,
 )
@@ -161,6 +162,7 @@ class ElasticsearchConnector(LuceneConnector):
                 "status",
                 status=int(exc.meta.status),
                 retry_after_ms=retry_after_ms(dict(exc.meta.headers)),
+                causes=error_causes(exc.body),
             )
         return None
 

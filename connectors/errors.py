@@ -30,6 +30,14 @@ class EngineRejected(ConnectorError):
     """The engine refused the query (4xx): a translation bug or a mapping mismatch."""
 
 
+class QueryTooLarge(EngineRejected):
+    """The engine refused the query as too large (too many terms or clauses).
+
+    Deterministic, whatever the HTTP status the engine chose (OpenSearch says
+    500): never retried, and the caller's to fix (fewer terms).
+    """
+
+
 class EngineConfigError(ConnectorError):
     """The index/collection is missing or does not match the store's config."""
 

@@ -26,8 +26,12 @@ Rules the translator keeps:
   leaves the engine.
 - Ordered reads sort on ``mapping.created_at`` and break ties on a unique key
   (see :class:`OrderPlan`), paging with ``search_after``.
+- Every body carries the request's filter, which holds the caller's scope:
+  searches, kNN legs, ordered pages, fetches and the hybrid re-read alike.
 - Hybrid legs fetch ids and scores only (``candidates`` deep each); the fused
-  top hits' documents come in one ``ids`` query.
+  top hits' documents come in one query that names each hit by index, routing
+  and id (an ``_id`` is unique only within one index and routing value) and
+  still carries the filter.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ from connectors.errors import (
     EngineRejected,
     EngineTimeout,
     EngineUnavailable,
+    QueryTooLarge,
 )
 from connectors.retry import remaining, retry_read
 
@@ -104,6 +109,11 @@ _SORTABLE_TIME_TYPES = frozenset(
     {"date", "date_nanos", "long", "integer", "unsigned_long", "double", "float", "keyword"}
 )
 _TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
+_TOO_LARGE = frozenset({"too_many_clauses", "too_many_nested_clauses"})
+"""Root causes that mean the query itself is too large, whatever the status."""
+
+MAX_PREFIX_QUERY = 1000
+"""The longest key prefix the engines match (Lucene's automaton limit, ``max_regex_length``)."""
 
 
 # --------------------------------------------------------------------------- translator
@@ -304,8 +314,20 @@ class QueryTranslator:
         clauses.extend(self.time_windows(t) for t in flt.times)
         if flt.key_prefix is not None:
             field, prefix = flt.key_prefix
-            clauses.append({"prefix": {self.exact(field): {"value": prefix}}})
+            clauses.append(self.key_prefix(self.exact(field), prefix))
         return clauses
+
+    @staticmethod
+    def key_prefix(field: str, prefix: str) -> Body:
+        """Keys starting with ``prefix``.
+
+        Raises:
+            QueryTooLarge: the prefix is longer than the engines can match (every
+                automaton query, prefix and range alike, stops at 1000 characters).
+        """
+        if len(prefix) > MAX_PREFIX_QUERY:
+            raise QueryTooLarge(f"a key prefix longer than {MAX_PREFIX_QUERY} characters")
+        return {"prefix": {field: {"value": prefix}}}
 
     def filtered(self, flt: Filter, scoring: Body | None = None) -> Body:
         """A query: ``scoring`` (or match_all) restricted by ``flt`` without changing scores."""
@@ -444,11 +466,38 @@ class QueryTranslator:
             body["sort"] = [{self.order.primary: {"order": "desc"}}]
         return body
 
-    def by_ids(self, ids: Sequence[str], *, with_vectors: bool) -> Body:
-        """The documents of the fused top hits of a hybrid search."""
-        body = self._common(len(ids), with_vectors=with_vectors)
-        body["query"] = {"ids": {"values": list(ids)}}
+    def by_ids(self, hits: Sequence[Hit], flt: Filter, *, with_vectors: bool) -> Body:
+        """The documents of the fused top hits of a hybrid search, under the request's filter.
+
+        Each hit is named by its index, routing and id: the same ``_id`` can be held
+        once per routing value, and once per index behind an alias, by documents of
+        different tenants. The filter (which carries the caller's scope) is applied
+        again, so the re-read can never return what the legs could not.
+        """
+        body = self._common(len(hits), with_vectors=with_vectors)
+        body["query"] = {"bool": {"filter": [*self.filter_clauses(flt), self.located(hits)]}}
         return body
+
+    def located(self, hits: Sequence[Hit]) -> Body:
+        """A clause matching exactly the documents the hits name (index, routing, id).
+
+        One clause per (index, routing) pair, holding that pair's ids: a handful
+        of clauses however many hits, far below the engines' clause limits.
+        """
+        groups: dict[tuple[str | None, str | None], list[str]] = {}
+        for h in hits:
+            groups.setdefault((h.index, h.routing), []).append(h.id)
+        clauses: list[Body] = []
+        for (index, routing), ids in groups.items():
+            parts: list[Body] = [{"ids": {"values": ids}}]
+            if index is not None:
+                parts.append({"term": {"_index": index}})
+            if routing is not None:
+                parts.append({"term": {"_routing": routing}})
+            else:
+                parts.append({"bool": {"must_not": [{"exists": {"field": "_routing"}}]}})
+            clauses.append({"bool": {"filter": parts}})
+        return _any_of(clauses)
 
     # ---- responses
 
@@ -470,6 +519,7 @@ class QueryTranslator:
                 fragments = raw["highlight"].get(content) or []
                 highlight = fragments[0] if fragments else None
             score = raw.get("_score")
+            index, routing = raw.get("_index"), raw.get("_routing")
             out.append(
                 Hit(
                     id=str(raw["_id"]),
@@ -477,6 +527,8 @@ class QueryTranslator:
                     score=float(score) if isinstance(score, int | float) else None,
                     vector=vector,
                     highlight=highlight,
+                    index=str(index) if index is not None else None,
+                    routing=str(routing) if routing is not None else None,
                 )
             )
         return out
@@ -527,24 +579,29 @@ def fuse_rrf(
     if not any(w > 0 for w in weights):
         weights = [1.0] * len(legs)
     best = sum(weights) / (k + 1)
-    fused: dict[str, Hit] = {}
-    scores: dict[str, float] = {}
+    # Keyed by identity, not id: two documents may share an id (routing, aliases).
+    Key = tuple[str | None, str | None, str]
+    fused: dict[Key, Hit] = {}
+    scores: dict[Key, float] = {}
     for (hits, _), weight in zip(legs, weights, strict=True):
         for rank, hit in enumerate(hits, start=1):
-            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (k + rank)
-            merged = fused.get(hit.id)
+            ident = hit.identity
+            scores[ident] = scores.get(ident, 0.0) + weight / (k + rank)
+            merged = fused.get(ident)
             if merged is None:
-                fused[hit.id] = Hit(
+                fused[ident] = Hit(
                     id=hit.id,
                     source=hit.source,
                     vector=hit.vector,
                     highlight=hit.highlight,
+                    index=hit.index,
+                    routing=hit.routing,
                 )
             else:
                 # The same document from the other list: keep what either leg carried.
                 merged.highlight = merged.highlight or hit.highlight
                 merged.vector = merged.vector or hit.vector
-    ranked = sorted(fused.values(), key=lambda h: -scores[h.id])
+    ranked = sorted(fused.values(), key=lambda h: -scores[h.identity])
     out: list[Hit] = []
     seen_groups: set[Any] = set()
     for hit in ranked:
@@ -555,7 +612,7 @@ def fuse_rrf(
                 if key in seen_groups:
                     continue
                 seen_groups.add(key)
-        hit.score = clamp01(scores[hit.id] / best)
+        hit.score = clamp01(scores[hit.identity] / best)
         out.append(hit)
         if len(out) >= limit:
             break
@@ -709,11 +766,19 @@ class EngineFailure:
     kind: Literal["connection", "timeout", "status"]
     status: int | None = None
     retry_after_ms: int | None = None
+    causes: frozenset[str] = frozenset()
+    """The error types the engine named (``error.type``, ``root_cause``, ``caused_by``)."""
+
+    @property
+    def too_large(self) -> bool:
+        return bool(self.causes & _TOO_LARGE)
 
     @property
     def transient(self) -> bool:
         """Worth retrying: the engine was unreachable or said 'busy'. Timeouts are not
-        retried: the deadline is mostly spent by then."""
+        retried: the deadline is mostly spent by then; nor is a query too large."""
+        if self.too_large:
+            return False
         return self.kind == "connection" or self.status in _TRANSIENT_STATUS
 
     def error(self, *, opening: bool = False) -> ConnectorError:
@@ -723,6 +788,8 @@ class EngineFailure:
             return EngineTimeout("the engine did not answer in time")
         if self.kind == "connection":
             return EngineUnavailable("the engine cannot be reached", retry_after_ms=retry_after)
+        if self.too_large:
+            return QueryTooLarge("the engine refused the query as too large")
         status = self.status or 0
         if status == 429:
             return EngineUnavailable("the engine is overloaded", retry_after_ms=retry_after)
@@ -740,6 +807,26 @@ class EngineFailure:
                 )
             return EngineRejected(f"the engine refused the credentials (HTTP {status})")
         return EngineRejected(f"the engine rejected the query (HTTP {status})")
+
+
+def error_causes(body: Any) -> frozenset[str]:
+    """The error types in an engine's error body: its type, root causes and causes, nested."""
+    out: set[str] = set()
+
+    def walk(node: Any, depth: int) -> None:
+        if not isinstance(node, Mapping) or depth > 8:
+            return
+        if isinstance(node.get("type"), str):
+            out.add(node["type"])
+        for cause in node.get("root_cause") or []:
+            walk(cause, depth + 1)
+        walk(node.get("caused_by"), depth + 1)
+        for failed in node.get("failed_shards") or []:
+            walk(failed.get("reason") if isinstance(failed, Mapping) else None, depth + 1)
+
+    if isinstance(body, Mapping):
+        walk(body.get("error"), 0)
+    return frozenset(out)
 
 
 def retry_after_ms(headers: Mapping[str, str] | None) -> int | None:
@@ -1010,7 +1097,9 @@ class LuceneConnector(abc.ABC):
                 limit=limit,
                 group_of=(lambda h: value_at(h.source, group)) if group else None,
             )
-            return await self._with_documents(fused, with_vectors=request.with_vectors)
+            return await self._with_documents(
+                fused, request.filter, with_vectors=request.with_vectors
+            )
         if lexical:
             return await self._lexical(request, limit)
         if dense:
@@ -1018,16 +1107,18 @@ class LuceneConnector(abc.ABC):
             return await self._knn(request, limit, depth)
         raise EngineRejected("a search needs query text or a query vector")
 
-    async def _with_documents(self, hits: list[Hit], *, with_vectors: bool) -> list[Hit]:
-        """Fill fused hits with their documents, in one ids query; keeps the fused order."""
+    async def _with_documents(
+        self, hits: list[Hit], flt: Filter, *, with_vectors: bool
+    ) -> list[Hit]:
+        """Fill fused hits with their documents in one query under ``flt``; keeps the order."""
         if not hits:
             return hits
-        body = self._t.by_ids([h.id for h in hits], with_vectors=with_vectors)
+        body = self._t.by_ids(hits, flt, with_vectors=with_vectors)
         response = await self._read(lambda seconds: self._search(body, seconds))
-        docs = {d.id: d for d in self._t.hits(response, with_vectors=with_vectors)}
+        docs = {d.identity: d for d in self._t.hits(response, with_vectors=with_vectors)}
         out: list[Hit] = []
         for h in hits:
-            doc = docs.get(h.id)
+            doc = docs.get(h.identity)
             if doc is None:
                 continue  # deleted between the two reads
             h.source, h.vector = doc.source, doc.vector

@@ -35,6 +35,7 @@ from connectors.lucene import (
     LuceneConnector,
     QueryTranslator,
     clamp01,
+    error_causes,
     inner_product_score,
 )
 
@@ -154,7 +155,11 @@ class OpenSearchConnector(LuceneConnector):
             return EngineFailure("connection")
         if isinstance(exc, TransportError):
             status = exc.status_code
-            return EngineFailure("status", status=status if isinstance(status, int) else 500)
+            return EngineFailure(
+                "status",
+                status=status if isinstance(status, int) else 500,
+                causes=error_causes(exc.info),
+            )
         return None
 
     async def _search(self, body: Body, seconds: float, *, pit: bool = False) -> dict[str, Any]:

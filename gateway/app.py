@@ -97,7 +97,8 @@ class Gateway:
             except ConnectorError as exc:
                 if strict:
                     raise
-                log.warning("store %s not ready yet: %s", name, type(exc).__name__)
+                # Connector messages are fixed strings (the config key at fault), never a host.
+                log.warning("store %s not ready yet: %s: %s", name, type(exc).__name__, exc)
                 continue
             log.info("store %s ready: %s", name, ", ".join(c.value for c in store.capabilities))
 

@@ -9,9 +9,10 @@ Two kinds of credential, both from ``server.auth``:
 - **JWTs**, verified by PyJWT: the signature with a configured algorithm only
   (never ``none``, never an algorithm the config does not list; HS* and
   asymmetric algorithms cannot be mixed), ``iss``, ``aud``, ``exp`` (required),
-  ``nbf``, ``iat``, with a bounded leeway. Keys come from a JWKS URL
-  (``PyJWKClient``: cached, refetched on an unknown ``kid`` at most once per
-  cooldown, with a timeout), a JWKS file, or an HS* shared secret.
+  ``nbf``, ``iat`` (integers only), with a bounded leeway. Keys come from a
+  JWKS URL (:class:`JwksCache`: cached, fetched by one request at a time, a
+  failure or an unknown ``kid`` costing at most one fetch per cooldown), a
+  JWKS file, or an HS* shared secret.
 
 A failure is an :class:`AuthenticationError`; the transport answers 401 with
 ``WWW-Authenticate: Bearer`` before any JSON-RPC processing. Its ``reason`` is
@@ -27,6 +28,8 @@ import json
 import logging
 import re
 import secrets
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,22 +114,107 @@ class ApiKeyVerifier:
         )
 
 
+class JwksCache:
+    """An issuer's JWKS from its URL: cached, fetched single-flight, failures cooled down.
+
+    Whatever callers send, the identity provider sees at most one fetch in flight
+    and, after a fetch (failed or not), no other within ``cooldown_s`` unless the
+    cache has expired and the last fetch succeeded. During a provider outage the
+    keys last fetched keep verifying tokens; without any, tokens are refused at
+    once instead of each waiting on the provider.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        lifespan_s: float,
+        cooldown_s: float,
+        timeout_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._client = jwt.PyJWKClient(
+            url, cache_jwk_set=False, cache_keys=False, timeout=timeout_s
+        )
+        self._lifespan_s = lifespan_s
+        self._cooldown_s = cooldown_s
+        self._clock = clock
+        self._keys: list[jwt.PyJWK] = []
+        self._fetched_at: float | None = None
+        self._attempted_at: float | None = None
+        self._failed = False
+        self._completed = 0
+        self._lock = asyncio.Lock()
+        self.fetches = 0
+        """Fetches sent to the provider (for tests and metrics)."""
+
+    def _cooling(self) -> bool:
+        return self._attempted_at is not None and (
+            self._clock() - self._attempted_at < self._cooldown_s
+        )
+
+    def _expired(self) -> bool:
+        return self._fetched_at is None or self._clock() - self._fetched_at >= self._lifespan_s
+
+    async def key(
+        self, kid: str | None, pick: Callable[[list[jwt.PyJWK]], jwt.PyJWK | None]
+    ) -> jwt.PyJWK | None:
+        """The key ``pick`` chooses, fetching the set first when it is due.
+
+        Raises:
+            AuthenticationError: the provider cannot be reached and no keys are cached.
+        """
+        if self._expired() and not (self._failed and self._cooling()):
+            await self._refresh()
+        key = pick(self._keys)
+        if key is None and kid is not None and not self._cooling():
+            await self._refresh()  # an unknown kid: maybe a rotation; once per cooldown
+            key = pick(self._keys)
+        if key is None and not self._keys and self._failed:
+            raise AuthenticationError("JWKS unavailable")
+        return key
+
+    async def _refresh(self) -> None:
+        seen = self._completed
+        async with self._lock:
+            if self._completed != seen:
+                return  # a fetch finished while this request waited: use its result
+            self._attempted_at = self._clock()
+            self.fetches += 1
+            try:
+                keys = await asyncio.to_thread(self._fetch)
+            except (jwt.PyJWKClientError, jwt.PyJWKSetError, jwt.PyJWKError, ValueError):
+                self._failed = True
+                log.warning("JWKS endpoint unreachable or invalid; cached keys kept")
+                return
+            else:
+                self._keys, self._fetched_at, self._failed = keys, self._clock(), False
+            finally:
+                self._completed += 1
+
+    def _fetch(self) -> list[jwt.PyJWK]:
+        return [
+            k
+            for k in self._client.get_jwk_set(refresh=True).keys
+            if k.public_key_use in ("sig", None)
+        ]
+
+
 class JwtVerifier:
     """JWTs from one issuer."""
 
     def __init__(self, config: JwtConfig) -> None:
         self._cfg = config
         self._algorithms = list(config.algorithms)
-        self._client: jwt.PyJWKClient | None = None
+        self.jwks: JwksCache | None = None
         self._file_keys: list[jwt.PyJWK] = []
         self._file_mtime: float | None = None
         if config.jwks_url is not None:
-            self._client = jwt.PyJWKClient(
+            self.jwks = JwksCache(
                 config.jwks_url,
-                cache_jwk_set=True,
-                lifespan=config.jwks_cache_s,
-                cooldown_duration=config.jwks_cooldown_s,
-                timeout=config.jwks_timeout_ms / 1000,
+                lifespan_s=config.jwks_cache_s,
+                cooldown_s=config.jwks_cooldown_s,
+                timeout_s=config.jwks_timeout_ms / 1000,
             )
         elif config.jwks_file is not None:
             self._load_file()
@@ -156,24 +244,16 @@ class JwtVerifier:
             return keys[0] if len(keys) == 1 else None
         return next((k for k in keys if k.key_id == kid), None)
 
-    def _signing_key_blocking(self, kid: str | None) -> jwt.PyJWK | str:
-        """The key to verify with (runs in a thread: PyJWKClient fetches synchronously).
+    async def _signing_key(self, kid: str | None) -> jwt.PyJWK | str:
+        """The key to verify with.
 
         Raises:
             AuthenticationError: no key for this token.
         """
         if self._cfg.secret is not None:
             return self._cfg.secret.get_secret_value()
-        if self._client is not None:
-            try:
-                key = self._pick(self._client.get_signing_keys(), kid)
-                if key is None and kid is not None:
-                    key = self._client.get_signing_key(kid)  # refetch, rate-limited by cooldown
-            except jwt.PyJWKClientConnectionError:
-                log.warning("JWKS endpoint unreachable; refusing the token")
-                raise AuthenticationError("JWKS unavailable") from None
-            except jwt.PyJWKClientError:
-                raise AuthenticationError("no JWKS key for the token's kid") from None
+        if self.jwks is not None:
+            key = await self.jwks.key(kid, lambda keys: self._pick(keys, kid))
         else:
             key = self._pick(self._file_keys, kid)
             if key is None:
@@ -212,10 +292,7 @@ class JwtVerifier:
         kid = header.get("kid")
         if kid is not None and not isinstance(kid, str):
             raise AuthenticationError("JWT kid is not a string")
-        if self._client is not None:
-            key = await asyncio.to_thread(self._signing_key_blocking, kid)
-        else:
-            key = self._signing_key_blocking(kid)
+        key = await self._signing_key(kid)
         try:
             claims: dict[str, Any] = jwt.decode(
                 token,
@@ -237,6 +314,11 @@ class JwtVerifier:
             )
         except jwt.PyJWTError as exc:
             raise AuthenticationError(f"JWT rejected: {type(exc).__name__}") from None
+        for name in ("exp", "nbf", "iat"):
+            value = claims.get(name)
+            # PyJWT takes int() of these: "9999999999" or 1e30 would pass as times.
+            if name in claims and (not isinstance(value, int) or isinstance(value, bool)):
+                raise AuthenticationError(f"JWT {name} is not an integer")
         subject = claims.get(self._cfg.subject_claim)
         if not isinstance(subject, str) or not subject:
             raise AuthenticationError(f"JWT has no string {self._cfg.subject_claim!r} claim")

@@ -86,6 +86,7 @@ def _serve(cfg: GatewayConfig, host: str | None, port: int | None) -> int:
     from gateway.app import Gateway
     from gateway.auth import check_exposure
     from gateway.metrics import Metrics
+    from gateway.transports.h11_guard import uvicorn_options
     from gateway.transports.http import create_app
 
     bind = host or cfg.server.host
@@ -101,7 +102,7 @@ def _serve(cfg: GatewayConfig, host: str | None, port: int | None) -> int:
     gateway = Gateway(
         cfg, observers=[metrics.observe_call], engine_observers=[metrics.observe_engine]
     )
-    app = create_app(gateway, cfg.server, metrics, authenticator=app_auth)
+    app = create_app(gateway, cfg.server, metrics, authenticator=app_auth, bind_host=bind)
     server = uvicorn.Server(
         uvicorn.Config(
             app,
@@ -111,6 +112,7 @@ def _serve(cfg: GatewayConfig, host: str | None, port: int | None) -> int:
             access_log=False,
             timeout_graceful_shutdown=int(cfg.server.shutdown_grace_s),
             server_header=False,
+            **uvicorn_options(cfg.server),
         )
     )
     try:

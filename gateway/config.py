@@ -506,6 +506,18 @@ class JwtConfig(_Model):
         return self
 
 
+class FailedAuthLimit(_Model):
+    """A token bucket per client address charged by each failed authentication.
+
+    An empty bucket answers 429 without a log line, so a flood of bad tokens
+    costs neither a 401 nor an audit line each; valid credentials always pass.
+    """
+
+    per_second: float = Field(default=1.0, gt=0)
+    burst: int = Field(default=20, gt=0)
+    max_clients: int = Field(default=10_000, gt=0, description="addresses tracked (LRU)")
+
+
 class AuthConfig(_Model):
     """Caller authentication over HTTP (A2M §6.1). stdio and in-process are local (§6)."""
 
@@ -524,6 +536,7 @@ class AuthConfig(_Model):
         description="escape hatch: mode none on a non-loopback bind (logged as a warning)",
     )
     realm: str = Field(default="a2m", pattern=r"^[A-Za-z0-9 ._-]{1,64}$")
+    failures: FailedAuthLimit = Field(default_factory=FailedAuthLimit)
     _file_keys: list[ApiKeyEntry] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="before")
@@ -601,11 +614,39 @@ class AuditConfig(_Model):
     )
 
 
+class HttpLimits(_Model):
+    """What one client may hold of the HTTP server before any credential is checked."""
+
+    header_timeout_ms: int = Field(
+        default=10_000, gt=0, description="a request's headers must arrive within this"
+    )
+    keep_alive_s: float = Field(default=5.0, gt=0, description="an idle kept-alive connection")
+    max_connections: int = Field(
+        default=1000, gt=0, description="beyond this, requests are answered 503"
+    )
+    max_header_bytes: int = Field(default=16_384, ge=1024, description="request line + headers")
+    max_inflight_body_bytes: int = Field(
+        default=64 * 1_048_576,
+        gt=0,
+        description="request bodies buffered at once, all clients together (else 503)",
+    )
+
+
 class ServerConfig(_Model):
     name: str = "a2m-gateway"
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
     allowed_origins: list[str] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host header values served (a name, or '*.domain'); empty: the loopback "
+        "names on a loopback bind (DNS rebinding), any host otherwise",
+    )
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="addresses whose X-Forwarded-For is believed; empty: never",
+    )
+    http: HttpLimits = Field(default_factory=HttpLimits)
     max_body_bytes: int = Field(default=1_048_576, gt=0)
     body_timeout_ms: int = Field(
         default=30_000, gt=0, description="a request body must arrive within this (else 408)"
@@ -617,6 +658,12 @@ class ServerConfig(_Model):
     auth: AuthConfig = Field(default_factory=AuthConfig)
     rate_limit: RateLimitConfig | None = None
     audit: AuditConfig = Field(default_factory=AuditConfig)
+
+    @model_validator(mode="after")
+    def _one_body_fits(self) -> ServerConfig:
+        if self.http.max_inflight_body_bytes < self.max_body_bytes:
+            raise ValueError("server.http.max_inflight_body_bytes must be >= max_body_bytes")
+        return self
 
 
 StoreName = Annotated[str, Field(pattern=_STORE_NAME.pattern)]

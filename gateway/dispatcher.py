@@ -103,7 +103,7 @@ class Dispatcher:
         Raises:
             QuotaExceeded: the bucket is empty; data carries retry_after_ms.
         """
-        if self._limiter is None:
+        if self._limiter is None or caller.prepaid:
             return
         key = caller.rate_key
         if key is None:

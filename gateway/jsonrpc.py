@@ -19,6 +19,7 @@ from connectors.errors import (
     EngineRejected,
     EngineTimeout,
     EngineUnavailable,
+    QueryTooLarge,
 )
 from gateway.errors import (
     A2MError,
@@ -103,12 +104,22 @@ def to_wire_error(exc: BaseException) -> A2MError:
         return BackendUnavailable(retry_after_ms=exc.retry_after_ms)
     if isinstance(exc, EngineTimeout):
         return BackendTimeout()
+    if isinstance(exc, QueryTooLarge):
+        return InvalidParams(
+            "The query is too large for the search engine "
+            "(too many terms, or a key_prefix over 1000 characters)",
+            data={"reason": "query_too_large", "retryable": False},
+        )
     if isinstance(exc, EngineRejected):
         log.error("engine refused a query: %s", type(exc).__name__)
         return InvalidParams("The search engine refused this query", data={"retryable": False})
     if isinstance(exc, EngineConfigError):
-        log.error("engine refused a query: %s", type(exc).__name__)
-        return InternalError("The search engine refused the translated query")
+        # Connector messages are fixed strings naming the config key, never a host.
+        log.error("store unusable: %s", exc)
+        return InternalError(
+            "The store's index is missing or does not match its configuration",
+            data={"reason": "index_unusable", "retryable": False},
+        )
     if isinstance(exc, ConnectorError):
         return BackendUnavailable()
     log.exception("unhandled error", exc_info=exc)

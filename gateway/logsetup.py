@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sys
@@ -46,19 +47,61 @@ class JsonFormatter(logging.Formatter):
                 out[key] = scrub(value) if isinstance(value, str) else value
         if record.exc_info:
             out["exc"] = scrub(self.formatException(record.exc_info))
-        return orjson.dumps(out, default=str).decode()
+        line = orjson.dumps(out, default=str).decode()
+        if line.isascii():
+            return line
+        # orjson leaves U+2028, NEL and other non-printables raw; a reader may break on them.
+        return "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in line)
+
+
+_BARE = re.compile(r"[A-Za-z0-9._:/@+-]{1,300}")
+"""A value written unquoted on a text line; anything else is JSON-quoted."""
+
+
+def escape_text(text: str) -> str:
+    """Non-printable characters as escapes: caller text can never start a line of its own."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def text_value(value: Any) -> str:
+    """One ``key=value`` value of a text line: bare when plainly safe, else a JSON string.
+
+    JSON quoting (ASCII only) escapes newlines, quotes, spaces' meaning and the
+    Unicode line separators, so a method name or a query cannot forge a field
+    or a line for another principal.
+    """
+    text = value if isinstance(value, str) else str(value)
+    if _BARE.fullmatch(text):
+        return text
+    return orjson.dumps(text).decode().encode("ascii", "backslashreplace").decode()
 
 
 class TextFormatter(logging.Formatter):
+    """``ts LEVEL logger message key=value ...`` on one line per record.
+
+    Every value (and the message) is escaped; a traceback follows on lines that
+    start with ``| ``, which no record line does.
+    """
+
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
 
     def format(self, record: logging.LogRecord) -> str:
-        base = super().format(record)
-        extras = {k: v for k, v in vars(record).items() if k not in _STD_ATTRS and k != "asctime"}
+        record.message = escape_text(record.getMessage())
+        line = f"{self.formatTime(record)} {record.levelname} {record.name} {record.message}"
+        extras = {
+            k: v
+            for k, v in vars(record).items()
+            if k not in _STD_ATTRS and k != "asctime" and not k.startswith("_")
+        }
         if extras:
-            base += " " + " ".join(f"{k}={v}" for k, v in extras.items())
-        return scrub(base)
+            line += " " + " ".join(f"{k}={text_value(v)}" for k, v in extras.items())
+        if record.exc_info:
+            trace = self.formatException(record.exc_info)
+            line += "\n" + "\n".join(f"| {t}" for t in trace.splitlines())
+        return scrub(line)
 
 
 def configure(fmt: str = "text", level: str = "info") -> None:

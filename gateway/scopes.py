@@ -14,9 +14,9 @@ The rules, per §6:
   principal): each ``scope.filters`` entry requires the engine field to hold
   one of the principal's claim values. A principal lacking a claim sees
   nothing. A body ``owner`` must equal the principal's ``scope.owner_claim``
-  (else -32005 SCOPE_DENIED); when it does and ``mapping.owner`` is set, it
-  narrows to the caller's own records. ``scopes`` is declared when the store
-  enforces something (filters or credential forwarding).
+  (else SCOPE_DENIED); when it does and ``mapping.owner`` is set, it narrows
+  to the caller's own records. ``scopes`` is declared when the store enforces
+  something (filters, credential forwarding, or an owner field).
 - **Local transport, no principal** (stdio, in-process): ``owner`` is taken at
   face value and filters ``mapping.owner`` (§6: same trust domain). ``scopes``
   is declared when ``mapping.owner`` is set. Claim filters have no claims to
@@ -72,12 +72,19 @@ class Caller:
     network: bool = False
     """True over HTTP: a client-supplied owner is never trusted (§6)."""
     principal: Principal | None = None
+    prepaid: bool = False
+    """The transport already charged this request to the rate limit (HTTP, before the body)."""
 
     @property
     def rate_key(self) -> str | None:
-        """The bucket a rate limit charges: the principal, one for all anonymous, none locally."""
+        """The bucket a rate limit charges: the exact subject, one for all anonymous, none locally.
+
+        The subject as issued (not its printable log label, and whatever credential
+        proved it): an API key and a JWT of one subject share a bucket, two subjects
+        never do.
+        """
         if self.principal is not None:
-            return self.principal.label
+            return "sub:" + self.principal.subject
         return "anonymous" if self.network else None
 
     @property
@@ -116,7 +123,8 @@ def claim_values(claims: Mapping[str, Any], path: str) -> tuple[Scalar, ...]:
     """
     value = value_at(claims, path)
     items = value if isinstance(value, list) else [value]
-    out = [v for v in items if isinstance(v, str | int | float | bool)]
+    # An empty string names no group or tenant: it must not match a document whose ACL is "".
+    out = [v for v in items if isinstance(v, str | int | float | bool) and v != ""]
     return tuple(dict.fromkeys(out))
 
 
@@ -128,9 +136,13 @@ class ScopePolicy:
         self._owner_field = config.mapping.owner
 
     def declared(self, caller: Caller) -> bool:
-        """Whether `scopes` is true for this caller (DECISIONS.md §5)."""
+        """Whether `scopes` is true for this caller (DECISIONS.md §5).
+
+        For a principal it is whenever the store narrows by it: claim filters,
+        credential forwarding, or an owner field that `owner` filters.
+        """
         if caller.principal is not None:
-            return self._scope.enforced
+            return self._scope.enforced or self._owner_field is not None
         if caller.network:
             return False
         return self._owner_field is not None

@@ -14,6 +14,12 @@ With ``server.auth`` on, every POST and both discovery documents need
 ``Authorization: Bearer``; a missing or bad credential is 401 with
 ``WWW-Authenticate: Bearer`` before the body is read (§6.1). Operator
 endpoints (healthz, readyz, metrics) stay open for probes and scrapers.
+
+Before any of that, every request's Host must be one the gateway serves (on a
+loopback bind: the loopback names, which defeats DNS rebinding). Failed
+authentication is rate limited per client address; a caller's rate limit is
+charged before its body is read, and the bodies buffered at once are bounded.
+Nothing is ever redirected; every response says ``nosniff`` and ``no-store``.
 """
 
 from __future__ import annotations
@@ -31,10 +37,11 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from gateway import PROTOCOL
 from gateway.app import Gateway, UnknownStore
 from gateway.auth import AuthenticationError, Authenticator
-from gateway.config import ServerConfig
-from gateway.errors import ErrorCode, ProtocolNotSupported
+from gateway.config import ServerConfig, is_loopback
+from gateway.errors import ErrorCode, ProtocolNotSupported, QuotaExceeded
 from gateway.jsonrpc import error_body, handle_message, to_wire_error
 from gateway.metrics import Metrics
+from gateway.ratelimit import RateLimiter
 from gateway.scopes import Caller
 from gateway.transports.index_page import as_html, index_page, prefers_html
 
@@ -55,6 +62,61 @@ class OriginGuard:
         return origin is None or origin.rstrip("/").lower() in self._allowed
 
 
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+SECURITY_HEADERS = [(b"x-content-type-options", b"nosniff"), (b"cache-control", b"no-store")]
+
+
+class HostGuard:
+    """The Host header must name this gateway: an exact name, or ``*.domain`` for subdomains.
+
+    With no names configured, a loopback bind serves the loopback names only (a
+    DNS-rebinding page reaches the socket under its own name and is refused);
+    any other bind serves any Host (the names it is reached by are not known).
+    """
+
+    def __init__(self, allowed: list[str], bind_host: str) -> None:
+        names = [h.strip().lower().rstrip(".") for h in allowed]
+        if not names and is_loopback(bind_host):
+            names = list(LOOPBACK_HOSTS)
+        self._exact = frozenset(n for n in names if not n.startswith("*."))
+        self._suffixes = tuple(n[1:] for n in names if n.startswith("*."))
+        self.enabled = bool(names)
+
+    def permits(self, host_header: str | None) -> bool:
+        if not self.enabled:
+            return True
+        if not host_header:
+            return False
+        host = host_header.strip().lower()
+        if host.startswith("["):  # [::1]:8080
+            host = host[1 : host.find("]")] if "]" in host else ""
+        elif host.count(":") == 1:
+            host = host.split(":", 1)[0]
+        host = host.rstrip(".")
+        return host in self._exact or any(host.endswith(s) for s in self._suffixes)
+
+
+class BodyBudget:
+    """Request-body bytes buffered at once, over all requests: a stall cannot grow memory."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self.used = 0
+
+    def take(self, n: int) -> bool:
+        if self.used + n > self._limit:
+            return False
+        self.used += n
+        return True
+
+    def give(self, n: int) -> None:
+        self.used -= n
+
+
+def _header_values(request: Request, name: bytes) -> list[bytes]:
+    return [v for k, v in request.scope["headers"] if k == name]
+
+
 def _plain(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
     return Response(
         orjson.dumps({"error": message}), status_code=status, media_type=JSON, headers=headers
@@ -72,10 +134,30 @@ class _A2MApp(FastAPI):
     """
 
     rpc_handler: Any = None
+    host_guard: HostGuard | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+
+        plain_send = send
+
+        async def send_secured(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+            await plain_send(message)
+
+        guard = self.host_guard
+        if guard is not None and guard.enabled:
+            hosts = [v for k, v in scope["headers"] if k == b"host"]
+            host = hosts[0].decode("latin-1") if len(hosts) == 1 else None
+            if not guard.permits(host):
+                await _plain(421, "unknown host")(scope, receive, send_secured)
+                return
+        send = send_secured
         handler = self.rpc_handler
-        if handler is not None and scope["type"] == "http" and scope["method"] == "POST":
+        if handler is not None and scope["method"] == "POST":
             path: str = scope["path"]
             store: str | None = None
             hit = path == "/a2m"
@@ -96,6 +178,7 @@ def create_app(
     *,
     strict_start: bool = False,
     authenticator: Authenticator | None = None,
+    bind_host: str | None = None,
 ) -> FastAPI:
     """The ASGI app serving every store of `gateway`.
 
@@ -107,6 +190,9 @@ def create_app(
     max_body = server.max_body_bytes
     body_timeout_s = server.body_timeout_ms / 1000
     auth = authenticator or Authenticator(server.auth)
+    failures = server.auth.failures
+    failed_auth = RateLimiter(failures.per_second, failures.burst, failures.max_clients)
+    budget = BodyBudget(server.http.max_inflight_body_bytes)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -122,7 +208,11 @@ def create_app(
         redoc_url=None,
         openapi_url=None,
         lifespan=lifespan,
+        # A redirect would send a POST (and its credential) to whatever Host said.
+        redirect_slashes=False,
     )
+    app.host_guard = HostGuard(server.allowed_hosts, bind_host or server.host)
+    app.state.body_budget = budget
 
     async def read_body(request: Request) -> bytes | Response:
         length = request.headers.get("content-length")
@@ -132,26 +222,64 @@ def create_app(
             if int(length) > max_body:
                 return _plain(413, f"body larger than {max_body} bytes")
         body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > max_body:
-                return _plain(413, f"body larger than {max_body} bytes")
-        return bytes(body)
+        try:
+            async for chunk in request.stream():
+                if not budget.take(len(chunk)):
+                    return _plain(503, "server busy", headers={"Retry-After": "1"})
+                body += chunk
+                if len(body) > max_body:
+                    return _plain(413, f"body larger than {max_body} bytes")
+            return bytes(body)
+        finally:
+            budget.give(len(body))
 
     async def admit(request: Request) -> Caller | Response:
         """§8.3.1 then §6.1: the Origin, then the credential; a Response refuses the request."""
         if not guard.permits(request.headers.get("origin")):
             return _plain(403, "origin not allowed")
+        authorization = _header_values(request, b"authorization")
+        if len(authorization) > 1:
+            return _plain(400, "more than one Authorization header")
         try:
-            principal = await auth.authenticate(request.headers.get("authorization"))
+            principal = await auth.authenticate(
+                authorization[0].decode("latin-1") if authorization else None
+            )
         except AuthenticationError as exc:
-            client = request.client.host if request.client else None
+            client = request.client.host if request.client else "unknown"
+            wait_ms = failed_auth.acquire(client)
+            if wait_ms is not None:
+                # Limited: no line per attempt, so a flood cannot flood the log either.
+                retry = str(max(1, -(-wait_ms // 1000)))
+                return _plain(429, "too many failed authentications", {"Retry-After": retry})
             # The reason names what was wrong, never the credential.
             audit.info("auth_failed", extra={"reason": exc.reason, "client": client})
             return _plain(
                 401, "authentication required", headers={"WWW-Authenticate": auth.challenge(exc)}
             )
-        return Caller(network=True, principal=principal)
+        return Caller(network=True, principal=principal, prepaid=gateway.limiter is not None)
+
+    def charge(caller: Caller, store: str | None) -> Response | None:
+        """The caller's rate limit, taken before its body is read (a JSON-RPC error if spent).
+
+        The body is never read, so the error's id is null and no method is known.
+        """
+        key = caller.rate_key
+        if gateway.limiter is None or key is None:
+            return None
+        wait_ms = gateway.limiter.acquire(key)
+        if wait_ms is None:
+            return None
+        err = QuotaExceeded("Rate limit exceeded for this caller", data={"retry_after_ms": wait_ms})
+        audit.info(
+            "call",
+            extra={
+                "store": store or gateway.default_store,
+                "method": None,
+                "principal": caller.label[:300],
+                "code": int(err.code),
+            },
+        )
+        return Response(error_body(None, err), status_code=200, media_type=JSON)
 
     async def rpc(request: Request, store: str | None) -> Response:
         caller = await admit(request)
@@ -172,6 +300,9 @@ def create_app(
             dispatcher = gateway.dispatcher(store)
         except UnknownStore:
             return _plain(404, "no such store")
+        refused = charge(caller, store)
+        if refused is not None:
+            return refused
         try:
             async with asyncio.timeout(body_timeout_s):
                 body = await read_body(request)
@@ -208,6 +339,9 @@ def create_app(
             dispatcher = gateway.dispatcher(store)
         except UnknownStore:
             return _plain(404, "no such store")
+        refused = charge(caller, store)
+        if refused is not None:
+            return Response(refused.body, status_code=429, media_type=JSON)
         try:
             result: dict[str, Any] = await dispatcher.dispatch("memory/describe", {}, caller)
         except Exception as exc:

@@ -218,9 +218,44 @@ def test_hybrid_legs_carry_ids_only_and_documents_come_by_ids() -> None:
     assert folded.knn_common(SearchRequest(limit=10), 100, ids_only=True)["_source"] == {
         "includes": ["group"]
     }
-    docs = t.by_ids(["b", "a"], with_vectors=False)
-    assert docs["query"] == {"ids": {"values": ["b", "a"]}}
-    assert docs["size"] == 2
+    scope = Filter(must=(Condition("acl", ("team-a",)),))
+    hits = [Hit("b", {}, index="i1", routing="A"), Hit("a", {}, index="i2")]
+    hits.append(Hit("c", {}, index="i1", routing="A"))
+    docs = t.by_ids(hits, scope, with_vectors=False)
+    # The re-read carries the scope and names each hit by index, routing and id.
+    assert docs["query"] == {
+        "bool": {
+            "filter": [
+                {"term": {"acl": {"value": "team-a"}}},
+                {
+                    "bool": {
+                        "should": [
+                            {
+                                "bool": {
+                                    "filter": [
+                                        {"ids": {"values": ["b", "c"]}},
+                                        {"term": {"_index": "i1"}},
+                                        {"term": {"_routing": "A"}},
+                                    ]
+                                }
+                            },
+                            {
+                                "bool": {
+                                    "filter": [
+                                        {"ids": {"values": ["a"]}},
+                                        {"term": {"_index": "i2"}},
+                                        {"bool": {"must_not": [{"exists": {"field": "_routing"}}]}},
+                                    ]
+                                }
+                            },
+                        ],
+                        "minimum_should_match": 1,
+                    }
+                },
+            ]
+        }
+    }
+    assert docs["size"] == 3
     assert docs["_source"] == t.source(with_vectors=False)
 
 
@@ -640,3 +675,10 @@ def test_text_only_field_is_matched_as_phrases_not_terms() -> None:
     assert t.condition(Condition("title", ("A B",))) == {"match_phrase": {"title": "A B"}}
     assert t.condition(Condition("body", ("A B",))) == {"term": {"body.raw": {"value": "A B"}}}
     assert t.condition(Condition("tag", ("x", "y"))) == {"terms": {"tag": ["x", "y"]}}
+
+
+def test_fusion_keeps_documents_that_share_an_id_apart() -> None:
+    a, b = Hit("r1", {}, index="i", routing="A"), Hit("r1", {}, index="i", routing="B")
+    fused = fuse_rrf([([a], 1.0), ([b, Hit("r1", {}, index="i", routing="A")], 1.0)], k=60, limit=5)
+    assert [(h.id, h.routing) for h in fused] == [("r1", "A"), ("r1", "B")]
+    assert fused[0].score == pytest.approx((1 / 61 + 1 / 62) / (2 / 61))

@@ -66,7 +66,7 @@ async def test_engine_killed_then_restarted(engine: str, request: pytest.Fixture
     transport = httpx.ASGITransport(app=app)
     body = {"jsonrpc": "2.0", "id": 7, "method": "memory/recall", "params": {"query": "cancer"}}
 
-    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
 
         async def recall() -> dict[str, Any]:
             r = await client.post("/a2m/sf", json=body)

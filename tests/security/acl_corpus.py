@@ -180,3 +180,163 @@ def qdrant_store(path: Path) -> dict[str, Any]:
         "search": {"mode": "lexical", "sparse_vector": SPARSE, "vector_field": "dense"},
         "scope": SCOPE,
     }
+
+
+# -- colliding ids (issue 9) -----------------------------------------------------------------------
+
+SECRET = "secret-bravo-payload-9k"
+"""In every document of tenant B: it must never appear in an answer to tenant A."""
+TENANT_SCOPE = {"filters": [{"field": "tenant", "claims": ["tenant"]}]}
+ROUTING_INDEX = "a2m-test-sec-routing"
+"""Four shards; ``r1`` and ``r2`` are each held twice, with routing A and B."""
+ALIAS = "a2m-test-sec-alias"
+ALIAS_INDEXES = ("a2m-test-sec-alias-1", "a2m-test-sec-alias-2")
+"""The alias spans both; each holds an ``r1`` (tenant A in the first, B in the second)."""
+QUERY_VECTOR = [1.0, 0.0, 0.0, 0.1]
+
+
+def collision_doc(doc_id: str, tenant: str, vector: list[float], when: str) -> dict[str, Any]:
+    text = f"alpha quarterly figures {doc_id} of tenant {tenant}"
+    if tenant == "B":
+        text += f" {SECRET}"
+    return {
+        "tenant": tenant,
+        "key": f"k/{doc_id}",
+        "text": text,
+        "created_at": when,
+        "embedding": vector,
+    }
+
+
+def _collision_body(engine: Engine, shards: int) -> dict[str, Any]:
+    settings: dict[str, Any] = {"number_of_shards": shards, "number_of_replicas": 0}
+    vector: dict[str, Any]
+    if engine == "elasticsearch":
+        vector = {"type": "dense_vector", "dims": 4, "index": True, "similarity": "cosine"}
+    else:
+        settings["knn"] = True
+        vector = {
+            "type": "knn_vector",
+            "dimension": 4,
+            "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"},
+        }
+    return {
+        "settings": {"index": settings},
+        "mappings": {
+            "dynamic": "strict",
+            "properties": {
+                "tenant": {"type": "keyword"},
+                "key": {"type": "keyword"},
+                "text": {"type": "text", "analyzer": "standard"},
+                "created_at": {"type": "date"},
+                "embedding": vector,
+            },
+        },
+    }
+
+
+# B's copies are nearer the query vector and newer: without the scope on every request
+# they are what an engine would hand back first.
+_ROUTED = [
+    ("r1", "A", [1.0, 0.0, 0.0, 0.0], "2026-01-01T00:00:00Z"),
+    ("r1", "B", QUERY_VECTOR, "2026-01-02T00:00:00Z"),
+    ("r2", "A", [0.9, 0.1, 0.0, 0.0], "2026-01-01T00:01:00Z"),
+    ("r2", "B", QUERY_VECTOR, "2026-01-02T00:01:00Z"),
+]
+
+
+def load_collisions(engine: Engine, url: str) -> None:
+    """(Re)create the routing-collision index and the alias over two colliding indexes."""
+    client = _client(engine, url)
+    try:
+        for index in (ROUTING_INDEX, *ALIAS_INDEXES):
+            if client.indices.exists(index=index):
+                client.indices.delete(index=index)
+        client.indices.create(index=ROUTING_INDEX, body=_collision_body(engine, 4))
+        for doc_id, tenant, vector, when in _ROUTED:
+            client.index(
+                index=ROUTING_INDEX,
+                id=doc_id,
+                routing=tenant,
+                body=collision_doc(doc_id, tenant, vector, when),
+            )
+        for index, (tenant, vector, when) in zip(
+            ALIAS_INDEXES,
+            [
+                ("A", [1.0, 0.0, 0.0, 0.0], "2026-01-01T00:00:00Z"),
+                ("B", QUERY_VECTOR, "2026-01-02T00:00:00Z"),
+            ],
+            strict=True,
+        ):
+            client.indices.create(index=index, body=_collision_body(engine, 1))
+            client.index(index=index, id="r1", body=collision_doc("r1", tenant, vector, when))
+        client.indices.put_alias(index=list(ALIAS_INDEXES), name=ALIAS)
+        client.indices.refresh(index=[ROUTING_INDEX, *ALIAS_INDEXES])
+    finally:
+        client.close()
+
+
+def collision_store(engine: str, url: str, index: str) -> dict[str, Any]:
+    return {
+        "backend": engine,
+        "index": index,
+        "connection": {"hosts": [url], "timeout_ms": 30_000},
+        "mapping": {"content": "text", "key": "key", "created_at": "created_at"},
+        "search": {"mode": "lexical", "text_fields": ["text"], "vector_field": "embedding"},
+        "scope": TENANT_SCOPE,
+    }
+
+
+QDRANT_COLLISIONS = "collide"
+QDRANT_NEIGHBOUR = "collide-neighbour"
+"""Another collection in the same Qdrant holding point 1 with tenant B's content."""
+
+
+def load_qdrant_collisions(path: Path) -> None:
+    """Point 1 in two collections (A's in the store's, B's in its neighbour), and points 1
+    (A) and 2 (B) sharing the key ``k/r1`` inside the store's collection."""
+    from qdrant_client import QdrantClient, models
+
+    from gateway.embedders.lexical import LexicalSparseEncoder
+
+    rows = {
+        QDRANT_COLLISIONS: [
+            (1, collision_doc("r1", "A", [1.0, 0.0, 0.0, 0.0], "2026-01-01T00:00:00Z")),
+            (2, collision_doc("r1", "B", QUERY_VECTOR, "2026-01-02T00:00:00Z")),
+        ],
+        QDRANT_NEIGHBOUR: [(1, collision_doc("r1", "B", QUERY_VECTOR, "2026-01-02T00:00:00Z"))],
+    }
+    encoder = LexicalSparseEncoder(avgdl=8.0)
+    client = QdrantClient(path=str(path))
+    try:
+        for collection, docs in rows.items():
+            client.create_collection(
+                collection,
+                vectors_config={
+                    "dense": models.VectorParams(size=4, distance=models.Distance.COSINE)
+                },
+                sparse_vectors_config={
+                    SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)
+                },
+            )
+            points = []
+            for point_id, doc in docs:
+                sv = encoder.encode_document(doc["text"])
+                sparse = models.SparseVector(indices=list(sv.indices), values=list(sv.values))
+                payload = {k: v for k, v in doc.items() if k != "embedding"}
+                vector = {"dense": doc["embedding"], SPARSE: sparse}
+                points.append(models.PointStruct(id=point_id, vector=vector, payload=payload))
+            client.upsert(collection, points=points)
+    finally:
+        client.close()
+
+
+def qdrant_collision_store(path: Path) -> dict[str, Any]:
+    return {
+        "backend": "qdrant",
+        "index": QDRANT_COLLISIONS,
+        "connection": {"path": str(path)},
+        "mapping": {"content": "text", "key": "key", "created_at": "created_at"},
+        "search": {"mode": "lexical", "sparse_vector": SPARSE, "vector_field": "dense"},
+        "scope": TENANT_SCOPE,
+    }

@@ -286,7 +286,7 @@ def asgi_client(gateway: Gateway) -> httpx.AsyncClient:
     """An HTTP client driving the gateway's ASGI app in this process (no socket)."""
     app = create_app(gateway, gateway.config.server, Metrics())
     return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://gateway.test", timeout=30
+        transport=httpx.ASGITransport(app=app), base_url="http://localhost", timeout=30
     )
 
 

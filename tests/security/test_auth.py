@@ -7,6 +7,7 @@ credential gets the principal's scope and nothing more.
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import json
 import threading
@@ -472,3 +473,124 @@ async def test_auth_off_admits_everyone_as_anonymous() -> None:
     auth = Authenticator(AuthConfig())
     assert await auth.authenticate(None) is None
     assert await auth.authenticate("Bearer whatever") is None
+
+
+# -- issue 9 item 1: JWKS fetches are single-flight and failures are cooled down ------------------
+
+
+class _FlakyJwks(http.server.BaseHTTPRequestHandler):
+    """A JWKS endpoint that answers 500, or hangs until released, as the test says."""
+
+    body = b""
+    hits = 0
+    mode = "ok"
+    release = threading.Event()
+
+    def do_GET(self) -> None:
+        type(self).hits += 1
+        if self.mode == "hang":
+            self.release.wait(30)
+        if self.mode in ("fail", "hang"):
+            self.send_response(500)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+@pytest.fixture
+def flaky_jwks(issuer: Issuer) -> Iterator[tuple[str, type[_FlakyJwks]]]:
+    handler: type[_FlakyJwks] = type(
+        "Flaky",
+        (_FlakyJwks,),
+        {"body": json.dumps(issuer.jwks()).encode(), "release": threading.Event()},
+    )
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/jwks.json", handler
+    handler.release.set()
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def _verifier(url: str, **overrides: Any) -> JwtVerifier:
+    settings: dict[str, Any] = {
+        "issuer": ISSUER,
+        "audience": [AUDIENCE],
+        "algorithms": ["RS256", "ES256"],
+        "jwks_url": url,
+        "jwks_cooldown_s": 3600,
+        **overrides,
+    }
+    return JwtVerifier(JwtConfig(**settings))
+
+
+async def test_a_failing_provider_is_asked_once_per_cooldown(
+    issuer: Issuer, flaky_jwks: tuple[str, type[_FlakyJwks]]
+) -> None:
+    url, handler = flaky_jwks
+    handler.mode = "fail"
+    verifier = _verifier(url)
+    for i in range(50):
+        with pytest.raises(AuthenticationError):
+            await verifier.verify(issuer.token(kid=f"bogus-{i}"))
+    assert handler.hits == 1
+
+
+async def test_concurrent_tokens_share_one_fetch_of_a_hanging_provider(
+    issuer: Issuer, flaky_jwks: tuple[str, type[_FlakyJwks]]
+) -> None:
+    url, handler = flaky_jwks
+    handler.mode = "hang"
+    verifier = _verifier(url, jwks_timeout_ms=30_000)
+
+    async def one(i: int) -> None:
+        with pytest.raises(AuthenticationError):
+            await verifier.verify(issuer.token(kid=f"bogus-{i}"))
+
+    tasks = [asyncio.create_task(one(i)) for i in range(60)]
+    for _ in range(2000):  # until the one fetch reached the provider
+        if handler.hits:
+            break
+        await asyncio.sleep(0.005)
+    handler.release.set()
+    await asyncio.gather(*tasks)
+    assert handler.hits == 1
+
+
+async def test_cached_keys_outlive_a_provider_outage(
+    issuer: Issuer, flaky_jwks: tuple[str, type[_FlakyJwks]]
+) -> None:
+    url, handler = flaky_jwks
+    verifier = _verifier(url, jwks_cache_s=0.001, jwks_cooldown_s=3600)
+    assert (await verifier.verify(issuer.token())).subject == "alice"
+    handler.mode = "fail"
+    for _ in range(20):  # the cache has expired each time; the provider is down
+        assert (await verifier.verify(issuer.token())).subject == "alice"
+        with pytest.raises(AuthenticationError):
+            await verifier.verify(issuer.token(kid="rotated-away"))
+    assert handler.hits == 2  # the first fetch, and one failed refresh in the cooldown
+
+
+@pytest.mark.parametrize(
+    "exp", ["9999999999", 9_999_999_999.5, 1e30, True, [9_999_999_999], {"t": 1}]
+)
+async def test_a_non_integer_exp_is_refused(
+    client: httpx.AsyncClient, issuer: Issuer, exp: Any
+) -> None:
+    token = jwt.encode(
+        {"sub": "alice", "iss": ISSUER, "aud": AUDIENCE, "exp": exp},
+        issuer.rsa_key,
+        algorithm="RS256",
+        headers={"kid": "rsa-1"},
+    )
+    assert_refused(await post(client, bearer(token)))

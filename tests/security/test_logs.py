@@ -14,6 +14,7 @@ import io
 import json
 import logging
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,9 @@ def engine_store(backend: str, secret_file: Path) -> dict[str, Any]:
 async def test_no_secret_in_any_log_line(issuer: Issuer, tmp_path: Path) -> None:
     secret_file = tmp_path / "pw"
     secret_file.write_text(ENGINE_PASSWORD + "\n")
-    server = {"auth": auth_section(issuer), "audit": {"log_queries": True}}
+    # Failed authentications are limited per client address; this test counts every one.
+    auth = {**auth_section(issuer), "failures": {"burst": 1000}}
+    server = {"auth": auth, "audit": {"log_queries": True}}
     stores = {
         "docs": memory_store_config(scope={"filters": [{"field": "acl", "claims": ["groups"]}]}),
         "es": engine_store("elasticsearch", secret_file),
@@ -178,6 +181,62 @@ async def test_query_text_is_not_audited_by_default(issuer: Issuer) -> None:
         await gateway.close()
     assert "audit" in out.getvalue()
     assert QUERY not in out.getvalue()
+
+
+FORGED = "2026-01-01 00:00:00,000 INFO a2m.audit call store=docs principal=api_key/admin"
+
+
+@pytest.mark.parametrize(
+    "formatter", [TextFormatter(), JsonFormatter()], ids=lambda f: type(f).__name__
+)
+async def test_caller_text_cannot_forge_an_audit_line(
+    issuer: Issuer, formatter: logging.Formatter
+) -> None:
+    # Issue 9 item 2: the method (and, with log_queries, the query) was written raw.
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(formatter)
+    audit = logging.getLogger("a2m.audit")
+    audit.addHandler(handler)
+    saved = audit.level
+    audit.setLevel(logging.INFO)
+    tricks = [f"x\n{FORGED}", f"x\r{FORGED}", f"x\u2028{FORGED}", f"x\x1b[2K\r{FORGED}"]
+    try:
+        gateway = build_gateway(
+            {"auth": auth_section(issuer), "audit": {"log_queries": True}},
+            {"docs": memory_store_config()},
+            {"docs": MemoryConnector(acl_docs())},
+        )
+        async with asgi_client(gateway) as client:
+            for trick in tricks:
+                for method, params in ((trick, {}), ("memory/recall", {"query": trick})):
+                    await client.post(
+                        "/a2m/docs",
+                        content=json.dumps(rpc(method, params)),
+                        headers={"content-type": "application/json", **bearer(BOB_KEY)},
+                    )
+        await gateway.close()
+    finally:
+        audit.removeHandler(handler)
+        audit.setLevel(saved)
+    text = out.getvalue()
+    lines = text.split("\n")[:-1]
+    assert len(lines) == 2 * len(tricks), lines  # one line per call, nothing else
+    for line in lines:
+        assert line.isprintable(), line  # no CR, no U+2028, no escape sequence
+        assert "principal=api_key/bob" in line or '"principal":"api_key/bob"' in line
+        assert not line.startswith("2026-01-01"), line
+
+
+def test_a_traceback_cannot_pose_as_a_record_line() -> None:
+    formatter = TextFormatter()
+    try:
+        raise ValueError(f"bad\n{FORGED}")
+    except ValueError:
+        record = logging.LogRecord("x", logging.ERROR, "f", 1, "failed", None, sys.exc_info())
+    lines = formatter.format(record).split("\n")
+    assert lines[0].endswith("failed")
+    assert all(line.startswith("| ") for line in lines[1:])
 
 
 # -- the same on a real process --------------------------------------------------------------------

@@ -30,15 +30,23 @@ import pytest
 
 from gateway.app import Gateway
 from tests.security.acl_corpus import (
+    ALIAS,
     ALPHA,
     BRAVO,
     NOBODY,
+    QUERY_VECTOR,
+    ROUTING_INDEX,
+    SECRET,
     acl_of,
     acl_subset,
+    collision_store,
+    load_collisions,
     load_index,
     load_qdrant_acl,
+    load_qdrant_collisions,
     lucene_store,
     owner_of,
+    qdrant_collision_store,
     qdrant_store,
     visible,
 )
@@ -310,3 +318,89 @@ async def test_a_text_only_acl_field_never_matches_by_phrase(
     await gateway.close()
     # Refusing to serve the store is as good as matching exactly; a phrase match is a leak.
     assert "error" in answer or returned_ids(answer) == ["1"], answer
+
+
+# -- colliding ids: routing and aliases (issue 9) --------------------------------------------------
+
+COLLISION_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("memory/recall", {"query": "alpha quarterly"}),
+    ("memory/recall", {"embedding": QUERY_VECTOR}),
+    ("memory/recall", {"query": "alpha quarterly", "embedding": QUERY_VECTOR}),
+    ("memory/recall", {"query": "alpha quarterly", "embedding": QUERY_VECTOR, "limit": 1}),
+    ("memory/recall", {}),
+    ("memory/recall", {"query": "alpha", "embedding": QUERY_VECTOR, "key_prefix": "k/r"}),
+    ("memory/recall", {"query": "alpha", "embedding": QUERY_VECTOR, "where": {"key": "k/r1"}}),
+    ("memory/timeline", {}),
+    ("memory/fetch", {"key": "k/r1"}),
+    ("memory/fetch", {"key": "k/r2"}),
+]
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param("elasticsearch", marks=pytest.mark.elasticsearch),
+        pytest.param("opensearch", marks=pytest.mark.opensearch),
+    ],
+)
+async def collisions(request: pytest.FixtureRequest) -> tuple[str, str]:
+    engine: str = request.param
+    url: str = request.getfixturevalue(f"{engine}_url")
+    await asyncio.to_thread(load_collisions, engine, url)  # type: ignore[arg-type]
+    return engine, url
+
+
+@pytest.mark.parametrize("index", [ROUTING_INDEX, ALIAS])
+async def test_colliding_ids_never_answer_another_tenants_copy(
+    collisions: tuple[str, str], index: str, issuer: Issuer
+) -> None:
+    engine, url = collisions
+    store = collision_store(engine, url, index)
+    gateway = build_gateway({"auth": auth_section(issuer)}, {"scifact": store}, {})
+    await gateway.start()
+    tenant_a = bearer(issuer.token("alice", tenant=["A"]))
+    tenant_b = bearer(issuer.token("bea", tenant=["B"]))
+    try:
+        async with asgi_client(gateway) as client:
+            t = Target(engine, gateway, client, str)
+            for method, params in COLLISION_CALLS:
+                answer = await t.call(tenant_a, method, params)
+                assert "error" not in answer, (method, params, answer)
+                raw = json.dumps(answer)
+                assert SECRET not in raw, f"tenant B's copy answered {method} {params}"
+                if index == ALIAS and params.get("key") == "k/r2":
+                    assert answer["result"]["record"] is None  # the alias holds no r2
+                    continue
+                assert "tenant A" in raw, (method, params, answer)  # A's copy, not nothing
+            # Control: the same calls do reach B's copies for B.
+            b_hybrid = await t.call(tenant_b, *COLLISION_CALLS[2])
+            assert SECRET in json.dumps(b_hybrid)
+            assert "tenant A" not in json.dumps(b_hybrid)
+    finally:
+        await gateway.close()
+
+
+async def test_qdrant_colliding_ids_and_keys_never_answer_another_tenants_point(
+    issuer: Issuer, tmp_path: Path
+) -> None:
+    await asyncio.to_thread(load_qdrant_collisions, tmp_path)
+    store = qdrant_collision_store(tmp_path)
+    gateway = build_gateway({"auth": auth_section(issuer)}, {"scifact": store}, {})
+    await gateway.start()
+    tenant_a = bearer(issuer.token("alice", tenant=["A"]))
+    tenant_b = bearer(issuer.token("bea", tenant=["B"]))
+    try:
+        async with asgi_client(gateway) as client:
+            t = Target("qdrant", gateway, client, str)
+            for method, params in COLLISION_CALLS:
+                if params.get("key") == "k/r2":
+                    continue  # no r2 here
+                answer = await t.call(tenant_a, method, params)
+                assert "error" not in answer, (method, params, answer)
+                raw = json.dumps(answer)
+                assert SECRET not in raw, f"tenant B's point answered {method} {params}"
+                assert "tenant A" in raw, (method, params, answer)
+            b_fetch = await t.call(tenant_b, "memory/fetch", {"key": "k/r1"})
+            assert SECRET in json.dumps(b_fetch)  # the key really is shared
+    finally:
+        await gateway.close()

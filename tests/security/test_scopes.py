@@ -20,6 +20,7 @@ from connectors.base import Condition, Connector
 from gateway.app import Gateway
 from gateway.config import ConfigError, parse_config
 from gateway.dispatcher import Dispatcher
+from gateway.errors import ErrorCode
 from gateway.scopes import LOCAL, Caller, NothingVisible, Principal, ScopePolicy, claim_values
 from gateway.store import Store
 from gateway.transports.inprocess import A2MRemoteError, InProcessClient
@@ -155,13 +156,58 @@ async def test_unauthenticated_http_never_declares_scopes_and_ignores_owner() ->
 
 
 async def test_authenticated_store_without_scope_rules_declares_no_scopes(issuer: Issuer) -> None:
-    h = await http_app({"auth": auth_section(issuer)})
+    h = await http_app({"auth": auth_section(issuer)}, owner=None)
     h.headers = bearer(issuer.token(groups=["team-a"]))
     assert "scopes" not in (await h.call("memory/describe", {}))["result"]["capabilities"]
     # owner belongs to an undeclared capability: ignored (§2), neither filter nor refusal.
     a = (await h.call("memory/timeline", {"limit": 100, "owner": "bob"}))["result"]
     assert len(a["records"]) == len(h.engine.docs)
     await h.client.aclose()
+
+
+async def test_owner_field_without_filters_narrows_to_the_principal(issuer: Issuer) -> None:
+    # Issue 9 item 4: with mapping.owner but no scope.filters, owner "bob" from alice
+    # answered every record. It is now checked against the principal on every transport.
+    h = await http_app({"auth": auth_section(issuer)})
+    h.headers = bearer(issuer.token("alice"))
+    assert "scopes" in (await h.call("memory/describe", {}))["result"]["capabilities"]
+    for method, params in (
+        ("memory/recall", {"query": "deploy"}),
+        ("memory/timeline", {}),
+        ("memory/fetch", {"key": "doc/1"}),
+    ):
+        denied = await h.call(method, {**params, "owner": "bob"})
+        assert denied["error"]["code"] == ErrorCode.SCOPE_DENIED, (method, denied)
+    mine = (await h.call("memory/timeline", {"limit": 100, "owner": "alice"}))["result"]
+    assert mine["records"]
+    assert owners(mine["records"], h.engine) == {"alice"}
+    await h.client.aclose()
+    # The same store in process, with a principal: the same answers.
+    store, engine = store_of()
+    client = InProcessClient(Dispatcher(store), principal=Principal("alice", {}, "embedded"))
+    with pytest.raises(A2MRemoteError) as info:
+        await call(client, "memory/timeline", {"owner": "bob"})
+    assert info.value.code == ErrorCode.SCOPE_DENIED
+    client = InProcessClient(
+        Dispatcher(store), principal=Principal("alice", {"sub": "alice"}, "embedded")
+    )
+    got = await call(client, "memory/timeline", {"owner": "alice", "limit": 100})
+    assert got["records"]
+    assert owners(got["records"], engine) == {"alice"}
+
+
+async def test_an_empty_string_claim_sees_nothing(issuer: Issuer) -> None:
+    # Issue 9 item 5: a claim value "" matched documents whose ACL field is "".
+    h = await http_app({"auth": auth_section(issuer)}, scope=ACL)
+    h.engine.docs.append(("blank", {"body": "deploy keys", "k": "doc/blank", "acl": [""]}))
+    for groups in ([""], "", ["", "team-z"]):
+        h.headers = bearer(issuer.token("alice", groups=groups))
+        got = (await h.call("memory/timeline", {"limit": 100}))["result"]
+        assert got["records"] == [], groups
+    h.headers = bearer(issuer.token("alice", groups=["team-a"]))
+    assert (await h.call("memory/timeline", {"limit": 100}))["result"]["records"]  # control
+    await h.client.aclose()
+    assert claim_values({"g": ["", "x", ""]}, "g") == ("x",)
 
 
 async def test_owner_must_be_the_principal(issuer: Issuer) -> None:
