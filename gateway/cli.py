@@ -1,4 +1,4 @@
-"""`a2m-gateway serve | stdio | check | hash-key`."""
+"""`a2m-gateway serve | stdio | mcp | check | hash-key`."""
 
 from __future__ import annotations
 
@@ -126,6 +126,26 @@ async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
     return 0
 
 
+async def _mcp_stdio(cfg: GatewayConfig, store: str | None) -> int:
+    from gateway.app import Gateway
+    from gateway.mcp.server import serve_stdio
+
+    gateway = Gateway(cfg)
+    scoped = [n for n, s in gateway.stores.items() if s.config.scope.enforced]
+    if scoped:
+        log.warning(
+            "stores %s are scoped by caller claims; stdio has no authenticated caller, "
+            "so every read of them answers nothing",
+            ", ".join(scoped),
+        )
+    await gateway.start(strict=False)
+    try:
+        await serve_stdio(gateway, store)
+    finally:
+        await gateway.close()
+    return 0
+
+
 async def _check(cfg: GatewayConfig) -> int:
     from connectors.errors import ConnectorError
     from gateway.app import Gateway
@@ -160,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     p_stdio = sub.add_parser("stdio", help="serve one store over stdin/stdout")
     p_stdio.add_argument("--config")
     p_stdio.add_argument("--store", help="store name (default: the first)")
+    p_mcp = sub.add_parser("mcp", help="serve MCP over stdin/stdout (docs/mcp.md)")
+    p_mcp.add_argument("--config")
+    p_mcp.add_argument("--store", help="serve one store (default: all, chosen per call)")
     p_check = sub.add_parser("check", help="validate config, reach engines, preview records")
     p_check.add_argument("--config")
     p_hash = sub.add_parser(
@@ -188,6 +211,11 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"a2m-gateway: no store named {args.store!r} in the config\n")
             return 2
         return asyncio.run(_stdio(cfg, args.store))
+    if args.command == "mcp":
+        if args.store is not None and args.store not in cfg.stores:
+            sys.stderr.write(f"a2m-gateway: no store named {args.store!r} in the config\n")
+            return 2
+        return asyncio.run(_mcp_stdio(cfg, args.store))
     return asyncio.run(_check(cfg))
 
 

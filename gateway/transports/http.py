@@ -7,6 +7,7 @@ URL scheme:
   GET  /a2m/{store}/.well-known/a2m-server.json   one store's describe
   GET  /healthz   process alive      GET /readyz   every engine reachable (503 otherwise)
   GET  /metrics   Prometheus text format
+  POST /mcp, /mcp/{store}                    MCP Streamable HTTP (gateway/mcp/, docs/mcp.md)
 
 With ``server.auth`` on, every POST and both discovery documents need
 ``Authorization: Bearer``; a missing or bad credential is 401 with
@@ -17,6 +18,7 @@ endpoints (healthz, readyz, metrics) stay open for probes and scrapers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -104,12 +106,14 @@ def create_app(
     max_body = server.max_body_bytes
     body_timeout_s = server.body_timeout_ms / 1000
     auth = authenticator or Authenticator(server.auth)
+    mcp = _mcp_app(gateway, server, auth, guard)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await gateway.start(strict=strict_start)
         try:
-            yield
+            async with mcp.run() if mcp is not None else contextlib.nullcontext():
+                yield
         finally:
             await gateway.close()
 
@@ -238,5 +242,20 @@ def create_app(
     async def prometheus() -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
+    if mcp is not None:
+        # MCP, the second front door onto the same dispatchers (gateway/mcp/, docs/mcp.md).
+        for path in ("/mcp", "/mcp/{store}", "/.well-known/oauth-protected-resource{rest:path}"):
+            app.router.add_route(path, mcp, include_in_schema=False)
+
     app.rpc_handler = rpc
     return app
+
+
+def _mcp_app(
+    gateway: Gateway, server: ServerConfig, auth: Authenticator, guard: OriginGuard
+) -> Any:
+    if not server.mcp.enabled:
+        return None
+    from gateway.mcp.server import McpHttpApp
+
+    return McpHttpApp(gateway, server, auth, guard.permits)

@@ -1,0 +1,214 @@
+"""Serving the tools: the MCP SDK's low-level server over Streamable HTTP and stdio.
+
+Streamable HTTP runs the SDK stateless, JSON responses: a 2026-07-28 request
+is one self-contained POST (``server/discover``, no session), and a 2025-11-25
+client's ``initialize`` is answered on its own POST with every later call
+served without a session, so any replica can answer any request. Before the
+SDK sees a request, :class:`McpHttpApp` applies the gateway's Origin check
+and bearer authentication and puts the endpoint and caller on the ASGI scope,
+where the tool handler reads them.
+
+Authentication follows the MCP authorization spec: a 401 carries
+``WWW-Authenticate: Bearer ... resource_metadata="..."`` pointing at the RFC
+9728 document served at ``/.well-known/oauth-protected-resource[/mcp[/<store>]]``;
+with ``server.mcp.audience_check`` a JWT must name the resource (RFC 8707).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import mcp_types as types
+import orjson
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.types import Receive, Scope, Send
+
+from gateway import __version__
+from gateway.app import Gateway
+from gateway.auth import AuthenticationError, Authenticator
+from gateway.config import ServerConfig
+from gateway.mcp.tools import Endpoint, McpTools
+from gateway.scopes import LOCAL, Caller
+
+log = logging.getLogger(__name__)
+audit = logging.getLogger("a2m.audit")
+
+SCOPE_KEY = "a2m.mcp"
+"""ASGI scope entry holding (Endpoint, Caller) of an authenticated MCP request."""
+PRM_PATH = "/.well-known/oauth-protected-resource"
+INSTRUCTIONS = (
+    "Read-only retrieval over the organisation's indexes. Use `search` to find records, "
+    "`fetch` to read one in full by its id, `timeline` for the newest records. Cite results "
+    "with their marker ([1], [2], ...) and url. Every result is limited to what the caller's "
+    "credential may see."
+)
+
+
+def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
+    """The SDK server; `fixed` serves stdio (no HTTP request to read the endpoint from)."""
+
+    def context(ctx: ServerRequestContext[Any, Any]) -> tuple[Endpoint, Caller]:
+        request = ctx.request
+        if request is not None and SCOPE_KEY in request.scope:
+            found: tuple[Endpoint, Caller] = request.scope[SCOPE_KEY]
+            return found
+        if fixed is not None:
+            return fixed, LOCAL
+        # An HTTP request that did not pass McpHttpApp: refuse rather than guess a caller.
+        raise RuntimeError("MCP request without an authenticated endpoint")
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        endpoint, _ = context(ctx)
+        return types.ListToolsResult(tools=await tools.list_tools(endpoint))
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        endpoint, caller = context(ctx)
+        return await tools.call(endpoint, params.name, params.arguments, caller)
+
+    return Server(
+        "a2m-gateway",
+        version=__version__,
+        title="a2m-gateway",
+        instructions=INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+class McpHttpApp:
+    """ASGI app of `/mcp`, `/mcp/<store>` and the protected resource metadata."""
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        server: ServerConfig,
+        auth: Authenticator,
+        origin_permits: Any,
+    ) -> None:
+        self._gateway = gateway
+        self._cfg = server.mcp
+        self._auth = auth
+        self._origin_permits = origin_permits
+        issuer = [server.auth.jwt.issuer] if server.auth.jwt is not None else []
+        self._authorization_servers = list(server.mcp.authorization_servers) or issuer
+        self._server_name = server.name
+        self._manager = StreamableHTTPSessionManager(
+            app=build_server(McpTools(gateway, server.mcp)),
+            json_response=True,
+            stateless=True,
+            max_request_body_size=server.max_body_bytes,
+        )
+
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        async with self._manager.run():
+            yield
+
+    def _endpoint(self, path: str) -> Endpoint | None:
+        """The endpoint of a path under /mcp; None for an unknown store."""
+        rest = path[len("/mcp") :].strip("/")
+        if not rest:
+            return Endpoint()
+        return Endpoint(rest) if rest in self._gateway.stores else None
+
+    def _resource(self, scope: Scope, path: str) -> str:
+        """The resource identifier (RFC 9728 §1.2) of an MCP path."""
+        if self._cfg.resource is not None:
+            base = self._cfg.resource.rstrip("/")
+            rest = path[len("/mcp") :].rstrip("/")
+            return base + rest
+        headers = dict(scope.get("headers") or [])
+        host = headers.get(b"host", b"localhost").decode("latin-1")
+        return f"{scope.get('scheme', 'http')}://{host}{path.rstrip('/')}"
+
+    def _metadata_url(self, resource: str) -> str:
+        """RFC 9728 §3.1: the well-known segment goes between the origin and the path."""
+        scheme, _, rest = resource.partition("://")
+        host, slash, path = rest.partition("/")
+        return f"{scheme}://{host}{PRM_PATH}" + (f"/{path}" if slash and path else "")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope["path"]
+        if path.startswith(PRM_PATH):
+            await self._metadata(scope, receive, send, path[len(PRM_PATH) :] or "/mcp")
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        if not self._origin_permits(headers.get("origin")):
+            await _json(send, 403, {"error": "origin not allowed"})
+            return
+        endpoint = self._endpoint(path)
+        if endpoint is None:
+            await _json(send, 404, {"error": "no such store"})
+            return
+        try:
+            principal = await self._auth.authenticate(headers.get("authorization"))
+            if principal is not None and self._cfg.audience_check and principal.method == "jwt":
+                aud = principal.claims.get("aud")
+                auds = [aud] if isinstance(aud, str) else list(aud or [])
+                if (
+                    self._resource(scope, path) not in auds
+                    and self._resource(scope, "/mcp") not in auds
+                ):
+                    raise AuthenticationError("JWT audience does not name this MCP resource")
+        except AuthenticationError as exc:
+            client = scope.get("client")
+            audit.info(
+                "auth_failed",
+                extra={"reason": exc.reason, "client": client[0] if client else None},
+            )
+            challenge = self._auth.challenge(exc)
+            meta = self._metadata_url(self._resource(scope, path))
+            await _json(
+                send,
+                401,
+                {"error": "authentication required"},
+                {"www-authenticate": f'{challenge}, resource_metadata="{meta}"'},
+            )
+            return
+        caller = Caller(network=True, principal=principal)
+        await self._manager.handle_request({**scope, SCOPE_KEY: (endpoint, caller)}, receive, send)
+
+    async def _metadata(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
+        """RFC 9728 protected resource metadata of /mcp or /mcp/<store>."""
+        if scope["method"] not in ("GET", "HEAD"):
+            await _json(send, 405, {"error": "method not allowed"}, {"allow": "GET"})
+            return
+        if not path.startswith("/mcp") or not self._auth.enabled or self._endpoint(path) is None:
+            await _json(send, 404, {"error": "not found"})
+            return
+        doc: dict[str, Any] = {
+            "resource": self._resource(scope, path),
+            "bearer_methods_supported": ["header"],
+            "resource_name": self._server_name,
+        }
+        if self._authorization_servers:
+            doc["authorization_servers"] = self._authorization_servers
+        await _json(send, 200, doc)
+
+
+async def _json(
+    send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> None:
+    raw = orjson.dumps(body)
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    head += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": raw})
+
+
+async def serve_stdio(gateway: Gateway, store: str | None) -> None:
+    """MCP over this process's stdin/stdout (the local caller, as A2M's stdio)."""
+    tools = McpTools(gateway, gateway.config.server.mcp)
+    server = build_server(tools, Endpoint(store))
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
