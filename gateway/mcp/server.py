@@ -16,6 +16,7 @@ with ``server.mcp.audience_check`` a JWT must name the resource (RFC 8707).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,12 +28,14 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from gateway import __version__
 from gateway.app import Gateway
 from gateway.auth import AuthenticationError, Authenticator
 from gateway.config import ServerConfig
+from gateway.errors import A2MError, InvalidRequest, ParseError
+from gateway.jsonrpc import error_body
 from gateway.mcp.tools import Endpoint, McpTools
 from gateway.scopes import LOCAL, Caller
 
@@ -102,6 +105,8 @@ class McpHttpApp:
         issuer = [server.auth.jwt.issuer] if server.auth.jwt is not None else []
         self._authorization_servers = list(server.mcp.authorization_servers) or issuer
         self._server_name = server.name
+        self._max_body = server.max_body_bytes
+        self._body_timeout_s = server.body_timeout_ms / 1000
         self._manager = StreamableHTTPSessionManager(
             app=build_server(McpTools(gateway, server.mcp)),
             json_response=True,
@@ -175,8 +180,60 @@ class McpHttpApp:
                 {"www-authenticate": f'{challenge}, resource_metadata="{meta}"'},
             )
             return
+        if scope["method"] != "POST":
+            # Stateless, JSON responses: no standalone SSE stream and no session to delete.
+            await _json(send, 405, {"error": "method not allowed"}, {"allow": "POST"})
+            return
+        body = await self._envelope(receive, send)
+        if body is None:
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
         caller = Caller(network=True, principal=principal)
-        await self._manager.handle_request({**scope, SCOPE_KEY: (endpoint, caller)}, receive, send)
+        await self._manager.handle_request({**scope, SCOPE_KEY: (endpoint, caller)}, replay, send)
+
+    async def _envelope(self, receive: Receive, send: Send) -> bytes | None:
+        """The body, once it is one JSON-RPC message; else answered here and None.
+
+        The SDK's own envelope errors quote pydantic's text (and the input); ours
+        name the problem only, as A2M's do.
+        """
+        body = bytearray()
+        try:
+            async with asyncio.timeout(self._body_timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return None
+                    body += message.get("body", b"")
+                    if len(body) > self._max_body:
+                        await _json(
+                            send, 413, {"error": f"body larger than {self._max_body} bytes"}
+                        )
+                        return None
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await _json(send, 408, {"error": "request body not received in time"})
+            return None
+        try:
+            msg = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            await _rpc_error(send, ParseError())
+            return None
+        if not _is_message(msg):
+            await _rpc_error(
+                send, InvalidRequest("Invalid request: not one JSON-RPC 2.0 message object")
+            )
+            return None
+        return bytes(body)
 
     async def _metadata(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         """RFC 9728 protected resource metadata of /mcp or /mcp/<store>."""
@@ -194,6 +251,25 @@ class McpHttpApp:
         if self._authorization_servers:
             doc["authorization_servers"] = self._authorization_servers
         await _json(send, 200, doc)
+
+
+def _is_message(msg: Any) -> bool:
+    """One JSON-RPC 2.0 request, notification or response object (batches are not MCP)."""
+    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+        return False
+    rid = msg.get("id")
+    if rid is not None and (isinstance(rid, bool) or not isinstance(rid, str | int)):
+        return False
+    if "method" in msg:
+        return isinstance(msg["method"], str) and isinstance(msg.get("params", {}), dict)
+    return "id" in msg and ("result" in msg) != ("error" in msg)
+
+
+async def _rpc_error(send: Send, error: A2MError) -> None:
+    raw = error_body(None, error)
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    await send({"type": "http.response.start", "status": 400, "headers": head})
+    await send({"type": "http.response.body", "body": raw})
 
 
 async def _json(
