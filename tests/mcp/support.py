@@ -81,5 +81,6 @@ def error_text(result: CallToolResult) -> str:
     assert result.is_error, result
     assert result.structured_content is None
     message = text(result)
-    assert "Traceback" not in message and 'File "' not in message, message
+    assert "Traceback" not in message, message
+    assert 'File "' not in message, message
     return message

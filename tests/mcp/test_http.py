@@ -55,7 +55,8 @@ async def test_lists_exactly_the_three_read_only_tools(
         assert tool.annotations is not None
         assert tool.annotations.read_only_hint is True
         assert tool.annotations.destructive_hint is False
-        assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+        assert tool.output_schema is not None
+        assert tool.output_schema["type"] == "object"
         assert tool.input_schema["additionalProperties"] is False
     search = tools_by_name(tools)["search"].input_schema
     assert search["required"] == ["query"]
@@ -78,16 +79,15 @@ async def test_search_fetch_timeline_agree_with_a2m(
 ) -> None:
     recall = http_client.call("memory/recall", {"query": QUERY, "limit": 5})["records"]
     newest = http_client.call("memory/timeline", {"limit": 4})["records"]
-    assert recall and newest
+    assert recall
+    assert newest
     async with mcp_http(f"{http_server.base_url}/mcp", mode) as client:
         tools = tools_by_name((await client.list_tools()).tools)
         found = await client.call_tool("search", {"query": QUERY, "limit": 5})
         listing = structured(found, tools["search"])
         top = listing["results"][0]
         fetched = structured(await client.call_tool("fetch", {"id": top["id"]}), tools["fetch"])
-        timeline = structured(
-            await client.call_tool("timeline", {"limit": 4}), tools["timeline"]
-        )
+        timeline = structured(await client.call_tool("timeline", {"limit": 4}), tools["timeline"])
         by_key = None
         if recall[0].get("key"):
             by_key = await client.call_tool("fetch", {"id": recall[0]["key"], "store": "demo"})
@@ -95,13 +95,17 @@ async def test_search_fetch_timeline_agree_with_a2m(
     assert [r["id"] for r in listing["results"]] == [f"demo:{r['id']}" for r in recall]
     assert [r["score"] for r in listing["results"]] == [r["score"] for r in recall]
     assert [r["cite"] for r in listing["results"]] == [f"[{i}]" for i in range(1, 6)]
-    assert listing["truncated"] is False and listing["omitted"] == 0
+    assert listing["truncated"] is False
+    assert listing["omitted"] == 0
     if recall[0].get("uri"):
         assert top["url"] == recall[0]["uri"]
     rendered = text(found)
-    assert rendered.startswith("[1] ") and "[5] " in rendered and top["title"] in rendered
+    assert rendered.startswith("[1] ")
+    assert "[5] " in rendered
+    assert top["title"] in rendered
     assert fetched["text"] == recall[0]["content"]
-    assert fetched["id"] == top["id"] and fetched["truncated"] is False
+    assert fetched["id"] == top["id"]
+    assert fetched["truncated"] is False
     assert [r["id"] for r in timeline["results"]] == [f"demo:{r['id']}" for r in newest]
     stamps = [r["created_at"] for r in timeline["results"]]
     assert stamps == sorted(stamps)
@@ -158,7 +162,8 @@ async def test_bad_arguments_are_tool_errors(http_server: HttpServer, mode: str)
             result = await client.call_tool(name, args)
             message = error_text(result)
             assert message, (name, args)
-            assert "127.0.0.1" not in message and "http://" not in message, message
+            assert "127.0.0.1" not in message, message
+            assert "http://" not in message, message
 
 
 async def test_bad_http_never_answers_5xx(http_server: HttpServer) -> None:
@@ -206,7 +211,8 @@ async def test_results_fit_the_character_budget(
             long_doc = structured(await client.call_tool("fetch", {"id": doc_id}), tools["fetch"])
     finally:
         server.stop()
-    assert listing["truncated"] is True and listing["omitted"] > 0
+    assert listing["truncated"] is True
+    assert listing["omitted"] > 0
     assert 1 <= len(listing["results"]) < 50
     assert len(text(found)) <= 1500
     assert f"{listing['omitted']} more results omitted" in text(found)
