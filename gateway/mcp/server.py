@@ -78,6 +78,11 @@ def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
         endpoint, caller = context(ctx)
         return await tools.call(endpoint, params.name, params.arguments, caller)
 
+    def no_header_params(name: str) -> None:
+        # No tool argument is declared `x-mcp-header`, so there are no Mcp-Param-* headers to
+        # validate; without this the SDK would run tools/list before every 2026-07-28 call.
+        return None
+
     return Server(
         "a2m-gateway",
         version=__version__,
@@ -85,6 +90,7 @@ def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
         instructions=INSTRUCTIONS,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        get_tool_input_schema=no_header_params,
     )
 
 
