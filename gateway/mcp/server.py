@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -45,6 +46,7 @@ audit = logging.getLogger("a2m.audit")
 SCOPE_KEY = "a2m.mcp"
 """ASGI scope entry holding (Endpoint, Caller) of an authenticated MCP request."""
 PRM_PATH = "/.well-known/oauth-protected-resource"
+_HOST = re.compile(r"[A-Za-z0-9.\-]{1,253}(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?")
 INSTRUCTIONS = (
     "Read-only retrieval over the organisation's indexes. Use `search` to find records, "
     "`fetch` to read one in full by its id, `timeline` for the newest records. Cite results "
@@ -102,7 +104,7 @@ class McpHttpApp:
         gateway: Gateway,
         server: ServerConfig,
         auth: Authenticator,
-        origin_permits: Any,
+        origin_permits: Callable[[str | None], bool],
     ) -> None:
         self._gateway = gateway
         self._cfg = server.mcp
@@ -133,14 +135,21 @@ class McpHttpApp:
         return Endpoint(rest) if rest in self._gateway.stores else None
 
     def _resource(self, scope: Scope, path: str) -> str:
-        """The resource identifier (RFC 9728 §1.2) of an MCP path."""
+        """The resource identifier (RFC 9728 §1.2) of an MCP path.
+
+        Built only from a configured store name and a well-formed Host, since it
+        is echoed into a quoted WWW-Authenticate parameter.
+        """
+        rest = path[len("/mcp") :].strip("/")
+        suffix = f"/{rest}" if rest in self._gateway.stores else ""
         if self._cfg.resource is not None:
-            base = self._cfg.resource.rstrip("/")
-            rest = path[len("/mcp") :].rstrip("/")
-            return base + rest
+            return self._cfg.resource.rstrip("/") + suffix
         headers = dict(scope.get("headers") or [])
-        host = headers.get(b"host", b"localhost").decode("latin-1")
-        return f"{scope.get('scheme', 'http')}://{host}{path.rstrip('/')}"
+        host = headers.get(b"host", b"").decode("latin-1")
+        if not _HOST.fullmatch(host):
+            host = "localhost"
+        scheme = "https" if scope.get("scheme") == "https" else "http"
+        return f"{scheme}://{host}/mcp{suffix}"
 
     def _metadata_url(self, resource: str) -> str:
         """RFC 9728 §3.1: the well-known segment goes between the origin and the path."""
@@ -156,10 +165,6 @@ class McpHttpApp:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         if not self._origin_permits(headers.get("origin")):
             await _json(send, 403, {"error": "origin not allowed"})
-            return
-        endpoint = self._endpoint(path)
-        if endpoint is None:
-            await _json(send, 404, {"error": "no such store"})
             return
         try:
             principal = await self._auth.authenticate(headers.get("authorization"))
@@ -185,6 +190,10 @@ class McpHttpApp:
                 {"error": "authentication required"},
                 {"www-authenticate": f'{challenge}, resource_metadata="{meta}"'},
             )
+            return
+        endpoint = self._endpoint(path)
+        if endpoint is None:  # after authentication, so store names are not probed anonymously
+            await _json(send, 404, {"error": "no such store"})
             return
         if scope["method"] != "POST":
             # Stateless, JSON responses: no standalone SSE stream and no session to delete.

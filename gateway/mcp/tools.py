@@ -95,9 +95,9 @@ class McpTools:
         for record in records:
             fields = {**(record.get("metadata") or {}), **record}
             for name, value in fields.items():
-                if isinstance(value, str | int | float | bool) and not isinstance(value, bool):
-                    if isinstance(value, str) and len(value) > 80:
-                        continue
+                if isinstance(value, str) and len(value) > 80:
+                    continue  # content, not a filter value anyone would type
+                if isinstance(value, str | int | float):
                     examples.setdefault(name, value)
         self._examples[store.name] = examples
 

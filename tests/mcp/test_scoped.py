@@ -128,6 +128,11 @@ async def test_401_points_at_the_protected_resource_metadata(
             assert challenge.startswith('Bearer realm="a2m"')
             assert f'resource_metadata="{meta_url}{path[4:]}"' in challenge
             assert ('error="invalid_token"' in challenge) is error
+        # An unknown store is not told apart from a known one before authentication, and
+        # nothing of the path but a configured store name is echoed into the challenge.
+        probe = await http.post('/mcp/no"such', content=body, headers=headers)
+        assert probe.status_code == 401
+        assert f'resource_metadata="{meta_url}"' in probe.headers["www-authenticate"]
         prm = await http.get("/.well-known/oauth-protected-resource/mcp")
         assert prm.status_code == 200
         assert prm.json()["resource"] == RESOURCE
