@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from gateway.errors import ErrorCode
 from tests.conformance.conftest import (
     HttpClient,
     HttpServer,
@@ -220,3 +221,23 @@ async def test_results_fit_the_character_budget(
     assert len(text(found)) <= 1500
     # The fetched document is within budget too (cut and marked if it had to be).
     assert len(long_doc["text"]) <= 1500
+
+
+def _recall_count(metrics: str, code: int) -> float:
+    line = f'a2m_requests_total{{code="{code}",method="memory/recall",store="demo"}}'
+    found = [ln for ln in metrics.splitlines() if ln.startswith(line)]
+    return float(found[0].split()[-1]) if found else 0.0
+
+
+async def test_mcp_calls_are_a2m_calls_in_the_metrics(http_server: HttpServer, mode: str) -> None:
+    """One door, one path: each MCP search is one memory/recall in the store's metrics."""
+    async with httpx.AsyncClient(base_url=http_server.base_url, timeout=30) as http:
+        before = (await http.get("/metrics")).text
+        async with mcp_http(f"{http_server.base_url}/mcp", mode) as client:
+            for _ in range(3):
+                assert not (await client.call_tool("search", {"query": QUERY})).is_error
+            assert (await client.call_tool("search", {"query": "x", "limit": 0})).is_error
+        after = (await http.get("/metrics")).text
+    assert _recall_count(after, 0) - _recall_count(before, 0) == 3
+    invalid = int(ErrorCode.INVALID_PARAMS)
+    assert _recall_count(after, invalid) - _recall_count(before, invalid) == 1
