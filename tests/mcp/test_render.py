@@ -61,3 +61,14 @@ def test_a_short_document_is_whole() -> None:
     assert (doc["text"], doc["truncated"], doc["key"]) == ("all of it", False, "k/1")
     assert doc["metadata"] == {"group": "g"}
     assert orjson.loads(render.text_of(doc, budget)) == doc
+
+
+def test_a_snippet_of_a_long_document_is_marked_cut_even_inside_whitespace() -> None:
+    budget = render.Budget(max_chars=20_000, snippet_chars=40, text_format="compact")
+    spaced = "start" + " " * 500 + "end of a long document"
+    (r,) = render.listing([record(1, spaced)], "d", False, budget)["results"]
+    assert r["snippet"].startswith("start")
+    assert r["snippet"].endswith(render.ELLIPSIS)
+    assert len(r["snippet"]) <= 40
+    (short,) = render.listing([record(2, "a  b\n c")], "d", False, budget)["results"]
+    assert short["snippet"] == "a b c"
