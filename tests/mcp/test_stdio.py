@@ -7,9 +7,12 @@ corpus at start). Ground truth is the backend's A2M HTTP server.
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
-from tests.conformance.conftest import HttpClient, StoreBackend
+from tests.conformance.conftest import HttpClient, StoreBackend, gateway_command, gateway_env
 from tests.mcp.support import (
     MODES,
     TOOLS,
@@ -71,3 +74,13 @@ async def test_one_store_over_stdio(
             await client.call_tool("search", {"query": QUERY, "limit": 2}), tools["search"]
         )
     assert [r["id"] for r in listing["results"]] == [r["id"] for r in recall]
+
+
+def test_an_unknown_store_is_refused_at_start(tmp_path: Path) -> None:
+    cmd = [*gateway_command(), "mcp", "--store", "nope"]
+    done = subprocess.run(
+        cmd, env=gateway_env(tmp_path), capture_output=True, timeout=60, check=False
+    )
+    assert done.returncode == 2
+    assert b"no store named 'nope'" in done.stderr
+    assert done.stdout == b""
