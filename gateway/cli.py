@@ -2,7 +2,8 @@
 you already run (Elasticsearch, OpenSearch, Qdrant).
 
 Agents call memory/describe, memory/recall, memory/timeline and memory/fetch over HTTP
-(`serve`) or stdin/stdout (`stdio`); writes answer READ_ONLY. Without --config every
+(`serve`, which also serves MCP at /mcp) or stdin/stdout (`stdio`, and `mcp` for MCP
+clients); writes answer READ_ONLY. Without --config every
 command uses the embedded demo store: the gateway's own documentation, indexed in memory
 at start, nothing downloaded.
 
@@ -200,6 +201,28 @@ async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
     return 0
 
 
+async def _mcp_stdio(cfg: GatewayConfig, store: str | None) -> int:
+    from gateway.app import Gateway
+    from gateway.mcp.server import serve_stdio
+
+    gateway = Gateway(cfg)
+    scoped = [n for n, s in gateway.stores.items() if s.config.scope.enforced]
+    if scoped:
+        log.warning(
+            "stores %s are scoped by caller claims; stdio has no authenticated caller, "
+            "so every read of them answers nothing",
+            ", ".join(scoped),
+        )
+    if not await _open_local_stores(gateway):
+        return 2
+    await gateway.start(strict=False)
+    try:
+        await serve_stdio(gateway, store)
+    finally:
+        await gateway.close()
+    return 0
+
+
 _TRANSPORT_LOGGERS = ("elastic_transport", "opensearch", "opensearchpy", "httpx", "httpcore")
 """Client libraries that log a WARNING per failed attempt; `check` reports once, itself."""
 
@@ -344,6 +367,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     p_stdio.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
     p_stdio.add_argument("--store", help="store name (default: the first)")
+    p_mcp = sub.add_parser(
+        "mcp",
+        help="serve MCP over stdin/stdout (docs/mcp.md)",
+        description="Serve the stores as an MCP server (tools search, fetch, timeline) on "
+        "stdin/stdout, for an MCP client that spawns the gateway.",
+    )
+    p_mcp.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
+    p_mcp.add_argument("--store", help="serve one store (default: all, chosen per call)")
     p_check = sub.add_parser(
         "check",
         help="validate config, reach engines, preview records",
@@ -400,6 +431,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write("a2m-gateway: --limit must be at least 1\n")
             return 2
         return asyncio.run(_recall(cfg, args.question, args.store, args.limit, args.json))
+    if args.command == "mcp":
+        return asyncio.run(_mcp_stdio(cfg, args.store))
     return asyncio.run(_check(cfg))
 
 

@@ -632,6 +632,40 @@ class HttpLimits(_Model):
     )
 
 
+class McpConfig(_Model):
+    """The MCP front door (docs/mcp.md): `/mcp` and `/mcp/<store>` on the HTTP port."""
+
+    enabled: bool = True
+    max_output_chars: int = Field(
+        default=20_000,
+        ge=1_000,
+        le=1_000_000,
+        description="budget of one tool result's text; lowest-ranked results are dropped first",
+    )
+    snippet_chars: int = Field(default=300, ge=40, le=10_000)
+    text_format: Literal["compact", "json"] = Field(
+        default="compact",
+        description="the text block: a compact cited listing, or the structured result as JSON",
+    )
+    resource: str | None = Field(
+        default=None,
+        pattern=r"^https?://[^\s#]+$",
+        description="public URL of /mcp: the RFC 9728 `resource`; enables audience_check",
+    )
+    authorization_servers: list[str] = Field(
+        default_factory=list, description="RFC 9728; default: server.auth.jwt.issuer"
+    )
+    audience_check: bool = Field(
+        default=False, description="RFC 8707: a JWT on /mcp must name `resource` in `aud`"
+    )
+
+    @model_validator(mode="after")
+    def _audience_needs_resource(self) -> McpConfig:
+        if self.audience_check and self.resource is None:
+            raise ValueError("mcp.audience_check needs mcp.resource (the URL tokens must name)")
+        return self
+
+
 class ServerConfig(_Model):
     name: str = "a2m-gateway"
     host: str = "127.0.0.1"
@@ -658,6 +692,7 @@ class ServerConfig(_Model):
     auth: AuthConfig = Field(default_factory=AuthConfig)
     rate_limit: RateLimitConfig | None = None
     audit: AuditConfig = Field(default_factory=AuditConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
 
     @model_validator(mode="after")
     def _one_body_fits(self) -> ServerConfig:

@@ -1,8 +1,11 @@
-"""What the gateway costs: one query mix, three ways, side by side, against one OpenSearch node.
+"""What the gateway costs: one query mix, four ways, side by side, against one OpenSearch node.
 
 (a) direct:  opensearch-py's async client sends the ``_search`` body the gateway would send;
 (b) gateway: A2M ``memory/recall`` over HTTP to a real ``a2m-gateway serve`` process;
-(c) peer:    opensearch-mcp-server-py (PyPI, own virtualenv), ``tools/call SearchIndexTool``
+(c) mcp:     MCP ``tools/call search`` on the same process's ``/mcp/opensearch`` (2026-07-28,
+             one stateless POST per call); the tool takes query text only, so a kNN item is
+             sent as its query's text (use ``--dense-share 0`` for the same engine work);
+(d) peer:    opensearch-mcp-server-py (PyPI, own virtualenv), ``tools/call SearchIndexTool``
              over its streamable HTTP transport, with the same body.
 
 The mix is SciFact's train queries: a share as BM25 text (``multi_match`` over
@@ -53,12 +56,20 @@ SOURCE = ["text", "key", "title"]
 TEXT_FIELDS = ["title", "text"]
 JSON_HEADERS = {"content-type": "application/json"}
 MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+MCP_VERSION = "2026-07-28"
+MODERN_HEADERS = {
+    "mcp-protocol-version": MCP_VERSION,
+    "mcp-method": "tools/call",
+    "mcp-name": "search",
+}
 
 
 @dataclass(frozen=True)
 class Item:
     text: str | None
     vector: list[float] | None
+    query: str = ""
+    """The query's text, also for a kNN item (what an MCP `search` sends)."""
 
 
 @dataclass
@@ -102,9 +113,9 @@ def workload(split: Split, n: int, dense_share: float, seed: int) -> list[Item]:
     for _ in range(n):
         qid = rng.choice(qids)
         if rng.random() < dense_share:
-            items.append(Item(None, split.sf.query_vector(qid)))
+            items.append(Item(None, split.sf.query_vector(qid), split.sf.queries[qid]))
         else:
-            items.append(Item(split.sf.queries[qid], None))
+            items.append(Item(split.sf.queries[qid], None, split.sf.queries[qid]))
     return items
 
 
@@ -112,6 +123,26 @@ def recall_params(item: Item) -> dict[str, Any]:
     if item.text is not None:
         return {"query": item.text, "limit": LIMIT}
     return {"embedding": item.vector, "limit": LIMIT}
+
+
+def mcp_search(item: Item, request_id: int) -> bytes:
+    """One stateless 2026-07-28 ``tools/call search`` (the envelope the SDK's client sends)."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MCP_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return orjson.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {
+                "name": "search",
+                "arguments": {"query": item.query, "limit": LIMIT},
+                "_meta": meta,
+            },
+        }
+    )
 
 
 def opensearch_body(item: Item) -> dict[str, Any]:
@@ -225,6 +256,16 @@ class Ways:
                         answer = orjson.loads(await r.read())
                     return r.status == 200 and "result" in answer
 
+            elif way == "mcp":
+                url = f"{self.gateway_url}/mcp/opensearch"
+                headers = {**MCP_HEADERS, **MODERN_HEADERS}
+
+                async def call(i: int, item: Item) -> bool:
+                    body = mcp_search(item, i)
+                    async with http.post(url, data=body, headers=headers) as r:
+                        raw = await r.read()
+                    return r.status == 200 and peer_mod.answer_ok(raw)
+
             elif way == "peer":
                 assert self.peer_url is not None
                 url = f"{self.peer_url}/mcp"
@@ -324,7 +365,7 @@ def _paired(
 def _cpu(blocks: Sequence[Block], way: str) -> str:
     """Median CPU ms per request of the processes this way goes through."""
     engine = "elasticsearch" if way.startswith("es-") else "opensearch"
-    names = ["gateway"] if "gateway" in way else ["peer"] if way == "peer" else []
+    names = ["gateway"] if "gateway" in way or way == "mcp" else ["peer"] if way == "peer" else []
     parts = []
     for name in ["gateway", "peer", engine]:
         values = [b.cpu_ms[name] for b in blocks if name in b.cpu_ms]
@@ -367,7 +408,13 @@ def markdown(report: Report) -> str:
         "| pair | concurrency | p50 added ms | p50 ratio | throughput ratio |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
-    pairs = [("gateway", "direct"), ("gateway", "peer"), ("es-gateway", "es-direct")]
+    pairs = [
+        ("gateway", "direct"),
+        ("gateway", "peer"),
+        ("mcp", "peer"),
+        ("mcp", "gateway"),
+        ("es-gateway", "es-direct"),
+    ]
     for num, den in pairs:
         if num not in report.ways or den not in report.ways:
             continue
@@ -414,6 +461,7 @@ def chart(report: Report, path: Path) -> None:
     colours = {
         "direct": "#4C72B0",
         "gateway": "#55A868",
+        "mcp": "#DD8452",
         "peer": "#C44E52",
         "es-direct": "#8172B2",
         "es-gateway": "#64B5CD",
@@ -601,8 +649,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--ways",
         nargs="+",
-        choices=("direct", "gateway", "peer"),
-        default=["direct", "gateway", "peer"],
+        choices=("direct", "gateway", "mcp", "peer"),
+        default=["direct", "gateway", "mcp", "peer"],
     )
     p.add_argument("--es", action="store_true", help="also Elasticsearch direct vs gateway")
     p.add_argument("--concurrency", nargs="+", type=int, default=[1, 32])

@@ -9,6 +9,7 @@ URL scheme:
   GET  /metrics   Prometheus text format
   GET  /          what this server is and where its endpoints and docs are (JSON, or HTML
                   when the Accept header prefers it)
+  POST /mcp, /mcp/{store}                    MCP Streamable HTTP (gateway/mcp/, docs/mcp.md)
 
 With ``server.auth`` on, every POST and both discovery documents need
 ``Authorization: Bearer``; a missing or bad credential is 401 with
@@ -25,6 +26,7 @@ Nothing is ever redirected; every response says ``nosniff`` and ``no-store``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -193,12 +195,14 @@ def create_app(
     failures = server.auth.failures
     failed_auth = RateLimiter(failures.per_second, failures.burst, failures.max_clients)
     budget = BodyBudget(server.http.max_inflight_body_bytes)
+    mcp = _mcp_app(gateway, server, auth, guard)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await gateway.start(strict=strict_start)
         try:
-            yield
+            async with mcp.run() if mcp is not None else contextlib.nullcontext():
+                yield
         finally:
             await gateway.close()
 
@@ -384,5 +388,20 @@ def create_app(
     async def prometheus() -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
+    if mcp is not None:
+        # MCP, the second front door onto the same dispatchers (gateway/mcp/, docs/mcp.md).
+        for path in ("/mcp", "/mcp/{store}", "/.well-known/oauth-protected-resource{rest:path}"):
+            app.router.add_route(path, mcp, include_in_schema=False)
+
     app.rpc_handler = rpc
     return app
+
+
+def _mcp_app(
+    gateway: Gateway, server: ServerConfig, auth: Authenticator, guard: OriginGuard
+) -> Any:
+    if not server.mcp.enabled:
+        return None
+    from gateway.mcp.server import McpHttpApp
+
+    return McpHttpApp(gateway, server, auth, guard.permits)

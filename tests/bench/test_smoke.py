@@ -69,7 +69,7 @@ def test_quality_harness_on_qdrant(tmp_path: Path, scifact_dir: Path) -> None:
 
 @pytest.mark.integration
 @pytest.mark.opensearch
-def test_latency_harness_direct_and_gateway(
+def test_latency_harness_direct_gateway_and_mcp(
     tmp_path: Path, scifact_dir: Path, opensearch_url: str
 ) -> None:
     report, table = _run(
@@ -78,6 +78,7 @@ def test_latency_harness_direct_and_gateway(
             "--ways",
             "direct",
             "gateway",
+            "mcp",
             "--requests",
             "12",
             "--warmup",
@@ -97,7 +98,7 @@ def test_latency_harness_direct_and_gateway(
         scifact_dir,
     )
     blocks = {(b["way"], b["concurrency"]): b for b in report["blocks"]}
-    assert set(blocks) == {(w, c) for w in ("direct", "gateway") for c in (1, 4)}
+    assert set(blocks) == {(w, c) for w in ("direct", "gateway", "mcp") for c in (1, 4)}
     for block in blocks.values():
         assert block["errors"] == 0
         assert len(block["latencies_s"]) == 12
@@ -106,3 +107,5 @@ def test_latency_harness_direct_and_gateway(
     assert report["gateway_ready_s"] > 0
     assert "| gateway | 4 |" in table
     assert "| gateway / direct | 1 |" in table
+    assert "| mcp | 4 |" in table
+    assert "| mcp / gateway | 4 |" in table

@@ -880,8 +880,11 @@ def test_ingress_routes_to_the_service(helm: str) -> None:
     spec = render.one("Ingress")["spec"]
     assert spec["ingressClassName"] == "nginx"
     (rule,) = spec["rules"]
-    (path,) = rule["http"]["paths"]
-    assert path["backend"] == {"service": {"name": FULLNAME, "port": {"name": "http"}}}
+    paths = rule["http"]["paths"]
+    # A2M, MCP and MCP's OAuth discovery document: one Service port, one server.auth.
+    assert [p["path"] for p in paths] == ["/a2m", "/mcp", "/.well-known/oauth-protected-resource"]
+    for path in paths:
+        assert path["backend"] == {"service": {"name": FULLNAME, "port": {"name": "http"}}}
 
 
 # --- the helm test hook -------------------------------------------------------
@@ -1065,6 +1068,8 @@ def test_notes_show_how_to_call_describe(helm: str, tmp_path: Path) -> None:
     assert '{"jsonrpc":"2.0","id":1,"method":"memory/describe","params":{}}' in text
     assert f"helm test {RELEASE} -n {NAMESPACE} --logs" in text
     assert f"http://{FULLNAME}.{NAMESPACE}.svc:8080/a2m/docs" in text
+    assert f"http://{FULLNAME}.{NAMESPACE}.svc:8080/mcp" in text
+    assert "claude mcp add --transport http a2m http://127.0.0.1:8080/mcp" in text
 
 
 # --- the image runs what the chart runs --------------------------------------

@@ -1,0 +1,164 @@
+"""A2M records -> tool results: titles, snippets, citation markers, within a character budget.
+
+The budget (``server.mcp.max_output_chars``) bounds the larger of the text
+block and the JSON of ``structuredContent``. A listing over budget loses its
+lowest-ranked results first (``truncated: true``, ``omitted: n``, and a line
+saying so); a single result or a fetched document too long on its own has its
+text cut, marked with an ellipsis and ``truncated: true``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+TITLE_CHARS = 120
+_SPACE = re.compile(r"\s+")
+ELLIPSIS = "…"
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_chars: int
+    snippet_chars: int
+    text_format: Literal["compact", "json"]
+
+
+def public_id(store: str, record_id: str, qualified: bool) -> str:
+    """The id a client passes back to fetch: `store:id` on the all-stores endpoint."""
+    return f"{store}:{record_id}" if qualified else record_id
+
+
+def title_of(record: dict[str, Any]) -> str:
+    metadata = record.get("metadata") or {}
+    title = metadata.get("title") if isinstance(metadata, dict) else None
+    if isinstance(title, str) and title.strip():
+        return _cut(_SPACE.sub(" ", title).strip(), TITLE_CHARS)
+    for line in (record.get("content") or "").splitlines():
+        if line.strip():
+            return _cut(line.strip().lstrip("#").strip(), TITLE_CHARS)
+    return record.get("key") or str(record["id"])
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: max(n - 1, 0)].rstrip() + ELLIPSIS
+
+
+def _snippet(content: str, n: int) -> str:
+    # Only the head is read: collapsing the whitespace of a whole long document per result
+    # was most of a search's own CPU.
+    head = content[: 2 * n + 64]
+    text = _cut(_SPACE.sub(" ", head).strip(), n)
+    if len(head) < len(content) and not text.endswith(ELLIPSIS):
+        text = text[: n - 1].rstrip() + ELLIPSIS  # cut inside a run of whitespace
+    return text
+
+
+def _result(record: dict[str, Any], store: str, n: int, qualified: bool, budget: Budget) -> Any:
+    out: dict[str, Any] = {
+        "id": public_id(store, str(record["id"]), qualified),
+        "cite": f"[{n}]",
+        "title": title_of(record),
+        "snippet": _snippet(record.get("content") or "", budget.snippet_chars),
+        "store": store,
+    }
+    for src, dst in (("uri", "url"), ("key", "key"), ("score", "score")):
+        if record.get(src) is not None:
+            out[dst] = record[src]
+    if record.get("created_at") is not None:
+        out["created_at"] = record["created_at"]
+    return out
+
+
+def _listing_text(listing: dict[str, Any]) -> str:
+    lines: list[str] = []
+    for r in listing["results"]:
+        head = f"{r['cite']} {r['title']} (id {r['id']}"
+        if "score" in r:
+            head += f", score {r['score']:.3f}"
+        if "created_at" in r:
+            head += f", {r['created_at']}"
+        lines.append(head + ")")
+        if "url" in r:
+            lines.append(f"    {r['url']}")
+        if r["snippet"]:
+            lines.append(f"    {r['snippet']}")
+    if not listing["results"]:
+        lines.append("No matching records.")
+    if listing["omitted"]:
+        lines.append(
+            f"({listing['omitted']} more results omitted to fit the output budget: "
+            "lower `limit`, narrow `where`, or fetch a result by id.)"
+        )
+    return "\n".join(lines)
+
+
+def _document_text(doc: dict[str, Any]) -> str:
+    head = f"{doc['cite']} {doc['title']} (id {doc['id']}, store {doc['store']})"
+    if "url" in doc:
+        head += f"\n{doc['url']}"
+    tail = "\n(text truncated to fit the output budget)" if doc["truncated"] else ""
+    return f"{head}\n\n{doc['text']}{tail}"
+
+
+def text_of(structured: dict[str, Any], budget: Budget) -> str:
+    if budget.text_format == "json":
+        return orjson.dumps(structured).decode()
+    return _document_text(structured) if "text" in structured else _listing_text(structured)
+
+
+def _size(structured: dict[str, Any], budget: Budget) -> int:
+    return max(len(orjson.dumps(structured).decode()), len(text_of(structured, budget)))
+
+
+def listing(
+    records: list[dict[str, Any]], store: str, qualified: bool, budget: Budget
+) -> dict[str, Any]:
+    """The structured result of search / timeline, trimmed to the budget."""
+    results = [_result(r, store, i + 1, qualified, budget) for i, r in enumerate(records)]
+    out: dict[str, Any] = {"results": results, "truncated": False, "omitted": 0}
+    while _size(out, budget) > budget.max_chars and len(results) > 1:
+        results.pop()
+        out["omitted"] += 1
+        out["truncated"] = True
+    if results and _size(out, budget) > budget.max_chars:
+        # One result alone is too long: cut its snippet to what is left.
+        excess = _size(out, budget) - budget.max_chars
+        results[0]["snippet"] = _cut(
+            results[0]["snippet"], max(len(results[0]["snippet"]) - excess, 0)
+        )
+        out["truncated"] = True
+    return out
+
+
+def document(record: dict[str, Any], store: str, qualified: bool, budget: Budget) -> dict[str, Any]:
+    """The structured result of fetch: the record's full text, cut only past the budget."""
+    out: dict[str, Any] = {
+        "id": public_id(store, str(record["id"]), qualified),
+        "cite": "[1]",
+        "title": title_of(record),
+        "text": record.get("content") or "",
+        "store": store,
+        "metadata": dict(record.get("metadata") or {}),
+        "truncated": False,
+    }
+    if record.get("uri") is not None:
+        out["url"] = record["uri"]
+    if record.get("key") is not None:
+        out["key"] = record["key"]
+    for name in ("group", "role", "owner", "media_type", "created_at", "updated_at"):
+        if record.get(name) is not None:
+            out["metadata"][name] = record[name]
+    size = _size(out, budget)
+    if size > budget.max_chars:
+        out["truncated"] = True
+        # The JSON form escapes some characters, so cut once more if the first cut fell short.
+        for _ in range(3):
+            excess = _size(out, budget) - budget.max_chars
+            if excess <= 0:
+                break
+            out["text"] = _cut(out["text"], max(len(out["text"]) - excess - 1, 0))
+    return out

@@ -1,0 +1,305 @@
+"""Serving the tools: the MCP SDK's low-level server over Streamable HTTP and stdio.
+
+Streamable HTTP runs the SDK stateless, JSON responses: a 2026-07-28 request
+is one self-contained POST (``server/discover``, no session), and a 2025-11-25
+client's ``initialize`` is answered on its own POST with every later call
+served without a session, so any replica can answer any request. Before the
+SDK sees a request, :class:`McpHttpApp` applies the gateway's Origin check
+and bearer authentication and puts the endpoint and caller on the ASGI scope,
+where the tool handler reads them.
+
+Authentication follows the MCP authorization spec: a 401 carries
+``WWW-Authenticate: Bearer ... resource_metadata="..."`` pointing at the RFC
+9728 document served at ``/.well-known/oauth-protected-resource[/mcp[/<store>]]``;
+with ``server.mcp.audience_check`` a JWT must name the resource (RFC 8707).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import mcp_types as types
+import orjson
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.types import Message, Receive, Scope, Send
+
+from gateway import __version__
+from gateway.app import Gateway
+from gateway.auth import AuthenticationError, Authenticator
+from gateway.config import ServerConfig
+from gateway.errors import A2MError, InvalidRequest, ParseError
+from gateway.jsonrpc import error_body
+from gateway.mcp.tools import Endpoint, McpTools
+from gateway.scopes import LOCAL, Caller
+
+log = logging.getLogger(__name__)
+audit = logging.getLogger("a2m.audit")
+
+SCOPE_KEY = "a2m.mcp"
+"""ASGI scope entry holding (Endpoint, Caller) of an authenticated MCP request."""
+PRM_PATH = "/.well-known/oauth-protected-resource"
+_HOST = re.compile(r"[A-Za-z0-9.\-]{1,253}(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?")
+INSTRUCTIONS = (
+    "Read-only retrieval over the organisation's indexes. Use `search` to find records, "
+    "`fetch` to read one in full by its id, `timeline` for the newest records. Cite results "
+    "with their marker ([1], [2], ...) and url. Every result is limited to what the caller's "
+    "credential may see."
+)
+
+
+def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
+    """The SDK server; `fixed` serves stdio (no HTTP request to read the endpoint from)."""
+
+    def context(ctx: ServerRequestContext[Any, Any]) -> tuple[Endpoint, Caller]:
+        request = ctx.request
+        if request is not None and SCOPE_KEY in request.scope:
+            found: tuple[Endpoint, Caller] = request.scope[SCOPE_KEY]
+            return found
+        if fixed is not None:
+            return fixed, LOCAL
+        # An HTTP request that did not pass McpHttpApp: refuse rather than guess a caller.
+        raise RuntimeError("MCP request without an authenticated endpoint")
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        endpoint, _ = context(ctx)
+        return types.ListToolsResult(tools=await tools.list_tools(endpoint))
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        endpoint, caller = context(ctx)
+        return await tools.call(endpoint, params.name, params.arguments, caller)
+
+    def no_header_params(name: str) -> None:
+        # No tool argument is declared `x-mcp-header`, so there are no Mcp-Param-* headers to
+        # validate; without this the SDK would run tools/list before every 2026-07-28 call.
+        return None
+
+    return Server(
+        "a2m-gateway",
+        version=__version__,
+        title="a2m-gateway",
+        instructions=INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        get_tool_input_schema=no_header_params,
+    )
+
+
+class McpHttpApp:
+    """ASGI app of `/mcp`, `/mcp/<store>` and the protected resource metadata."""
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        server: ServerConfig,
+        auth: Authenticator,
+        origin_permits: Callable[[str | None], bool],
+    ) -> None:
+        self._gateway = gateway
+        self._cfg = server.mcp
+        self._auth = auth
+        self._origin_permits = origin_permits
+        issuer = [server.auth.jwt.issuer] if server.auth.jwt is not None else []
+        self._authorization_servers = list(server.mcp.authorization_servers) or issuer
+        self._server_name = server.name
+        self._max_body = server.max_body_bytes
+        self._body_timeout_s = server.body_timeout_ms / 1000
+        self._manager = StreamableHTTPSessionManager(
+            app=build_server(McpTools(gateway, server.mcp)),
+            json_response=True,
+            stateless=True,
+            max_request_body_size=server.max_body_bytes,
+        )
+
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        async with self._manager.run():
+            yield
+
+    def _endpoint(self, path: str) -> Endpoint | None:
+        """The endpoint of a path under /mcp; None for an unknown store."""
+        rest = path[len("/mcp") :].strip("/")
+        if not rest:
+            return Endpoint()
+        return Endpoint(rest) if rest in self._gateway.stores else None
+
+    def _resource(self, scope: Scope, path: str) -> str:
+        """The resource identifier (RFC 9728 §1.2) of an MCP path.
+
+        Built only from a configured store name and a well-formed Host, since it
+        is echoed into a quoted WWW-Authenticate parameter.
+        """
+        rest = path[len("/mcp") :].strip("/")
+        suffix = f"/{rest}" if rest in self._gateway.stores else ""
+        if self._cfg.resource is not None:
+            return self._cfg.resource.rstrip("/") + suffix
+        headers = dict(scope.get("headers") or [])
+        host = headers.get(b"host", b"").decode("latin-1")
+        if not _HOST.fullmatch(host):
+            host = "localhost"
+        scheme = "https" if scope.get("scheme") == "https" else "http"
+        return f"{scheme}://{host}/mcp{suffix}"
+
+    def _metadata_url(self, resource: str) -> str:
+        """RFC 9728 §3.1: the well-known segment goes between the origin and the path."""
+        scheme, _, rest = resource.partition("://")
+        host, slash, path = rest.partition("/")
+        return f"{scheme}://{host}{PRM_PATH}" + (f"/{path}" if slash and path else "")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope["path"]
+        if path.startswith(PRM_PATH):
+            await self._metadata(scope, receive, send, path[len(PRM_PATH) :] or "/mcp")
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        if not self._origin_permits(headers.get("origin")):
+            await _json(send, 403, {"error": "origin not allowed"})
+            return
+        try:
+            principal = await self._auth.authenticate(headers.get("authorization"))
+            if principal is not None and self._cfg.audience_check and principal.method == "jwt":
+                aud = principal.claims.get("aud")
+                auds = [aud] if isinstance(aud, str) else list(aud or [])
+                if (
+                    self._resource(scope, path) not in auds
+                    and self._resource(scope, "/mcp") not in auds
+                ):
+                    raise AuthenticationError("JWT audience does not name this MCP resource")
+        except AuthenticationError as exc:
+            client = scope.get("client")
+            audit.info(
+                "auth_failed",
+                extra={"reason": exc.reason, "client": client[0] if client else None},
+            )
+            challenge = self._auth.challenge(exc)
+            meta = self._metadata_url(self._resource(scope, path))
+            await _json(
+                send,
+                401,
+                {"error": "authentication required"},
+                {"www-authenticate": f'{challenge}, resource_metadata="{meta}"'},
+            )
+            return
+        endpoint = self._endpoint(path)
+        if endpoint is None:  # after authentication, so store names are not probed anonymously
+            await _json(send, 404, {"error": "no such store"})
+            return
+        if scope["method"] != "POST":
+            # Stateless, JSON responses: no standalone SSE stream and no session to delete.
+            await _json(send, 405, {"error": "method not allowed"}, {"allow": "POST"})
+            return
+        body = await self._envelope(receive, send)
+        if body is None:
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        caller = Caller(network=True, principal=principal)
+        await self._manager.handle_request({**scope, SCOPE_KEY: (endpoint, caller)}, replay, send)
+
+    async def _envelope(self, receive: Receive, send: Send) -> bytes | None:
+        """The body, once it is one JSON-RPC message; else answered here and None.
+
+        The SDK's own envelope errors quote pydantic's text (and the input); ours
+        name the problem only, as A2M's do.
+        """
+        body = bytearray()
+        try:
+            async with asyncio.timeout(self._body_timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return None
+                    body += message.get("body", b"")
+                    if len(body) > self._max_body:
+                        await _json(
+                            send, 413, {"error": f"body larger than {self._max_body} bytes"}
+                        )
+                        return None
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await _json(send, 408, {"error": "request body not received in time"})
+            return None
+        try:
+            msg = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            await _rpc_error(send, ParseError())
+            return None
+        if not _is_message(msg):
+            await _rpc_error(
+                send, InvalidRequest("Invalid request: not one JSON-RPC 2.0 message object")
+            )
+            return None
+        return bytes(body)
+
+    async def _metadata(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
+        """RFC 9728 protected resource metadata of /mcp or /mcp/<store>."""
+        if scope["method"] not in ("GET", "HEAD"):
+            await _json(send, 405, {"error": "method not allowed"}, {"allow": "GET"})
+            return
+        if not path.startswith("/mcp") or not self._auth.enabled or self._endpoint(path) is None:
+            await _json(send, 404, {"error": "not found"})
+            return
+        doc: dict[str, Any] = {
+            "resource": self._resource(scope, path),
+            "bearer_methods_supported": ["header"],
+            "resource_name": self._server_name,
+        }
+        if self._authorization_servers:
+            doc["authorization_servers"] = self._authorization_servers
+        await _json(send, 200, doc)
+
+
+def _is_message(msg: Any) -> bool:
+    """One JSON-RPC 2.0 request, notification or response object (batches are not MCP)."""
+    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+        return False
+    rid = msg.get("id")
+    if rid is not None and (isinstance(rid, bool) or not isinstance(rid, str | int)):
+        return False
+    if "method" in msg:
+        return isinstance(msg["method"], str) and isinstance(msg.get("params", {}), dict)
+    return "id" in msg and ("result" in msg) != ("error" in msg)
+
+
+async def _rpc_error(send: Send, error: A2MError) -> None:
+    raw = error_body(None, error)
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    await send({"type": "http.response.start", "status": 400, "headers": head})
+    await send({"type": "http.response.body", "body": raw})
+
+
+async def _json(
+    send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> None:
+    raw = orjson.dumps(body)
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    head += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": raw})
+
+
+async def serve_stdio(gateway: Gateway, store: str | None) -> None:
+    """MCP over this process's stdin/stdout (the local caller, as A2M's stdio)."""
+    tools = McpTools(gateway, gateway.config.server.mcp)
+    server = build_server(tools, Endpoint(store))
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())

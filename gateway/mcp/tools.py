@@ -1,0 +1,257 @@
+"""The three read-only tools, each one or two A2M calls on the store's own dispatcher.
+
+Nothing here reads an engine: ``search`` is ``memory/recall``, ``timeline`` is
+``memory/timeline``, ``fetch`` is ``memory/recall`` with ``where: {id}`` (then
+``memory/fetch`` by key when no id matched and the store declares keys). So
+the caller's scopes, rate limit, metrics, audit line and deadline are exactly
+those of A2M. Any failure becomes an ``isError`` tool result naming the A2M
+error, never a protocol error, a 5xx or a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from pydantic import ValidationError
+
+from gateway.app import Gateway
+from gateway.config import McpConfig
+from gateway.errors import A2MError
+from gateway.jsonrpc import to_wire_error
+from gateway.mcp import render
+from gateway.mcp.schemas import (
+    ARGS,
+    OUTPUT_SCHEMAS,
+    FetchArgs,
+    SearchArgs,
+    TimelineArgs,
+    input_schema,
+)
+from gateway.methods import Capability
+from gateway.scopes import Caller
+from gateway.store import Store
+
+log = logging.getLogger(__name__)
+
+DESCRIPTIONS = {
+    "search": "Search {what} and get ranked results, each with an id (pass it to fetch), a "
+    "title, a snippet, a url when the record has one and a citation marker such as [1]. "
+    "Cite results by their marker and url. Read-only.",
+    "fetch": "Fetch one record of {what} in full by the id a search or timeline result gave "
+    "(a record key also works). Read-only.",
+    "timeline": "The newest records of {what} (optionally only those matching `where`), "
+    "oldest first. Read-only.",
+}
+ANNOTATIONS = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """What one MCP URL serves: one store, or every store (`store` is then an argument)."""
+
+    store: str | None = None
+
+    @property
+    def multi(self) -> bool:
+        return self.store is None
+
+
+class ToolError(Exception):
+    """A tool call that cannot be served; its message goes to the model as an isError result."""
+
+
+class McpTools:
+    """Tool listing and tool calls over a gateway's stores."""
+
+    def __init__(self, gateway: Gateway, config: McpConfig) -> None:
+        self._gateway = gateway
+        self._budget = render.Budget(
+            max_chars=config.max_output_chars,
+            snippet_chars=config.snippet_chars,
+            text_format=config.text_format,
+        )
+        self._examples: dict[str, dict[str, Any]] = {}
+
+    def _stores(self, endpoint: Endpoint) -> list[Store]:
+        stores = self._gateway.stores
+        return list(stores.values()) if endpoint.store is None else [stores[endpoint.store]]
+
+    async def _learn_examples(self, store: Store) -> None:
+        """First values of each exposed field, for the schema; unscoped stores only, once."""
+        if store.name in self._examples or store.config.scope.enforced or not store.started:
+            return
+        examples: dict[str, Any] = {}
+        try:
+            records = await store.sample(3)
+        except Exception:  # an engine hiccup only costs the schema its examples
+            log.info("store %s: no example values for the MCP schema", store.name)
+            return
+        for record in records:
+            fields = {**(record.get("metadata") or {}), **record}
+            for name, value in fields.items():
+                if isinstance(value, str) and len(value) > 80:
+                    continue  # content, not a filter value anyone would type
+                if isinstance(value, str | int | float):
+                    examples.setdefault(name, value)
+        self._examples[store.name] = examples
+
+    async def list_tools(self, endpoint: Endpoint) -> list[types.Tool]:
+        stores = self._stores(endpoint)
+        for store in stores:
+            await self._learn_examples(store)
+        what = (
+            f"the '{stores[0].name}' store"
+            + (f" ({stores[0].config.description})" if stores[0].config.description else "")
+            if not endpoint.multi
+            else "the stores " + ", ".join(s.name for s in stores)
+        )
+        return [
+            types.Tool(
+                name=name,
+                title={"search": "Search", "fetch": "Fetch record", "timeline": "Newest records"}[
+                    name
+                ],
+                description=DESCRIPTIONS[name].format(what=what),
+                input_schema=input_schema(name, stores, endpoint.multi, self._examples),
+                output_schema=OUTPUT_SCHEMAS[name],
+                annotations=ANNOTATIONS,
+            )
+            for name in ("search", "fetch", "timeline")
+        ]
+
+    async def call(
+        self, endpoint: Endpoint, name: str, arguments: Mapping[str, Any] | None, caller: Caller
+    ) -> types.CallToolResult:
+        """Run one tool for `caller`; every failure is an isError result."""
+        model = ARGS.get(name)
+        if model is None:
+            return _error(f"Unknown tool {name[:64]!r}: this server offers search, fetch, timeline")
+        try:
+            args = model.model_validate(dict(arguments or {}))
+            store, qualified, args = self._resolve(endpoint, args)
+            if isinstance(args, SearchArgs):
+                structured = await self._search(store, qualified, args, caller)
+            elif isinstance(args, TimelineArgs):
+                structured = await self._timeline(store, qualified, args, caller)
+            else:
+                assert isinstance(args, FetchArgs)
+                structured = await self._fetch(store, qualified, args, caller)
+        except ValidationError as exc:
+            return _error(_describe_invalid(exc))
+        except ToolError as exc:
+            return _error(str(exc))
+        except A2MError as exc:
+            return _error(_describe_a2m(exc))
+        except Exception as exc:  # the tool boundary: logged with its traceback, never sent
+            return _error(_describe_a2m(to_wire_error(exc)))
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=render.text_of(structured, self._budget))],
+            structured_content=structured,
+        )
+
+    def _resolve(self, endpoint: Endpoint, args: Any) -> tuple[Store, bool, Any]:
+        """The store a call reads, whether ids are store-qualified, and the args to use."""
+        stores = self._gateway.stores
+        if not endpoint.multi:
+            if args.store is not None and args.store != endpoint.store:
+                raise ToolError(
+                    f"this endpoint serves the store {endpoint.store!r} only; "
+                    "use /mcp for the others"
+                )
+            assert endpoint.store is not None
+            return stores[endpoint.store], False, args
+        name = args.store
+        if isinstance(args, FetchArgs) and name is None:
+            # A qualified id (`store:id`, as search gives on /mcp) names its store.
+            prefix, sep, rest = args.id.partition(":")
+            if sep and prefix in stores and rest:
+                return stores[prefix], True, args.model_copy(update={"id": rest})
+        if name is None:
+            name = self._gateway.default_store
+        if name not in stores:
+            raise ToolError(f"No store named {name[:64]!r}; stores: {', '.join(stores)}")
+        if isinstance(args, FetchArgs):
+            prefix, sep, rest = args.id.partition(":")
+            if sep and prefix == name and rest:
+                args = args.model_copy(update={"id": rest})
+        return stores[name], True, args
+
+    def _read_params(self, args: SearchArgs | TimelineArgs) -> dict[str, Any]:
+        params: dict[str, Any] = {}
+        if args.limit is not None:
+            params["limit"] = args.limit
+        if args.where is not None:
+            params["where"] = args.where
+        if args.key_prefix is not None:
+            params["key_prefix"] = args.key_prefix
+        return params
+
+    async def _search(
+        self, store: Store, qualified: bool, args: SearchArgs, caller: Caller
+    ) -> dict[str, Any]:
+        params = {"query": args.query, **self._read_params(args)}
+        result = await self._gateway.dispatcher(store.name).dispatch(
+            "memory/recall", params, caller
+        )
+        return render.listing(result["records"], store.name, qualified, self._budget)
+
+    async def _timeline(
+        self, store: Store, qualified: bool, args: TimelineArgs, caller: Caller
+    ) -> dict[str, Any]:
+        result = await self._gateway.dispatcher(store.name).dispatch(
+            "memory/timeline", self._read_params(args), caller
+        )
+        return render.listing(result["records"], store.name, qualified, self._budget)
+
+    async def _fetch(
+        self, store: Store, qualified: bool, args: FetchArgs, caller: Caller
+    ) -> dict[str, Any]:
+        dispatcher = self._gateway.dispatcher(store.name)
+        result = await dispatcher.dispatch(
+            "memory/recall", {"where": {"id": args.id}, "limit": 1}, caller
+        )
+        record = result["records"][0] if result["records"] else None
+        if record is None and store.declares(Capability.KEYS):
+            found = await dispatcher.dispatch("memory/fetch", {"key": args.id}, caller)
+            record = found["record"]
+        if record is None:
+            raise ToolError(
+                f"No record with id or key {args.id[:200]!r} in the store {store.name!r} "
+                "(or it is not visible to this caller)"
+            )
+        return render.document(record, store.name, qualified, self._budget)
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)], is_error=True
+    )
+
+
+def _describe_invalid(exc: ValidationError) -> str:
+    """Which arguments were wrong, never pydantic's text (it can echo the input)."""
+    unknown: list[str] = []
+    bad: list[str] = []
+    for err in exc.errors(include_url=False, include_input=False):
+        name = str(err["loc"][0]) if err["loc"] else "arguments"
+        (unknown if err["type"] == "extra_forbidden" else bad).append(name[:64])
+    parts = []
+    if bad:
+        names = ", ".join(repr(n) for n in dict.fromkeys(bad))
+        parts.append(f"{names} missing, of the wrong type or out of range")
+    if unknown:
+        parts.append("unknown argument(s) " + ", ".join(repr(n) for n in dict.fromkeys(unknown)))
+    return "Invalid arguments: " + "; ".join(parts) + ". See the tool's input schema."
+
+
+def _describe_a2m(exc: A2MError) -> str:
+    text = f"{exc.message} (A2M error {int(exc.code)})"
+    if isinstance(exc.data, dict) and "retry_after_ms" in exc.data:
+        text += f"; retry after {exc.data['retry_after_ms']} ms"
+    return text

@@ -1,0 +1,74 @@
+"""The character budget and the shapes of tool results (engine-independent: plain records in)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from jsonschema import Draft202012Validator
+
+from gateway.mcp import render
+from gateway.mcp.schemas import OUTPUT_SCHEMAS
+
+
+def record(i: int, content: str, **extra: object) -> dict[str, object]:
+    return {"id": str(i), "content": content, "score": 1 / (i + 1), **extra}
+
+
+@pytest.mark.parametrize("fmt", ["compact", "json"])
+def test_a_listing_over_budget_drops_the_lowest_ranked_first(fmt: str) -> None:
+    budget = render.Budget(max_chars=2_000, snippet_chars=300, text_format=fmt)  # type: ignore[arg-type]
+    records = [record(i, f"Title {i}\n" + "word " * 200, uri=f"https://x/{i}") for i in range(30)]
+    out = render.listing(records, "docs", True, budget)
+    kept = [r["id"] for r in out["results"]]
+    assert kept == [f"docs:{i}" for i in range(len(kept))]
+    assert 0 < len(kept) < 30
+    assert out["omitted"] == 30 - len(kept)
+    assert out["truncated"] is True
+    text = render.text_of(out, budget)
+    assert len(text) <= 2_000
+    assert len(orjson.dumps(out)) <= 2_000
+    if fmt == "compact":
+        assert f"({out['omitted']} more results omitted" in text
+    assert list(Draft202012Validator(OUTPUT_SCHEMAS["search"]).iter_errors(out)) == []
+
+
+def test_within_budget_nothing_is_dropped_and_markers_follow_rank() -> None:
+    budget = render.Budget(max_chars=20_000, snippet_chars=50, text_format="compact")
+    records = [record(i, f"# Heading {i}\nbody " * 3, metadata={"lang": "en"}) for i in range(3)]
+    out = render.listing(records, "docs", False, budget)
+    assert [r["cite"] for r in out["results"]] == ["[1]", "[2]", "[3]"]
+    assert [r["id"] for r in out["results"]] == ["0", "1", "2"]
+    assert out["results"][0]["title"] == "Heading 0"
+    assert all(len(r["snippet"]) <= 50 for r in out["results"])
+    assert (out["truncated"], out["omitted"]) == (False, 0)
+
+
+def test_one_document_too_long_is_cut_and_marked() -> None:
+    budget = render.Budget(max_chars=1_000, snippet_chars=300, text_format="compact")
+    # Quotes and newlines are escaped in JSON, so the JSON form is the larger one here.
+    doc = render.document(record(7, '"quoted"\n' * 400, metadata={"title": "T"}), "d", True, budget)
+    assert doc["truncated"] is True
+    assert doc["text"].endswith(render.ELLIPSIS)
+    assert len(orjson.dumps(doc)) <= 1_000
+    assert len(render.text_of(doc, budget)) <= 1_000
+    assert (doc["id"], doc["title"]) == ("d:7", "T")
+    assert list(Draft202012Validator(OUTPUT_SCHEMAS["fetch"]).iter_errors(doc)) == []
+
+
+def test_a_short_document_is_whole() -> None:
+    budget = render.Budget(max_chars=1_000, snippet_chars=300, text_format="json")
+    doc = render.document(record(1, "all of it", key="k/1", group="g"), "d", False, budget)
+    assert (doc["text"], doc["truncated"], doc["key"]) == ("all of it", False, "k/1")
+    assert doc["metadata"] == {"group": "g"}
+    assert orjson.loads(render.text_of(doc, budget)) == doc
+
+
+def test_a_snippet_of_a_long_document_is_marked_cut_even_inside_whitespace() -> None:
+    budget = render.Budget(max_chars=20_000, snippet_chars=40, text_format="compact")
+    spaced = "start" + " " * 500 + "end of a long document"
+    (r,) = render.listing([record(1, spaced)], "d", False, budget)["results"]
+    assert r["snippet"].startswith("start")
+    assert r["snippet"].endswith(render.ELLIPSIS)
+    assert len(r["snippet"]) <= 40
+    (short,) = render.listing([record(2, "a  b\n c")], "d", False, budget)["results"]
+    assert short["snippet"] == "a b c"

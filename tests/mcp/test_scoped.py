@@ -1,0 +1,254 @@
+"""Auth and document-level security through MCP, on a real `a2m-gateway serve`.
+
+One process serves the ACL'd SciFact corpus of ``tests/security/acl_corpus.py``
+from Elasticsearch, OpenSearch and Qdrant (three stores), with the security
+suite's credentials: alice is an RS256 JWT with ``groups: [ALPHA]`` whose
+audience is the MCP resource (RFC 8707 check on), bob an API key with
+``groups: [BRAVO]``. Alice's MCP calls, many aimed at bob's documents (their
+titles, ids and keys), must return only documents whose ACL names ALPHA; a
+control shows the same probes find them for bob.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from tests.conformance.conftest import HttpServer, start_http_server
+from tests.mcp.support import mcp_http, structured, tools_by_name
+from tests.security.acl_corpus import (
+    ALPHA,
+    BRAVO,
+    NOBODY,
+    acl_subset,
+    load_index,
+    load_qdrant_acl,
+    lucene_store,
+    qdrant_store,
+    visible,
+)
+from tests.security.support import AUDIENCE, BOB_KEY, ISSUER, Issuer, auth_section, bearer
+from tests.support.scifact import SciFact, load_scifact
+
+pytestmark = [pytest.mark.integration, pytest.mark.elasticsearch, pytest.mark.opensearch]
+
+RESOURCE = "https://gateway.test.example/mcp"
+STORES = ("scifact-es", "scifact-os", "scifact-qd")
+CALLS_PER_STORE = 200
+CONCURRENCY = 8
+
+
+@dataclass
+class Scoped:
+    server: HttpServer
+    sf: SciFact
+    doc_ids: list[str]
+    query_ids: list[str]
+
+    @property
+    def b_only(self) -> list[str]:
+        return [d for d in self.doc_ids if visible([BRAVO], d) and not visible([ALPHA], d)]
+
+
+@pytest.fixture(scope="module")
+def issuer(tmp_path_factory: pytest.TempPathFactory) -> Issuer:
+    return Issuer.create(tmp_path_factory.mktemp("mcp-idp"))
+
+
+@pytest.fixture(scope="module")
+def scoped(
+    tmp_path_factory: pytest.TempPathFactory,
+    scifact_dir: Path,
+    elasticsearch_url: str,
+    opensearch_url: str,
+    issuer: Issuer,
+) -> Iterator[Scoped]:
+    sf = load_scifact(scifact_dir)
+    qids, dids = acl_subset(sf)
+    qdrant = tmp_path_factory.mktemp("mcp-qdrant-acl")
+    load_qdrant_acl(qdrant, sf, dids)
+    stores = {
+        "scifact-es": lucene_store(
+            "elasticsearch",
+            elasticsearch_url,
+            load_index("elasticsearch", elasticsearch_url, sf, dids),
+        ),
+        "scifact-os": lucene_store(
+            "opensearch", opensearch_url, load_index("opensearch", opensearch_url, sf, dids)
+        ),
+        "scifact-qd": qdrant_store(qdrant),
+    }
+    auth = auth_section(issuer, [BRAVO])
+    auth["jwt"]["audience"] = [AUDIENCE, RESOURCE]
+    root = tmp_path_factory.mktemp("mcp-scoped")
+    config = root / "gateway.yaml"
+    doc = {
+        "server": {"auth": auth, "mcp": {"resource": RESOURCE, "audience_check": True}},
+        "stores": stores,
+    }
+    config.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    server = start_http_server(root / "data", config)
+    yield Scoped(server, sf, dids, qids)
+    server.stop()
+
+
+def alice(issuer: Issuer) -> dict[str, str]:
+    return bearer(issuer.token("alice", aud=RESOURCE, groups=[ALPHA], exp_in=3600))
+
+
+# -- auth as an MCP client expects it --------------------------------------------------------------
+
+
+async def test_401_points_at_the_protected_resource_metadata(
+    scoped: Scoped, issuer: Issuer
+) -> None:
+    body = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    meta_url = "https://gateway.test.example/.well-known/oauth-protected-resource/mcp"
+    async with httpx.AsyncClient(base_url=scoped.server.base_url, timeout=30) as http:
+        for path, credential, error in [
+            ("/mcp", None, False),
+            ("/mcp", "Bearer not-a-key-0123456789abcdef0123456789", True),
+            ("/mcp/scifact-es", "Bearer " + issuer.token("alice", aud=RESOURCE, exp_in=-600), True),
+        ]:
+            auth = {"authorization": credential} if credential else {}
+            r = await http.post(path, content=body, headers={**headers, **auth})
+            assert r.status_code == 401, r.text
+            challenge = r.headers["www-authenticate"]
+            assert challenge.startswith('Bearer realm="a2m"')
+            assert f'resource_metadata="{meta_url}{path[4:]}"' in challenge
+            assert ('error="invalid_token"' in challenge) is error
+        # An unknown store is not told apart from a known one before authentication, and
+        # nothing of the path but a configured store name is echoed into the challenge.
+        probe = await http.post('/mcp/no"such', content=body, headers=headers)
+        assert probe.status_code == 401
+        assert f'resource_metadata="{meta_url}"' in probe.headers["www-authenticate"]
+        prm = await http.get("/.well-known/oauth-protected-resource/mcp")
+        assert prm.status_code == 200
+        assert prm.json()["resource"] == RESOURCE
+        assert prm.json()["authorization_servers"] == [ISSUER]
+        assert prm.json()["bearer_methods_supported"] == ["header"]
+        one = await http.get("/.well-known/oauth-protected-resource/mcp/scifact-qd")
+        assert one.json()["resource"] == RESOURCE + "/scifact-qd"
+        missing = await http.get("/.well-known/oauth-protected-resource/mcp/nope")
+        assert missing.status_code == 404
+
+
+async def test_the_audience_must_name_the_mcp_resource(scoped: Scoped, issuer: Issuer) -> None:
+    """RFC 8707: a token minted for another audience of the same issuer opens A2M, not MCP."""
+    a2m_only = bearer(issuer.token("alice", aud=AUDIENCE, groups=[ALPHA]))
+    body = {"jsonrpc": "2.0", "id": 1, "method": "memory/describe", "params": {}}
+    async with httpx.AsyncClient(base_url=scoped.server.base_url, timeout=30) as http:
+        a2m = await http.post("/a2m/scifact-es", json=body, headers=a2m_only)
+        assert a2m.status_code == 200
+        assert "result" in a2m.json()
+        mcp = await http.post(
+            "/mcp",
+            content=b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+            headers={"content-type": "application/json", **a2m_only},
+        )
+        assert mcp.status_code == 401
+    url = f"{scoped.server.base_url}/mcp"
+    for headers in (alice(issuer), bearer(BOB_KEY)):
+        async with mcp_http(url, "2026-07-28", headers) as client:
+            result = await client.call_tool("timeline", {"limit": 1, "store": "scifact-qd"})
+            assert not result.is_error, result.content
+
+
+# -- the scoped corpus through MCP -----------------------------------------------------------------
+
+
+def random_call(rng: random.Random, s: Scoped) -> tuple[str, dict[str, Any]]:
+    """A call alice might make, most of them aimed at one of bob's documents."""
+    target = rng.choice(s.b_only if rng.random() < 0.7 else s.doc_ids)
+    roll = rng.random()
+    if roll < 0.25:
+        return "fetch", {"id": rng.choice([target, f"scifact/{target}"])}
+    args: dict[str, Any] = {"limit": rng.randint(1, 30)}
+    name = "timeline" if roll < 0.4 else "search"
+    if name == "search":
+        args["query"] = (
+            s.sf.titles[target] if rng.random() < 0.6 else s.sf.queries[rng.choice(s.query_ids)]
+        )
+    r = rng.random()
+    if r < 0.2:
+        args["where"] = {"id": target}
+    elif r < 0.35:
+        args["where"] = {"key": [f"scifact/{target}", f"scifact/{rng.choice(s.doc_ids)}"]}
+    elif r < 0.45:
+        args["key_prefix"] = f"scifact/{target[: rng.randint(1, len(target))]}"
+    return name, args
+
+
+def returned(result: Any) -> list[str]:
+    data = result.structured_content
+    if result.is_error:
+        return []
+    return [r["id"] for r in data["results"]] if "results" in data else [data["id"]]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+@pytest.mark.parametrize("store", STORES)
+async def test_alice_sees_none_of_bobs_documents_through_mcp(
+    scoped: Scoped, issuer: Issuer, store: str, mode: str
+) -> None:
+    rng = random.Random(f"mcp-scoped-{store}-{mode}")
+    calls = [random_call(rng, scoped) for _ in range(CALLS_PER_STORE)]
+    sem = asyncio.Semaphore(CONCURRENCY)
+    leaks: list[tuple[str, str, dict[str, Any]]] = []
+    counts = Counter[str]()
+    async with mcp_http(f"{scoped.server.base_url}/mcp/{store}", mode, alice(issuer)) as client:
+        tools = tools_by_name((await client.list_tools()).tools)
+
+        async def one(name: str, args: dict[str, Any]) -> None:
+            async with sem:
+                result = await client.call_tool(name, args)
+            if name == "fetch" and result.is_error:
+                counts["fetch-not-visible"] += 1
+                return
+            structured(result, tools[name])
+            raw = json.dumps(result.structured_content) + result.content[0].text  # type: ignore[union-attr]
+            for value in (ALPHA, BRAVO, NOBODY):
+                assert value not in raw, f"the ACL field left the gateway ({name})"
+            ids = returned(result)
+            counts[name] += len(ids)
+            counts["non-empty"] += bool(ids)
+            leaks.extend((d, name, args) for d in ids if not visible([ALPHA], d))
+
+        await asyncio.gather(*(one(*c) for c in calls))
+    assert leaks == [], f"{len(leaks)} foreign documents through MCP: {leaks[:3]}"
+    # Non-vacuous: most calls returned documents, every tool did.
+    assert counts["non-empty"] > CALLS_PER_STORE // 3, counts
+    for name in ("search", "timeline", "fetch"):
+        assert counts[name] > 0, counts
+    print(f"\n{store} ({mode}): {CALLS_PER_STORE} MCP calls by alice, {dict(counts)}, 0 foreign")
+
+
+@pytest.mark.parametrize("store", STORES)
+async def test_the_same_probes_find_bobs_documents_for_bob(
+    scoped: Scoped, issuer: Issuer, store: str
+) -> None:
+    url = f"{scoped.server.base_url}/mcp/{store}"
+    probes = scoped.b_only[:20]
+    async with (
+        mcp_http(url, "2026-07-28", bearer(BOB_KEY)) as bob,
+        mcp_http(url, "2026-07-28", alice(issuer)) as alice_client,
+    ):
+        for doc_id in probes:
+            for ident in (doc_id, f"scifact/{doc_id}"):
+                mine = await bob.call_tool("fetch", {"id": ident})
+                assert returned(mine) == [doc_id]
+                assert (await alice_client.call_tool("fetch", {"id": ident})).is_error
+            where = {"where": {"id": doc_id}}
+            assert returned(await bob.call_tool("timeline", where)) == [doc_id]
+            assert returned(await alice_client.call_tool("timeline", where)) == []
