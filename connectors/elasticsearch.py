@@ -218,10 +218,13 @@ class ElasticsearchConnector(LuceneConnector):
         assert field is not None
         assert request.dense is not None
         body = translator.knn_common(request, size, ids_only=ids_only)
+        # k is the depth too, and `size` cuts: 9.x quantises 384+ dims to bbq_hnsw and
+        # rescores oversample x k candidates, so a smaller k ranks a kNN-only search
+        # differently (worse) than the same query's hybrid leg.
         knn: Body = {
             "field": field,
             "query_vector": [float(x) for x in request.dense],
-            "k": size,
+            "k": max(depth, size),
             "num_candidates": max(depth, size),
         }
         filters = translator.filter_clauses(request.filter)
