@@ -6,6 +6,7 @@
     python tests/engines/engines.py status
     python tests/engines/engines.py env            # eval "$(python tests/engines/engines.py env)"
     python tests/engines/engines.py verify         # kNN + BM25 smoke test against the running nodes
+    python tests/engines/engines.py state          # the running nodes as JSON
     python tests/engines/engines.py kill NAME      # SIGKILL one node (crash tests)
     python tests/engines/engines.py restart-one NAME   # start it again, same port, same data
 
@@ -883,7 +884,7 @@ def main(argv: list[str] | None = None) -> int:
         # Repeatable: --only opensearch3 --only elasticsearch9. Neither flag: the 2.19/8.19 pair.
         which.add_argument("--only", choices=NAMES, action="append")
         which.add_argument("--all", action="store_true", help="all four nodes")
-    for cmd in ("status", "env", "verify"):
+    for cmd in ("status", "env", "verify", "state"):
         sub.add_parser(cmd)
     for cmd in ("kill", "restart-one"):
         sub.add_parser(cmd).add_argument("name", choices=NAMES)
@@ -899,6 +900,11 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.cmd == "verify":
             return cmd_verify()
+        if args.cmd == "state":  # the running nodes as JSON (name -> url, port, version...)
+            state = load_state()
+            live = {n: e for n, e in state.items() if running(state, n)}
+            print(json.dumps(live, indent=2, sort_keys=True))
+            return 0
         if args.cmd == "kill":
             return cmd_kill(args.name)
         return cmd_restart_one(args.name)
