@@ -3,7 +3,8 @@
 What differs from OpenSearch, and lives here:
 
 - kNN is the top-level ``knn`` section (``k``, ``num_candidates``, ``filter``),
-  on a ``dense_vector`` field.
+  on a ``dense_vector`` field; the same on 8.x and 9.x (the 8.x client talks to
+  both, a 9.x client does not talk to 8.x: docs/engines.md).
 - ``similarity`` cosine / dot_product / l2_norm give a ``_score`` already in
   [0, 1] ((1 + cos) / 2, (1 + dot) / 2, 1 / (1 + l2²)); max_inner_product is
   unbounded and is mapped back (see :func:`connectors.lucene.inner_product_score`).
