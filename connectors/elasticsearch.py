@@ -3,7 +3,8 @@
 What differs from OpenSearch, and lives here:
 
 - kNN is the top-level ``knn`` section (``k``, ``num_candidates``, ``filter``),
-  on a ``dense_vector`` field.
+  on a ``dense_vector`` field; the same on 8.x and 9.x (the 8.x client talks to
+  both, a 9.x client does not talk to 8.x: docs/engines.md).
 - ``similarity`` cosine / dot_product / l2_norm give a ``_score`` already in
   [0, 1] ((1 + cos) / 2, (1 + dot) / 2, 1 / (1 + l2²)); max_inner_product is
   unbounded and is mapped back (see :func:`connectors.lucene.inner_product_score`).
@@ -220,10 +221,13 @@ class ElasticsearchConnector(LuceneConnector):
         assert field is not None
         assert request.dense is not None
         body = translator.knn_common(request, size, ids_only=ids_only)
+        # k is the depth too, and `size` cuts: 9.x quantises 384+ dims to bbq_hnsw and
+        # rescores oversample x k candidates, so a smaller k ranks a kNN-only search
+        # differently (worse) than the same query's hybrid leg.
         knn: Body = {
             "field": field,
             "query_vector": [float(x) for x in request.dense],
-            "k": size,
+            "k": max(depth, size),
             "num_candidates": max(depth, size),
         }
         filters = translator.filter_clauses(request.filter)

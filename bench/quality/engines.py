@@ -2,11 +2,17 @@
 gateway store that serves it.
 
 Loading reuses the test suite's loaders (``tests.support``): Elasticsearch and
-OpenSearch through the clients' bulk API (``standard`` analyzer on ``title``
-and ``text``, the MiniLM vector in ``embedding``: a ``dense_vector`` /
-Lucene-HNSW ``knn_vector``, cosine), Qdrant in local mode on disk (a named
-dense vector plus the gateway's lexical sparse encoder under Qdrant's IDF
-modifier).
+OpenSearch through the clients' bulk API (the MiniLM vector in ``embedding``: a
+``dense_vector`` / Lucene-HNSW ``knn_vector``, cosine), Qdrant in local mode on
+disk (a named dense vector plus the gateway's lexical sparse encoder under
+Qdrant's IDF modifier).
+
+Analyzers on ``title`` and ``text`` (:data:`ANALYZERS`): OpenSearch gets
+``english`` (stemming and English stop words, as BEIR's BM25 baseline had);
+Elasticsearch keeps ``standard``, because the only Elasticsearch that runs here,
+the integ-test distribution from Maven Central, lacks the analysis-common
+module that defines ``english`` (it is not published on Central), and a
+stemmer cannot be built from core token filters alone.
 
 Every store is configured in ``lexical`` mode with its vector field, so one
 store answers all three benchmark modes by what a call carries: text only ->
@@ -21,11 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from bench.quality.collection import Split
 from tests.support import lucene_loader
 from tests.support import scifact as qdrant_loader
 
 ENGINES = ("elasticsearch", "opensearch", "qdrant")
+ANALYZERS = {"elasticsearch": "standard", "opensearch": "english"}
 QDRANT_COLLECTION = "bench"
 
 
@@ -47,6 +56,9 @@ class Loaded:
     """The store's section of the gateway config."""
     seconds: float
     note: str
+    version: str = ""
+    """The engine's version as the node reports it (empty for Qdrant local mode)."""
+    analyzer: str = ""
 
 
 def _limits() -> dict[str, Any]:
@@ -54,14 +66,30 @@ def _limits() -> dict[str, Any]:
     return {"max_recall_limit": 100}
 
 
-def load_lucene(engine: str, url: str, index: str, split: Split, tuning: Tuning) -> Loaded:
+def node_version(url: str) -> str:
+    """The node's version from ``GET /_nodes/_local`` (the ES test node has no ``GET /``)."""
+    r = httpx.get(f"{url}/_nodes/_local", params={"filter_path": "nodes.*.version"}, timeout=10)
+    r.raise_for_status()
+    nodes = r.json().get("nodes", {})
+    return str(next(iter(nodes.values()))["version"]) if nodes else "?"
+
+
+def load_lucene(
+    engine: str, url: str, index: str, split: Split, tuning: Tuning, analyzer: str
+) -> Loaded:
     """Bulk-load (or reuse, when already complete) the index and describe its store.
 
     Raises:
         RuntimeError: the bulk load failed.
     """
     assert engine in ("elasticsearch", "opensearch")
-    result = lucene_loader.load_index(engine, url, index, split.sf)  # type: ignore[arg-type]
+    result = lucene_loader.load_index(
+        engine,  # type: ignore[arg-type]
+        url,
+        index,
+        split.sf,
+        analyzer=analyzer,
+    )
     store = {
         "backend": engine,
         "index": index,
@@ -79,7 +107,7 @@ def load_lucene(engine: str, url: str, index: str, split: Split, tuning: Tuning)
         "limits": _limits(),
     }
     note = f"{result.count} docs {'loaded' if result.loaded else 'already present'}"
-    return Loaded(engine, store, result.seconds, note)
+    return Loaded(engine, store, result.seconds, note, node_version(url), analyzer)
 
 
 def load_qdrant(path: Path, split: Split, tuning: Tuning) -> Loaded:

@@ -39,7 +39,15 @@ import yaml
 from bench import machine
 from bench.process import start_gateway, stop_server
 from bench.quality.collection import Split, load_split
-from bench.quality.engines import ENGINES, Loaded, Tuning, doc_id_of, load_lucene, load_qdrant
+from bench.quality.engines import (
+    ANALYZERS,
+    ENGINES,
+    Loaded,
+    Tuning,
+    doc_id_of,
+    load_lucene,
+    load_qdrant,
+)
 from bench.quality.evaluate import MEASURES, evaluate
 
 MODES = ("bm25", "dense", "hybrid")
@@ -66,6 +74,8 @@ class Cell:
     recall100: float
     p50_ms: float
     empty: int
+    version: str = ""
+    analyzer: str = ""
 
 
 @dataclass
@@ -174,7 +184,10 @@ def load_engines(
                 f"no URL for {engine}: pass --{engine}-url or start the engines "
                 '(python tests/engines/engines.py start; eval "$(... env)")'
             )
-        loaded.append(load_lucene(engine, url, index, split, tuning))
+        analyzer = args.opensearch_analyzer if engine == "opensearch" else ANALYZERS[engine]
+        # The analyzer is in the name: a standard and an english index never get mixed up.
+        name = index if analyzer == "standard" else f"{index}-{analyzer}"
+        loaded.append(load_lucene(engine, url, name, split, tuning, analyzer))
     return loaded
 
 
@@ -243,6 +256,8 @@ def run(args: argparse.Namespace) -> Report:
                         recall100=scores["R@100"],
                         p50_ms=statistics.median(latencies) * 1000 if latencies else 0.0,
                         empty=sum(1 for q in split.query_ids if not rankings.get(q)),
+                        version=item.version,
+                        analyzer=item.analyzer,
                     )
                     report.cells.append(cell)
                     print(
@@ -265,16 +280,15 @@ def markdown(report: Report) -> str:
     """The results table, with the reference figures beside each mode."""
     ref_col = "train reference (README)"
     lines = [
-        f"| engine | mode | nDCG@10 | R@100 | {ref_col} nDCG@10 | queries | errors | p50 ms/call |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| engine | version | analyzer | mode | nDCG@10 | R@100 | {ref_col} nDCG@10 | queries "
+        "| errors | p50 ms/call |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for c in report.cells:
         ref = TRAIN_REFERENCE.get(c.mode)
         lines.append(
-            f"| {c.engine} | {c.mode} | {c.ndcg10:.3f} | {c.recall100:.3f} | "
-            f"{ref:.3f} | {c.queries} | {c.errors} | {c.p50_ms:.1f} |"
-            if ref is not None
-            else f"| {c.engine} | {c.mode} | {c.ndcg10:.3f} | {c.recall100:.3f} | - | "
+            f"| {c.engine} | {c.version or '-'} | {c.analyzer or '-'} | {c.mode} | "
+            f"{c.ndcg10:.3f} | {c.recall100:.3f} | {f'{ref:.3f}' if ref is not None else '-'} | "
             f"{c.queries} | {c.errors} | {c.p50_ms:.1f} |"
         )
     t = report.tuning
@@ -364,6 +378,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--elasticsearch-url", default=os.environ.get("A2M_TEST_ELASTICSEARCH_URL"))
     p.add_argument("--opensearch-url", default=os.environ.get("A2M_TEST_OPENSEARCH_URL"))
     p.add_argument("--index", help="ES/OS index name (default: derived from the corpus)")
+    p.add_argument(
+        "--opensearch-analyzer",
+        default=ANALYZERS["opensearch"],
+        help="analyzer of title/text on OpenSearch (english as BEIR's baseline; standard to "
+        "compare with Elasticsearch, which has no english analyzer here)",
+    )
     p.add_argument("--out", help="write the report as JSON here")
     p.add_argument("--chart", help="write the PNG chart here")
     p.add_argument(

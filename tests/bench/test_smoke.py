@@ -69,6 +69,47 @@ def test_quality_harness_on_qdrant(tmp_path: Path, scifact_dir: Path) -> None:
 
 @pytest.mark.integration
 @pytest.mark.opensearch
+def test_quality_harness_builds_the_opensearch_index_stemmed(
+    tmp_path: Path, scifact_dir: Path, opensearch_url: str
+) -> None:
+    import httpx
+
+    index = "a2m-test-bench-smoke"
+    report, table = _run(
+        [
+            "bench.quality",
+            "--engines",
+            "opensearch",
+            "--limit-queries",
+            "5",
+            "--sample-docs",
+            "60",
+            "--index",
+            index,
+            "--opensearch-url",
+            opensearch_url,
+        ],
+        tmp_path / "quality.json",
+        scifact_dir,
+    )
+    version = next(iter(httpx.get(f"{opensearch_url}/_nodes/_local").json()["nodes"].values()))
+    assert [c["mode"] for c in report["cells"]] == ["bm25", "dense", "hybrid"]
+    for cell in report["cells"]:
+        assert (cell["analyzer"], cell["version"]) == ("english", version["version"])
+        assert cell["errors"] == 0
+    assert f"| opensearch | {version['version']} | english | bm25 |" in table
+    # The analyzer is in the index name and in its mapping; "running" stems to "run".
+    mapping = httpx.get(f"{opensearch_url}/{index}-english/_mapping").json()
+    assert mapping[f"{index}-english"]["mappings"]["properties"]["text"]["analyzer"] == "english"
+    tokens = httpx.post(
+        f"{opensearch_url}/{index}-english/_analyze", json={"field": "text", "text": "running"}
+    ).json()["tokens"]
+    assert [t["token"] for t in tokens] == ["run"]
+    httpx.delete(f"{opensearch_url}/{index}-english")
+
+
+@pytest.mark.integration
+@pytest.mark.opensearch
 def test_latency_harness_direct_gateway_and_mcp(
     tmp_path: Path, scifact_dir: Path, opensearch_url: str
 ) -> None:

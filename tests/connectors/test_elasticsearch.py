@@ -10,24 +10,57 @@ from typing import Any
 
 import pytest
 
-from connectors.base import OrderedRequest
+from connectors.base import OrderedRequest, SearchRequest
 from tests.connectors.conftest import Loaded, LuceneSuite, make_connector, scifact_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.elasticsearch]
 
 
+async def node_version(direct: Any) -> str:
+    info = await direct.nodes.info(node_id="_local", metric="_none")
+    return str(next(iter(info.body["nodes"].values()))["version"])
+
+
 class TestElasticsearch(LuceneSuite):
     engine = "elasticsearch"
-    # 8.14+ quantises float vectors (int8_hnsw) by default and scores the
-    # quantised copy: about 4e-4 off the exact (1 + cos) / 2 here.
+    # 8.14+ quantises float vectors by default (int8_hnsw in 8.x, bbq_hnsw with float
+    # rescoring for 384+ dims in 9.x) and scores the quantised copy: about 4e-4 off the
+    # exact (1 + cos) / 2 here.
     knn_score_tolerance = 2e-3
 
-    async def test_version_without_get_root(self, loaded: Loaded) -> None:
+    async def test_version_without_get_root(self, loaded: Loaded, direct: Any) -> None:
         # The integ-test distribution has no rest-root module: GET / answers 405.
         c = make_connector(scifact_store(loaded))
         info = await c.open()
         await c.close()
-        assert info.engine.startswith("elasticsearch 8.")
+        version = await node_version(direct)
+        assert version.split(".")[0] in ("8", "9")
+        assert info.engine == f"elasticsearch {version}"
+
+    async def test_default_vector_quantisation_is_the_versions(
+        self, loaded: Loaded, direct: Any
+    ) -> None:
+        """The SciFact index sets no index_options: 8.x picks int8_hnsw, 9.x bbq_hnsw."""
+        mapping = await direct.indices.get_mapping(index=loaded.index)
+        spec = mapping.body[loaded.index]["mappings"]["properties"]["embedding"]
+        major = (await node_version(direct)).split(".")[0]
+        assert spec["index_options"]["type"] == {"8": "int8_hnsw", "9": "bbq_hnsw"}[major]
+
+    async def test_knn_only_ranks_like_the_hybrid_dense_leg(self, loaded: Loaded) -> None:
+        """k is the candidate depth in both: with bbq's rescoring of oversample x k
+        candidates (9.x), k = limit would rank a kNN-only search differently."""
+        c = make_connector(scifact_store(loaded))
+        await c.open()
+        try:
+            for q in loaded.sf.query_ids[:20]:
+                vec = loaded.sf.query_vector(q)
+                alone = await c.search(SearchRequest(limit=10, dense=vec))
+                leg = await c.search(
+                    SearchRequest(limit=10, text="x", dense=vec, lexical_weight=0.0)
+                )
+                assert [h.id for h in alone] == [h.id for h in leg], q
+        finally:
+            await c.close()
 
     async def test_id_fielddata_is_off_so_the_pit_is_needed(
         self, loaded: Loaded, direct: Any

@@ -567,7 +567,7 @@ def test_es_knn_is_top_level_with_filter() -> None:
     assert body["knn"] == {
         "field": "embedding",
         "query_vector": [0.5, 0.5],
-        "k": 10,
+        "k": 100,  # the depth, like OpenSearch's k; size cuts to the limit
         "num_candidates": 100,
         "filter": [{"term": {"group": {"value": "g"}}}],
     }

@@ -8,6 +8,7 @@ find it as they expect.
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import time
@@ -31,6 +32,18 @@ ENGINES = Path(__file__).resolve().parents[1] / "engines" / "engines.py"
 
 def engines(*args: str) -> None:
     subprocess.run([sys.executable, str(ENGINES), *args], check=True, timeout=300)
+
+
+def node_at(url: str) -> str:
+    """The engines.py node serving ``url``: CI points the suite at 2.19/8.19 or at 3.x/9.x."""
+    state = json.loads(
+        subprocess.run(
+            [sys.executable, str(ENGINES), "state"], check=True, capture_output=True, timeout=30
+        ).stdout
+    )
+    names = [name for name, entry in state.items() if entry.get("url") == url]
+    assert names, f"no node started by engines.py serves {url}"
+    return str(names[0])
 
 
 async def until(check: Callable[[], Awaitable[bool]], deadline_s: float) -> bool:
@@ -79,8 +92,9 @@ async def test_engine_killed_then_restarted(engine: str, request: pytest.Fixture
 
         assert len((await recall())["result"]["records"]) == 10
         assert await ready() == 200
+        node = node_at(loaded.url)
         try:
-            engines("kill", engine)
+            engines("kill", node)
             down = await recall()
             assert down["id"] == 7
             # DECISIONS.md §2: engine trouble is a retryable server fault.
@@ -93,7 +107,7 @@ async def test_engine_killed_then_restarted(engine: str, request: pytest.Fixture
             assert "127.0.0.1" not in str(down)
             assert await ready() == 503
         finally:
-            engines("restart-one", engine)
+            engines("restart-one", node)
 
         async def answers() -> bool:
             return "result" in await recall()

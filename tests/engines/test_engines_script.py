@@ -1,0 +1,59 @@
+"""tests/engines/engines.py's node table and JDK choice, on this machine's real JDKs."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().with_name("engines.py")
+
+
+@pytest.fixture(scope="module")
+def engines() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("a2m_engines_script", SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_each_node_has_its_own_port_range_and_variable(engines: ModuleType) -> None:
+    nodes = engines.NODES.values()
+    assert set(engines.NODES) == {"opensearch", "elasticsearch", "opensearch3", "elasticsearch9"}
+    assert len({n.base_port // 100 for n in nodes}) == 4
+    assert len({n.env_var for n in nodes}) == 4
+    # The names the suite and the older docs use stay as they were.
+    assert engines.NODES["opensearch"].env_var == "A2M_TEST_OPENSEARCH_URL"
+    assert engines.NODES["elasticsearch"].env_var == "A2M_TEST_ELASTICSEARCH_URL"
+    assert engines.DEFAULT_NAMES == ("opensearch", "elasticsearch")
+
+
+def test_version_override(engines: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    node = engines.NODES["elasticsearch9"]
+    monkeypatch.setenv("A2M_ENGINES_ELASTICSEARCH9_VERSION", "9.2.0")
+    assert node.version == "9.2.0"
+    monkeypatch.delenv("A2M_ENGINES_ELASTICSEARCH9_VERSION")
+    assert node.version == node.default_version
+
+
+def test_each_node_gets_a_jdk_new_enough(
+    engines: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("A2M_ENGINES_JAVA_HOME", "A2M_ENGINES_JAVA17_HOME", "A2M_ENGINES_JAVA21_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    for node in engines.NODES.values():
+        try:
+            jdk = engines.java_home(node.min_java)
+        except engines.EngineError as exc:
+            pytest.fail(f"{node.name}: {exc}")
+        major = engines.jdk_major(jdk)
+        assert major is not None, jdk
+        assert major >= node.min_java, (node.name, jdk)
+    with pytest.raises(engines.EngineError, match="no JDK 999"):
+        engines.java_home(999)
