@@ -5,14 +5,30 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from connectors.base import Connector
 from connectors.errors import ConnectorError
 from connectors.factory import make_connector
-from gateway.config import Backend, GatewayConfig
+from gateway.config import Backend, GatewayConfig, StoreConfig
 from gateway.dispatcher import Dispatcher, Observer
 from gateway.ratelimit import RateLimiter
-from gateway.store import EngineObserver, Store
+from gateway.store import Bootstrap, EngineObserver, Store
 
 log = logging.getLogger(__name__)
+
+
+def _bootstrap(config: StoreConfig, connector: Connector) -> Bootstrap | None:
+    """Start-up work before a store opens: the demo store indexes its corpus in memory."""
+    if config.demo is None:
+        return None
+
+    async def index_demo() -> None:
+        from gateway.demo import ensure_demo_index
+
+        indexed = await ensure_demo_index(config, connector)
+        if indexed:
+            log.info("demo store: indexed %d chunks", indexed)
+
+    return index_demo
 
 
 class UnknownStore(KeyError):
@@ -42,12 +58,14 @@ class Gateway:
             name: Store(
                 name,
                 store_cfg,
-                make_connector(store_cfg),
+                connector,
                 server_name=config.server.name,
                 default_timeout_ms=config.server.request_timeout_ms,
                 engine_observers=engine_observers,
+                bootstrap=_bootstrap(store_cfg, connector),
             )
             for name, store_cfg in config.stores.items()
+            for connector in (make_connector(store_cfg),)
         }
         rate = config.server.rate_limit
         # One limiter for every store: a principal's quota is per gateway, not per store.

@@ -122,11 +122,7 @@ class Dispatcher:
             raise ReadOnly(f"This store is read-only: {method} is refused")
         # Capabilities are known only once the engine has been read.
         await self.store.ensure_started()
-        if not self.store.declares(cap):
-            raise CapabilityNotSupported(
-                f"Server does not implement the '{cap.value}' capability",
-                data={"capability": cap.value},
-            )
+        self.store.profile.gate_method(method)
         route = self._routes.get(method)
         if route is None:  # a declared capability with no route would be a bug
             raise CapabilityNotSupported(f"Server does not implement {method}")
