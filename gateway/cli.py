@@ -280,7 +280,7 @@ async def _recall(
     cfg: GatewayConfig, question: str, store: str | None, limit: int, as_json: bool
 ) -> int:
     from gateway.app import Gateway
-    from gateway.jsonrpc import to_wire_error
+    from gateway.errors import A2MError
 
     for name in _TRANSPORT_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -294,8 +294,7 @@ async def _recall(
             )
         try:
             result = await dispatcher.dispatch("memory/recall", {"query": question, "limit": limit})
-        except Exception as exc:  # the CLI's top-level boundary, as jsonrpc's is the wire's
-            err = to_wire_error(exc)
+        except A2MError as err:  # the dispatcher maps every failure to an A2M error
             sys.stderr.write(f"a2m-gateway: recall failed: {err.message} ({int(err.code)})\n")
             return 1
     finally:

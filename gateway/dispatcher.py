@@ -7,8 +7,26 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from gateway.errors import CapabilityNotSupported, MethodNotFound, QuotaExceeded, ReadOnly
-from gateway.jsonrpc import to_wire_error
+from connectors.errors import (
+    ConnectorError,
+    EngineConfigError,
+    EngineRejected,
+    EngineTimeout,
+    EngineUnavailable,
+    QueryTooLarge,
+)
+from gateway.embedders import EmbedderUnavailable
+from gateway.errors import (
+    A2MError,
+    BackendTimeout,
+    BackendUnavailable,
+    CapabilityNotSupported,
+    InternalError,
+    InvalidParams,
+    MethodNotFound,
+    QuotaExceeded,
+    ReadOnly,
+)
 from gateway.methods import METHOD_CAPABILITY, WRITE_METHODS
 from gateway.params import (
     DescribeParams,
@@ -56,8 +74,7 @@ class Dispatcher:
         """Run one call for `caller` (set by the transport, never by the request).
 
         Raises:
-            A2MError: any protocol-level failure; connector errors pass through to the
-                boundary in gateway.jsonrpc.
+            A2MError: every failure, engine and embedder trouble included (to_a2m_error).
         """
         start = time.perf_counter()
         code = 0
@@ -69,7 +86,7 @@ class Dispatcher:
                 count = len(result["records"])
             return result
         except Exception as exc:
-            err = to_wire_error(exc)
+            err = to_a2m_error(exc)
             code = int(err.code)
             if err is exc:
                 raise
@@ -139,3 +156,48 @@ class Dispatcher:
 
     async def _fetch(self, params: Any, caller: Caller) -> Any:
         return await self.store.fetch(parse_params(FetchParams, params), caller)
+
+
+def to_a2m_error(exc: BaseException) -> A2MError:
+    """The single exception-to-wire boundary: any exception becomes an A2MError.
+
+    Engine trouble (unreachable, failing after retries, past the deadline) is a
+    retryable -32603 with `data.reason`; a deterministic refusal of the query is
+    -32602, not retryable (DECISIONS.md §2). Anything unexpected is logged here
+    with its traceback and leaves as a bare INTERNAL_ERROR.
+    """
+    if isinstance(exc, A2MError):
+        return exc
+    if isinstance(exc, EmbedderUnavailable):
+        if exc.retryable:
+            return BackendUnavailable(retry_after_ms=exc.retry_after_ms)
+        # A refusal (a bad key, a model that cannot load) will not heal by retrying.
+        log.error("query embedder refused: %s", exc)
+        return InternalError(
+            "The store's query embedder refused the request",
+            data={"reason": "embedder_refused", "retryable": False},
+        )
+    if isinstance(exc, EngineUnavailable):
+        return BackendUnavailable(retry_after_ms=exc.retry_after_ms)
+    if isinstance(exc, EngineTimeout):
+        return BackendTimeout()
+    if isinstance(exc, QueryTooLarge):
+        return InvalidParams(
+            "The query is too large for the search engine "
+            "(too many terms, or a key_prefix over 1000 characters)",
+            data={"reason": "query_too_large", "retryable": False},
+        )
+    if isinstance(exc, EngineRejected):
+        log.error("engine refused a query: %s", type(exc).__name__)
+        return InvalidParams("The search engine refused this query", data={"retryable": False})
+    if isinstance(exc, EngineConfigError):
+        # Connector messages are fixed strings naming the config key, never a host.
+        log.error("store unusable: %s", exc)
+        return InternalError(
+            "The store's index is missing or does not match its configuration",
+            data={"reason": "index_unusable", "retryable": False},
+        )
+    if isinstance(exc, ConnectorError):
+        return BackendUnavailable()
+    log.exception("unhandled error", exc_info=exc)
+    return InternalError()

@@ -8,7 +8,8 @@ Ranges:
   -32700..-32600  JSON-RPC 2.0 standard errors.
   -32001..-32008  A2M 0.1.
 
-Exception tree (all raise through one boundary, :func:`gateway.jsonrpc.to_wire_error`):
+Exception tree (engine and embedder failures become these at one boundary,
+:func:`gateway.dispatcher.to_a2m_error`):
 
   A2MError(code, message, data)
    ├─ ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError

@@ -1,7 +1,9 @@
-"""JSON-RPC 2.0 envelope: parsing, responses, and the single exception-to-wire boundary.
+"""JSON-RPC 2.0 envelope: parsing and responses.
 
-Deliberately not A2M-aware: it turns bytes into a Request and results or
-exceptions back into bytes. Every transport calls :func:`handle_message`.
+Deliberately not A2M-aware: it turns bytes into a Request and results or A2M
+errors back into bytes; anything else is a bare internal error. What an engine
+or embedder failure means on the wire is decided once, by the dispatcher
+(gateway.dispatcher.to_a2m_error). Every transport calls :func:`handle_message`.
 """
 
 from __future__ import annotations
@@ -13,23 +15,7 @@ from typing import Any
 
 import orjson
 
-from connectors.errors import (
-    ConnectorError,
-    EngineConfigError,
-    EngineRejected,
-    EngineTimeout,
-    EngineUnavailable,
-    QueryTooLarge,
-)
-from gateway.errors import (
-    A2MError,
-    BackendTimeout,
-    BackendUnavailable,
-    InternalError,
-    InvalidParams,
-    InvalidRequest,
-    ParseError,
-)
+from gateway.errors import A2MError, InternalError, InvalidRequest, ParseError
 
 log = logging.getLogger(__name__)
 
@@ -90,42 +76,6 @@ def parse_request(raw: bytes | str) -> Request:
     return Request(id=echo, method=method, params=params, notification=rid is _MISSING)
 
 
-def to_wire_error(exc: BaseException) -> A2MError:
-    """The single exception-to-wire boundary: any exception becomes an A2MError.
-
-    Engine trouble (unreachable, failing after retries, past the deadline) is a
-    retryable -32603 with `data.reason`; a deterministic refusal of the query is
-    -32602, not retryable (DECISIONS.md §2). Anything unexpected is logged here
-    with its traceback and leaves as a bare INTERNAL_ERROR.
-    """
-    if isinstance(exc, A2MError):
-        return exc
-    if isinstance(exc, EngineUnavailable):
-        return BackendUnavailable(retry_after_ms=exc.retry_after_ms)
-    if isinstance(exc, EngineTimeout):
-        return BackendTimeout()
-    if isinstance(exc, QueryTooLarge):
-        return InvalidParams(
-            "The query is too large for the search engine "
-            "(too many terms, or a key_prefix over 1000 characters)",
-            data={"reason": "query_too_large", "retryable": False},
-        )
-    if isinstance(exc, EngineRejected):
-        log.error("engine refused a query: %s", type(exc).__name__)
-        return InvalidParams("The search engine refused this query", data={"retryable": False})
-    if isinstance(exc, EngineConfigError):
-        # Connector messages are fixed strings naming the config key, never a host.
-        log.error("store unusable: %s", exc)
-        return InternalError(
-            "The store's index is missing or does not match its configuration",
-            data={"reason": "index_unusable", "retryable": False},
-        )
-    if isinstance(exc, ConnectorError):
-        return BackendUnavailable()
-    log.exception("unhandled error", exc_info=exc)
-    return InternalError()
-
-
 def error_body(request_id: RequestId, error: A2MError) -> bytes:
     err: dict[str, Any] = {"code": int(error.code), "message": error.message}
     if error.data is not None:
@@ -154,6 +104,9 @@ async def handle_message(raw: bytes | str, dispatch: Dispatch) -> bytes | None:
         return None
     try:
         result = await dispatch(request.method, request.params)
-    except Exception as exc:  # the boundary: nothing escapes as a traceback
-        return error_body(request.id, to_wire_error(exc))
+    except A2MError as exc:
+        return error_body(request.id, exc)
+    except Exception:  # a dispatcher bug: the dispatcher maps every known failure
+        log.exception("unhandled error")
+        return error_body(request.id, InternalError())
     return result_body(request.id, result)

@@ -11,21 +11,28 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from connectors.errors import EngineUnavailable
+DEFAULT_RETRY_AFTER_MS = 1000
 
 
-class EmbedderUnavailable(EngineUnavailable):
-    """The embedding service failed or answered nonsense; the query cannot be ranked densely.
+class EmbedderUnavailable(Exception):
+    """The embedder failed or answered nonsense; the query cannot be ranked densely.
 
-    A subclass of EngineUnavailable so the gateway answers it like an
-    unavailable engine (-32603 engine_unavailable, retry_after_ms). Messages
-    never carry the service's URL or key.
+    retryable: the service may answer later (unreachable, timed out, 429, 5xx);
+    not retryable: it refused the request (a 4xx such as a bad key) or the model
+    cannot be used. The dispatcher maps it to the wire (gateway.dispatcher.to_a2m_error).
+    Messages never carry the service's URL or key.
     """
 
     def __init__(
-        self, message: str = "query embedder unavailable", retry_after_ms: int = 1000
+        self,
+        message: str = "query embedder unavailable",
+        retry_after_ms: int = DEFAULT_RETRY_AFTER_MS,
+        *,
+        retryable: bool = True,
     ) -> None:
-        super().__init__(message, retry_after_ms)
+        super().__init__(message)
+        self.retry_after_ms = retry_after_ms
+        self.retryable = retryable
 
 
 class QueryEmbedder(ABC):

@@ -115,7 +115,7 @@ class OpenAICompatibleEmbedder(QueryEmbedder):
                     f"embedding service answered HTTP {exc.status}", exc.retry_after_ms
                 ) from exc
             raise EmbedderUnavailable(
-                f"embedding service refused the request (HTTP {exc.status})"
+                f"embedding service refused the request (HTTP {exc.status})", retryable=False
             ) from exc
         except httpx.TimeoutException as exc:
             log.debug("embedding service timed out: %r", exc)

@@ -20,8 +20,8 @@ from pydantic import ValidationError
 
 from gateway.app import Gateway
 from gateway.config import McpConfig
+from gateway.dispatcher import to_a2m_error
 from gateway.errors import A2MError
-from gateway.jsonrpc import to_wire_error
 from gateway.mcp import render
 from gateway.mcp.schemas import (
     ARGS,
@@ -149,7 +149,7 @@ class McpTools:
         except A2MError as exc:
             return _error(_describe_a2m(exc))
         except Exception as exc:  # the tool boundary: logged with its traceback, never sent
-            return _error(_describe_a2m(to_wire_error(exc)))
+            return _error(_describe_a2m(to_a2m_error(exc)))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=render.text_of(structured, self._budget))],
             structured_content=structured,

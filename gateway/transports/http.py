@@ -40,8 +40,8 @@ from gateway import PROTOCOL
 from gateway.app import Gateway, UnknownStore
 from gateway.auth import AuthenticationError, Authenticator
 from gateway.config import ServerConfig, is_loopback
-from gateway.errors import ErrorCode, ProtocolNotSupported, QuotaExceeded
-from gateway.jsonrpc import error_body, handle_message, to_wire_error
+from gateway.errors import A2MError, ErrorCode, ProtocolNotSupported, QuotaExceeded
+from gateway.jsonrpc import error_body, handle_message
 from gateway.metrics import Metrics
 from gateway.ratelimit import RateLimiter
 from gateway.scopes import Caller
@@ -348,8 +348,7 @@ def create_app(
             return Response(refused.body, status_code=429, media_type=JSON)
         try:
             result: dict[str, Any] = await dispatcher.dispatch("memory/describe", {}, caller)
-        except Exception as exc:
-            err = to_wire_error(exc)
+        except A2MError as err:  # the dispatcher maps every failure to one
             status = 429 if err.code is ErrorCode.QUOTA_EXCEEDED else 503
             return Response(error_body(None, err), status_code=status, media_type=JSON)
         if store is None:

@@ -21,6 +21,7 @@ import pytest
 
 from connectors.errors import EngineUnavailable
 from gateway.config import EmbedderConfig
+from gateway.dispatcher import to_a2m_error
 from gateway.embedders import EmbedderUnavailable, QueryEmbedder, make_embedder
 from gateway.embedders.lexical import LexicalSparseEncoder, stem, stem_english, term_index
 from gateway.embedders.openai import OpenAICompatibleEmbedder
@@ -135,10 +136,15 @@ def test_factory_local_without_sentence_transformers_is_a_clear_error(
         make_embedder(EmbedderConfig(kind="local", model="all-MiniLM-L6-v2"))
 
 
-def test_embedder_unavailable_is_an_engine_unavailable() -> None:
-    err = EmbedderUnavailable("x", retry_after_ms=5)
-    assert isinstance(err, EngineUnavailable)
-    assert err.retry_after_ms == 5
+def test_embedder_trouble_maps_to_retryable_or_final_internal_error() -> None:
+    # Issue 13: a refusal (4xx, bad key) is not retryable engine trouble.
+    later = to_a2m_error(EmbedderUnavailable("x", retry_after_ms=5))
+    assert int(later.code) == -32603
+    assert later.data == {"reason": "engine_unavailable", "retryable": True, "retry_after_ms": 5}
+    refused = to_a2m_error(EmbedderUnavailable("HTTP 401", retryable=False))
+    assert int(refused.code) == -32603
+    assert refused.data == {"reason": "embedder_refused", "retryable": False}
+    assert not isinstance(EmbedderUnavailable("x"), EngineUnavailable)
 
 
 # -- OpenAI-compatible -------------------------------------------------------------------
@@ -212,6 +218,7 @@ async def test_openai_4xx_is_not_retried(peer: EmbeddingsPeer) -> None:
         await e.aclose()
     assert len(peer.seen) == 1
     assert "sk-secret" not in str(err.value)
+    assert err.value.retryable is False
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,9 @@ import orjson
 import pytest
 
 from connectors.errors import EngineRejected, EngineTimeout, EngineUnavailable
+from gateway.dispatcher import to_a2m_error as to_wire_error
 from gateway.errors import DOCUMENTED_CODES, A2MError, ErrorCode, InvalidParams
-from gateway.jsonrpc import handle_message, to_wire_error
+from gateway.jsonrpc import handle_message
 
 
 async def echo(method: str, params: Any) -> Any:
@@ -185,3 +186,28 @@ def test_no_code_is_written_outside_the_errors_module() -> None:
         if int(m.group()) not in CANONICAL_CODES
     ]
     assert offenders == []
+
+
+def test_envelope_knows_no_engine_errors() -> None:
+    """Issue 13: one exception-to-wire mapping, in the dispatcher; the envelope imports none."""
+    import ast
+    import inspect
+
+    import gateway.jsonrpc
+
+    tree = ast.parse(inspect.getsource(gateway.jsonrpc))
+    imported = {
+        node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+    } | {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    assert "gateway.errors" in imported  # the walk sees the module's imports
+    assert not {m for m in imported if m.startswith(("connectors", "gateway.embedders"))}
+
+
+async def test_envelope_answers_a_connector_error_as_a_bare_internal_error() -> None:
+    # Mapping engine trouble is the dispatcher's job; reaching the envelope unmapped is a bug.
+    async def leaky(method: str, params: Any) -> Any:
+        raise EngineUnavailable(retry_after_ms=5)
+
+    out = await handle_message(b'{"jsonrpc":"2.0","id":1,"method":"m"}', leaky)
+    assert out is not None
+    assert orjson.loads(out)["error"] == {"code": -32603, "message": "Internal error"}
