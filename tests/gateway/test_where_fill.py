@@ -1,0 +1,112 @@
+"""`where` fills `limit` on real engines (issue 13).
+
+`content` is analysed text with no keyword sub-field, so the engine can only
+match `where.content` as a phrase and the store checks equality afterwards.
+Among 40 documents, 20 equal the phrase and 20 merely contain it, interleaved
+in time: a single engine read of `limit` would keep only half of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from gateway.app import Gateway
+from gateway.config import parse_config
+
+pytestmark = pytest.mark.integration
+
+INDEX = "r2-where-fill"
+EXACT = "alpha beta"
+DOCS = [
+    {
+        "doc_id": f"d{i:02d}",
+        "text": EXACT if i % 2 == 0 else f"{EXACT} gamma",
+        "created_at": f"2026-01-01T00:{i:02d}:00Z",
+    }
+    for i in range(40)
+]
+EXACT_IDS = [d["doc_id"] for d in DOCS if d["text"] == EXACT]
+
+
+def _client(engine: str, url: str) -> Any:
+    if engine == "elasticsearch":
+        from elasticsearch import Elasticsearch
+
+        return Elasticsearch(url, request_timeout=60)
+    from opensearchpy import OpenSearch
+
+    return OpenSearch(hosts=[url], timeout=60)
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param("elasticsearch", marks=pytest.mark.elasticsearch),
+        pytest.param("opensearch", marks=pytest.mark.opensearch),
+    ],
+)
+def engine(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    name: str = request.param
+    url: str = request.getfixturevalue(f"{name}_url")
+    client = _client(name, url)
+    try:
+        if client.indices.exists(index=INDEX):
+            client.indices.delete(index=INDEX)
+        mappings = {
+            "properties": {
+                "doc_id": {"type": "keyword"},
+                "text": {"type": "text"},
+                "created_at": {"type": "date"},
+            }
+        }
+        client.indices.create(
+            index=INDEX, body={"settings": {"number_of_replicas": 0}, "mappings": mappings}
+        )
+        for doc in DOCS:
+            client.index(index=INDEX, id=doc["doc_id"], body=doc)
+        client.indices.refresh(index=INDEX)
+        yield name, url
+    finally:
+        client.close()
+
+
+def _gateway(engine: str, url: str) -> Gateway:
+    store = {
+        "backend": engine,
+        "index": INDEX,
+        "connection": {"hosts": [url]},
+        "mapping": {"id": "doc_id", "content": "text", "created_at": "created_at"},
+        "search": {"mode": "lexical", "text_fields": ["text"]},
+    }
+    return Gateway(parse_config({"stores": {"s": store}}))
+
+
+@pytest.mark.parametrize("method", ["memory/recall", "memory/timeline"])
+async def test_where_fills_the_limit(engine: tuple[str, str], method: str) -> None:
+    gateway = _gateway(*engine)
+    try:
+        d = gateway.dispatcher("s")
+        result = await d.dispatch(method, {"where": {"content": EXACT}, "limit": 10})
+        ids = [r["id"] for r in result["records"]]
+        # The newest ten exact matches, whichever order the method gives them in.
+        assert sorted(ids) == sorted(EXACT_IDS[-10:])
+        assert all(r["content"] == EXACT for r in result["records"])
+    finally:
+        await gateway.close()
+
+
+async def test_recall_by_query_with_where_fills_the_limit(engine: tuple[str, str]) -> None:
+    # "gamma" ranks every near-miss above every exact match: one read of 15 keeps none.
+    gateway = _gateway(*engine)
+    try:
+        result = await gateway.dispatcher("s").dispatch(
+            "memory/recall", {"query": "beta gamma", "where": {"content": EXACT}, "limit": 15}
+        )
+        ids = {r["id"] for r in result["records"]}
+        assert len(ids) == 15
+        assert ids <= set(EXACT_IDS)
+    finally:
+        await gateway.close()
