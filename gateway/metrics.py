@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from connectors import retry
@@ -48,11 +50,13 @@ class Metrics:
             ["status"],
             registry=self.registry,
         )
-        retry.on_retry(self.retries.inc)
+        _LIVE.add(self)
+        _register_retry_hook()
         # labels() takes a lock and builds the key on every call; the label sets are few
         # (stores, methods, codes), so the children are looked up once and kept.
         self._calls: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
         self._engine_calls: dict[tuple[str, str], Histogram] = {}
+        self._statuses: dict[int, Counter] = {}
 
     def observe_call(self, store: str, method: str, code: int, seconds: float) -> None:
         key = (store, method, code)
@@ -75,5 +79,29 @@ class Metrics:
         if error is not None:
             self.engine_errors.labels(store, operation, error).inc()
 
+    def observe_http(self, status: int) -> None:
+        child = self._statuses.get(status)
+        if child is None:
+            child = self._statuses[status] = self.http_responses.labels(str(status))
+        child.inc()
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+# connectors.retry keeps its hooks for the process: one hook, registered once, counts each
+# retry on every live Metrics (a Metrics dropped by a test leaves nothing behind).
+_LIVE: weakref.WeakSet[Metrics] = weakref.WeakSet()
+_hooked = False
+
+
+def _count_retry() -> None:
+    for m in list(_LIVE):
+        m.retries.inc()
+
+
+def _register_retry_hook() -> None:
+    global _hooked
+    if not _hooked:
+        retry.on_retry(_count_retry)
+        _hooked = True

@@ -86,6 +86,9 @@ def parse_timestamp(value: Any) -> datetime | None:
             return None
     if isinstance(value, str):
         text = value.strip()
+        if len(text) == 4 and text.isdigit():
+            # "2026" is the year 2026 (ISO 8601 reduced precision), not 2.026 s after 1970.
+            return datetime(int(text), 1, 1, tzinfo=UTC) if text != "0000" else None
         if text.lstrip("-").isdigit():
             if len(text) > 20:  # beyond any epoch-millis date, and int() refuses > 4300 digits
                 return None

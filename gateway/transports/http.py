@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.requests import ClientDisconnect
 
 from gateway import PROTOCOL
 from gateway.app import Gateway, UnknownStore
@@ -126,17 +127,22 @@ def _plain(status: int, message: str, headers: dict[str, str] | None = None) -> 
 
 
 class _A2MApp(FastAPI):
-    """FastAPI, with the JSON-RPC POSTs answered before its routing and middleware.
+    """The gateway's ASGI app: FastAPI behind one outermost layer every request passes.
 
-    ``POST /a2m`` and ``POST /a2m/{store}`` are the hot path: they go straight to
-    the handler the routes use, skipping FastAPI's per-request telemetry check,
-    middleware stack, router and dependency solving (about a third of the
-    gateway's own CPU per recall). Everything else, lifespan included, goes
-    through FastAPI unchanged.
+    That layer, in order: the Host check (421), the security headers and the
+    ``a2m_http_responses`` count on every response, and the error handler (a
+    client gone mid-body is logged at debug; any other exception is logged once
+    and, if nothing was sent yet, answered 500 with a fixed body: never a raw
+    traceback). Inside it, ``POST /a2m`` and ``POST /a2m/{store}`` (the hot
+    path) go straight to the handler the routes use, skipping FastAPI's
+    per-request telemetry check, middleware, router and dependency solving
+    (about a third of the gateway's own CPU per recall); every other route,
+    the MCP mount included, and lifespan go through FastAPI unchanged.
     """
 
     rpc_handler: Any = None
     host_guard: HostGuard | None = None
+    metrics: Metrics | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -144,20 +150,35 @@ class _A2MApp(FastAPI):
             return
 
         plain_send = send
+        status: int | None = None
 
         async def send_secured(message: Any) -> None:
+            nonlocal status
             if message["type"] == "http.response.start":
+                status = int(message["status"])
                 message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
             await plain_send(message)
 
+        try:
+            await self._serve(scope, receive, send_secured)
+        except ClientDisconnect:
+            log.debug("client disconnected before its request was read")
+        except Exception:  # the outermost handler: whatever a route let escape
+            log.exception("unhandled error serving %s", scope.get("method"))
+            if status is None:
+                await _plain(500, "internal error")(scope, receive, send_secured)
+        finally:
+            if status is not None and self.metrics is not None:
+                self.metrics.observe_http(status)
+
+    async def _serve(self, scope: Any, receive: Any, send: Any) -> None:
         guard = self.host_guard
         if guard is not None and guard.enabled:
             hosts = [v for k, v in scope["headers"] if k == b"host"]
             host = hosts[0].decode("latin-1") if len(hosts) == 1 else None
             if not guard.permits(host):
-                await _plain(421, "unknown host")(scope, receive, send_secured)
+                await _plain(421, "unknown host")(scope, receive, send)
                 return
-        send = send_secured
         handler = self.rpc_handler
         if handler is not None and scope["method"] == "POST":
             path: str = scope["path"]
@@ -216,6 +237,7 @@ def create_app(
         redirect_slashes=False,
     )
     app.host_guard = HostGuard(server.allowed_hosts, bind_host or server.host)
+    app.metrics = metrics
     app.state.body_budget = budget
 
     async def read_body(request: Request) -> bytes | Response:
