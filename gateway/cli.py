@@ -110,14 +110,14 @@ async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
     from gateway.transports.stdio import serve_stdio
 
     gateway = Gateway(cfg)
-    served = gateway.dispatcher(store).store
-    if served.config.scope.enforced:
-        # stdio carries no credential, so claim filters have nothing to read: fail closed.
-        log.warning(
-            "store %s is scoped by caller claims; stdio has no authenticated caller, "
-            "so every read answers nothing",
-            served.name,
-        )
+    for served in gateway.served_stores(store):
+        if served.config.scope.enforced:
+            # stdio carries no credential, so claim filters have nothing to read: fail closed.
+            log.warning(
+                "store %s is scoped by caller claims; stdio has no authenticated caller, "
+                "so every read answers nothing",
+                served.name,
+            )
     await gateway.start(strict=False)
     try:
         await serve_stdio(gateway.dispatcher(store))
@@ -188,7 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(cfg, args.host, args.port)
     if args.command == "stdio":
-        if args.store is not None and args.store not in cfg.stores:
+        if (
+            args.store is not None
+            and args.store not in cfg.stores
+            and args.store not in cfg.federations
+        ):
             sys.stderr.write(f"a2m-gateway: no store named {args.store!r} in the config\n")
             return 2
         return asyncio.run(_stdio(cfg, args.store))

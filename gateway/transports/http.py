@@ -104,6 +104,8 @@ def create_app(
     max_body = server.max_body_bytes
     body_timeout_s = server.body_timeout_ms / 1000
     auth = authenticator or Authenticator(server.auth)
+    for federation in gateway.federations.values():
+        federation.observe_left_out(metrics.observe_left_out)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -231,7 +233,9 @@ def create_app(
     async def readyz() -> Response:
         states = await gateway.ready()
         ok = all(states.values())
-        body = {"status": "ready" if ok else "not ready", "stores": states}
+        body: dict[str, Any] = {"status": "ready" if ok else "not ready", "stores": states}
+        if gateway.federations:
+            body["federations"] = await gateway.federations_ready()
         return Response(orjson.dumps(body), status_code=200 if ok else 503, media_type=JSON)
 
     @app.get("/metrics")
