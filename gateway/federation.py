@@ -115,7 +115,11 @@ class Federation:
         Raises:
             connectors.errors.ConnectorError: no member could be opened.
         """
-        outcomes = await self._fan_out(lambda m: m.store.ensure_started(), self.members)
+        if any(m.store.started for m in self.members):
+            return  # the others are retried by each call's fan-out
+        outcomes = await self._fan_out(
+            lambda m: m.store.ensure_started(), self.members, observe=False
+        )
         if not any(o.reason is None for o in outcomes):
             raise self._all_failed(outcomes)
 
@@ -274,7 +278,11 @@ class Federation:
     # -- fan-out -----------------------------------------------------------------
 
     async def _fan_out(
-        self, call: Callable[[Member], Awaitable[Any]], members: Sequence[Member]
+        self,
+        call: Callable[[Member], Awaitable[Any]],
+        members: Sequence[Member],
+        *,
+        observe: bool = True,
     ) -> list[_Outcome]:
         """Run `call` on every member concurrently, each bounded by the federation's deadline.
 
@@ -294,8 +302,10 @@ class Federation:
                 reason, error = EngineTrouble.DEADLINE_EXCEEDED, exc
             except ConnectorError as exc:
                 reason, error = EngineTrouble.ENGINE_UNAVAILABLE, exc
-            for observe in self._observers:
-                observe(self.name, member.name, reason.value)
+            if not observe:
+                return _Outcome(member, reason=reason.value, error=error)
+            for observer in self._observers:
+                observer(self.name, member.name, reason.value)
             log.warning(
                 "federation %s: member %s left out (%s)", self.name, member.name, reason.value
             )
