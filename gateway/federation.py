@@ -31,6 +31,7 @@ from connectors.lucene import fuse_rrf
 from gateway import PROTOCOL
 from gateway.config import FederationConfig
 from gateway.errors import (
+    A2MError,
     BackendTimeout,
     BackendUnavailable,
     CapabilityNotSupported,
@@ -87,6 +88,7 @@ class _Outcome:
     result: Any = None
     reason: str | None = None
     error: ConnectorError | None = None
+    refusal: A2MError | None = None
 
 
 class Federation:
@@ -302,6 +304,9 @@ class Federation:
                 reason, error = EngineTrouble.DEADLINE_EXCEEDED, exc
             except ConnectorError as exc:
                 reason, error = EngineTrouble.ENGINE_UNAVAILABLE, exc
+            except A2MError as exc:
+                # Held, not raised, so the other members finish and no task is orphaned.
+                return _Outcome(member, refusal=exc)
             if not observe:
                 return _Outcome(member, reason=reason.value, error=error)
             for observer in self._observers:
@@ -311,7 +316,11 @@ class Federation:
             )
             return _Outcome(member, reason=reason.value, error=error)
 
-        return list(await asyncio.gather(*(one(m) for m in members)))
+        outcomes = list(await asyncio.gather(*(one(m) for m in members)))
+        for o in outcomes:
+            if o.refusal is not None:
+                raise o.refusal  # the first member's, in config order
+        return outcomes
 
     @staticmethod
     def _all_failed(outcomes: Sequence[_Outcome]) -> Exception:

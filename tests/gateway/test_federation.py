@@ -367,3 +367,23 @@ async def test_a_killed_member_gives_a_partial_answer_then_recovers(fed: Fed) ->
     assert ids_of(back) == ids_of(full)
     ready = await fed.client.get("/readyz")
     assert ready.json()["federations"]["all"]["members"]["os"] is True
+
+
+async def test_bad_input_gets_one_canonical_error(fed: Fed, issuer: Issuer) -> None:
+    bob = bearer(BOB_KEY)
+    cases = [
+        ({"query": "x" * 5000}, -32602),
+        ({"query": "cells", "limit": 101}, -32602),
+        ({"query": "cells", "tier": "long"}, -32003),
+        ({"embedding": [0.1] * 3}, -32008),
+        ({"where": {"created_at": "not a time"}}, -32602),
+        ({"query": "cells", "prompt": {"model": "gpt"}}, -32602),
+    ]
+    for params, code in cases:
+        answer = await fed.call(bob, "memory/recall", params)
+        assert answer["error"]["code"] == code, (params, answer)
+    assert (await fed.call(bob, "memory/remember", {"content": "x"}))["error"]["code"] == -32004
+    # Alice acting for an owner she may not: refused as by every member.
+    alice = bearer(issuer.token("alice", groups=[ALPHA]))
+    denied = await fed.call(alice, "memory/timeline", {"owner": "bob"})
+    assert denied["error"]["code"] == -32005
