@@ -371,7 +371,7 @@ async def test_a_killed_member_gives_a_partial_answer_then_recovers(fed: Fed) ->
 
 async def test_bad_input_gets_one_canonical_error(fed: Fed, issuer: Issuer) -> None:
     bob = bearer(BOB_KEY)
-    cases = [
+    cases: list[tuple[dict[str, Any], int]] = [
         ({"query": "x" * 5000}, -32602),
         ({"query": "cells", "limit": 101}, -32602),
         ({"query": "cells", "tier": "long"}, -32003),
