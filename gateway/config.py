@@ -636,6 +636,10 @@ class FederationConfig(_Model):
         default=None, gt=0, description="bounds every member's call; default server's timeout"
     )
     rrf_k: int = Field(default=60, gt=0)
+    fusion: Literal["rrf", "score"] = Field(
+        default="rrf",
+        description="rrf: weighted reciprocal rank fusion; score: merge by weighted member score",
+    )
 
     @model_validator(mode="after")
     def _distinct(self) -> FederationConfig:

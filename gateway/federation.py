@@ -7,8 +7,9 @@ deadline; the federation's deadline bounds them all. It adds:
 - ids: a member's record id ``x`` is ``<member>:x`` here (store names hold no
   ``:``), so ``where: {id: ...}`` routes back to the member that owns it;
 - recall: concurrent fan-out, then weighted reciprocal rank fusion over the
-  members' ranked records (the Lucene connector's :func:`fuse_rrf`); without a
-  query, the members' recency orders are merged by ``created_at``;
+  members' ranked records (the Lucene connector's :func:`fuse_rrf`), or with
+  ``fusion: score`` a merge by weighted member score; without a query, the
+  members' recency orders are merged by ``created_at``;
 - timeline: the members' ascending streams merged by ``created_at``;
 - describe: what every member can do (A2M §3.7), and the members it spans;
 - partial failure: a member that is down or past the deadline is left out and
@@ -381,6 +382,8 @@ class Federation:
         return {**_result(records, options), **extra}
 
     def _fuse(self, ranked: list[tuple[list[dict[str, Any]], float]], limit: int) -> list[Any]:
+        if self.config.fusion == "score":
+            return _merge_by_score(ranked, limit)
         legs = [([Hit(id=r["id"], source=r) for r in rs], w) for rs, w in ranked]
         fused = fuse_rrf(legs, k=self.config.rrf_k, limit=limit)
         weights = [w for _, w in ranked]
@@ -439,6 +442,25 @@ class Federation:
             if record is not None:
                 return {"record": _encoded(o.member.name, record), **extra}
         return {"record": None, **extra}
+
+
+def _merge_by_score(
+    ranked: list[tuple[list[dict[str, Any]], float]], limit: int
+) -> list[dict[str, Any]]:
+    """Records ordered by weight x member score, over the heaviest weight.
+
+    For members whose scores mean the same thing (shards of one corpus, one embedding
+    model and metric: (1 + cosine) / 2 on every engine); lexical scores are divided by
+    each member's own best, so across members they only approximate one ranking.
+    """
+    top = max((w for _, w in ranked), default=0.0) or 1.0
+    scored = [
+        (min(1.0, (w or 0.0) * (r.get("score") or 0.0) / top), i, r)
+        for i, (rs, w) in enumerate(ranked)
+        for r in rs
+    ]
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [{**r, "score": s} for s, _, r in scored[:limit]]
 
 
 def _encoded(member: str, record: dict[str, Any]) -> dict[str, Any]:

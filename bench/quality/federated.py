@@ -98,7 +98,13 @@ def run(args: argparse.Namespace) -> tuple[list[Row], str]:
         config = {
             "server": {"name": "a2m-bench", "request_timeout_ms": 60_000, "log_level": "warning"},
             "stores": stores,
-            "federations": {FEDERATION: {"members": list(SHARDS), "deadline_ms": 60_000}},
+            "federations": {
+                FEDERATION: {
+                    "members": list(SHARDS),
+                    "deadline_ms": 60_000,
+                    "fusion": args.fusion,
+                }
+            },
         }
         path = work / "gateway.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -107,6 +113,8 @@ def run(args: argparse.Namespace) -> tuple[list[Row], str]:
         try:
             for mode in args.modes:
                 for store in [FEDERATION, *SHARDS, *(f"whole-{e}" for e in args.whole)]:
+                    if args.only_federation and store != FEDERATION:
+                        continue
                     rankings, latencies, errors = asyncio.run(
                         _recall_all(server.base_url, store, mode, split, args.concurrency)
                     )
@@ -132,7 +140,7 @@ def run(args: argparse.Namespace) -> tuple[list[Row], str]:
     note = (
         f"{n} documents in three shards ({', '.join(notes)}); "
         f"{len(split.query_ids)} judged queries (`{Path(args.queries).name}`, "
-        f"`{Path(args.qrels).name}`); limit 100; equal weights, rrf_k 60; "
+        f"`{Path(args.qrels).name}`); limit 100; equal weights, fusion {args.fusion}, rrf_k 60; "
         f"concurrency {args.concurrency}. Run {time.strftime('%Y-%m-%d %H:%M %Z')} on "
         f"{machine.this_machine().describe()}, load average {machine.load_text()} after."
     )
@@ -182,6 +190,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=["elasticsearch", "opensearch"],
         help="engines that also serve the whole corpus on one index (the baselines)",
     )
+    p.add_argument("--fusion", choices=["rrf", "score"], default="rrf")
+    p.add_argument(
+        "--only-federation", action="store_true", help="query the federation only (no table)"
+    )
     p.add_argument("--limit-queries", type=int)
     p.add_argument("--concurrency", type=int, default=1)
     p.add_argument("--elasticsearch-url", default=os.environ.get("A2M_TEST_ELASTICSEARCH_URL"))
@@ -193,6 +205,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     rows, note = run(args)
+    if args.only_federation:
+        return 1 if any(r.errors for r in rows) else 0
     table = markdown(rows, note, args.whole)
     print(table)
     if args.write_docs:

@@ -126,6 +126,7 @@ async def fed(
                     "rrf_k": RRF_K,
                 },
                 "solo": {"members": ["os"], "deadline_ms": 3000},
+                "byscore": {"members": list(MEMBERS), "fusion": "score"},
             },
         }
     )
@@ -198,6 +199,23 @@ async def test_recall_fans_out_and_fuses_by_weighted_rrf(fed: Fed) -> None:
         above = await fed.result(bob, "memory/recall", {**params, "min_score": floor})
         assert ids_of(above) == [r["id"] for r in got["records"] if r["score"] >= floor]
     assert spanned == set(MEMBERS)
+
+
+async def test_score_fusion_merges_by_member_score(fed: Fed) -> None:
+    bob = bearer(BOB_KEY)
+    for qid in fed.query_ids[:5]:
+        params = {"embedding": fed.sf.query_vector(qid), "limit": 20}
+        got = await fed.result(bob, "memory/recall", params, store="byscore")
+        merged = []
+        for m in MEMBERS:
+            own = await fed.result(bob, "memory/recall", params, store=m)
+            merged += [(r["score"], encode_id(m, r["id"])) for r in own["records"]]
+        # Cosine scores mean the same on every engine: the merge is one ranking.
+        expected = [fid for _, fid in sorted(merged, key=lambda s: -s[0])][:20]
+        assert ids_of(got) == expected
+        assert [r["score"] for r in got["records"]] == sorted((s for s, _ in merged), reverse=True)[
+            :20
+        ]
 
 
 async def test_hybrid_and_vector_recall_span_the_members(fed: Fed) -> None:
