@@ -348,7 +348,7 @@ class Federation:
     # -- recall ---------------------------------------------------------------------
 
     async def recall(self, params: RecallParams, caller: Caller = LOCAL) -> dict[str, Any]:
-        """memory/recall over every member, fused by weighted RRF; scores in [0, 1] descending.
+        """memory/recall over every member, fused (`fusion`); scores in [0, 1] descending.
 
         Raises:
             InvalidParams, CapabilityNotSupported, EmbeddingMismatch, ScopeDenied: from
