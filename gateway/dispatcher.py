@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from connectors.errors import (
     ConnectorError,
@@ -27,7 +27,7 @@ from gateway.errors import (
     QuotaExceeded,
     ReadOnly,
 )
-from gateway.methods import METHOD_CAPABILITY, WRITE_METHODS
+from gateway.methods import METHOD_CAPABILITY, WRITE_METHODS, Capability
 from gateway.params import (
     DescribeParams,
     FetchParams,
@@ -35,9 +35,9 @@ from gateway.params import (
     TimelineParams,
     parse_params,
 )
+from gateway.profile import gate_method
 from gateway.ratelimit import RateLimiter
 from gateway.scopes import LOCAL, Caller
-from gateway.store import Store
 
 log = logging.getLogger(__name__)
 audit = logging.getLogger("a2m.audit")
@@ -48,12 +48,31 @@ Observer = Callable[[str, str, int, float], None]
 MAX_AUDITED_QUERY = 4096
 
 
+class ServedStore(Protocol):
+    """What a dispatcher serves: a Store, or a Federation of stores."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def ensure_started(self) -> None: ...
+
+    def declares(self, cap: Capability) -> bool: ...
+
+    def describe(self, params: DescribeParams | None = ..., caller: Caller = ...) -> Any: ...
+
+    async def recall(self, params: RecallParams, caller: Caller = ...) -> Any: ...
+
+    async def timeline(self, params: TimelineParams, caller: Caller = ...) -> Any: ...
+
+    async def fetch(self, params: FetchParams, caller: Caller = ...) -> Any: ...
+
+
 class Dispatcher:
-    """Routes A2M calls to one store; knows every method of the draft."""
+    """Routes A2M calls to one store (or federation); knows every method of the draft."""
 
     def __init__(
         self,
-        store: Store,
+        store: ServedStore,
         observers: list[Observer] | None = None,
         *,
         limiter: RateLimiter | None = None,
@@ -139,7 +158,7 @@ class Dispatcher:
             raise ReadOnly(f"This store is read-only: {method} is refused")
         # Capabilities are known only once the engine has been read.
         await self.store.ensure_started()
-        self.store.profile.gate_method(method)
+        gate_method(self.store.declares, method)
         route = self._routes.get(method)
         if route is None:  # a declared capability with no route would be a bug
             raise CapabilityNotSupported(f"Server does not implement {method}")

@@ -50,6 +50,12 @@ class Metrics:
             ["status"],
             registry=self.registry,
         )
+        self.left_out = Counter(
+            "a2m_federation_left_out",
+            "Federated calls answered without a member, by reason",
+            ["federation", "member", "reason"],
+            registry=self.registry,
+        )
         _LIVE.add(self)
         _register_retry_hook()
         # labels() takes a lock and builds the key on every call; the label sets are few
@@ -84,6 +90,9 @@ class Metrics:
         if child is None:
             child = self._statuses[status] = self.http_responses.labels(str(status))
         child.inc()
+
+    def observe_left_out(self, federation: str, member: str, reason: str) -> None:
+        self.left_out.labels(federation, member, reason).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 from connectors.base import EngineInfo
@@ -14,6 +15,20 @@ from gateway.methods import METHOD_CAPABILITY, Capability
 from gateway.params import DescribeParams, RecallParams, TimelineParams
 from gateway.prompt import METHODS, STYLES
 from gateway.scopes import LOCAL, Caller, NothingVisible, ScopePolicy
+
+
+def gate_method(declares: Callable[[Capability], bool], method: str) -> None:
+    """The method gate of a store or a federation (whatever `declares` answers for).
+
+    Raises:
+        CapabilityNotSupported: the method's capability is not declared.
+    """
+    cap = METHOD_CAPABILITY[method]
+    if not declares(cap):
+        raise CapabilityNotSupported(
+            f"Server does not implement the '{cap.value}' capability",
+            data={"capability": cap.value},
+        )
 
 
 class StoreProfile:
@@ -55,13 +70,7 @@ class StoreProfile:
     # -- the capability gate: every method and param capability is checked here ------
 
     def gate_method(self, method: str) -> None:
-        """Raises: CapabilityNotSupported: the method's capability is not declared."""
-        cap = METHOD_CAPABILITY[method]
-        if not self.declares(cap):
-            raise CapabilityNotSupported(
-                f"Server does not implement the '{cap.value}' capability",
-                data={"capability": cap.value},
-            )
+        gate_method(self.declares, method)
 
     def gate_params(self, params: RecallParams | TimelineParams) -> None:
         """Raises: CapabilityNotSupported: a param of an undeclared capability was given."""
