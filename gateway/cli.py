@@ -25,6 +25,7 @@ import orjson
 
 from connectors.errors import ConnectorError, LocalStorageLocked
 from gateway.config import ConfigError, GatewayConfig, load_config
+from gateway.embedders.base import MissingExtra
 
 if TYPE_CHECKING:
     import uvicorn
@@ -418,6 +419,14 @@ def main(argv: list[str] | None = None) -> int:
     # recall prints for a person: the INFO audit line would only interleave with it.
     quiet = args.command == "recall" and cfg.server.log_level.lower() in ("debug", "info")
     configure(cfg.server.log_format, "warning" if quiet else cfg.server.log_level)
+    try:
+        return _run(args, cfg)
+    except MissingExtra as exc:
+        sys.stderr.write(f"a2m-gateway: {exc}\n")
+        return 2
+
+
+def _run(args: argparse.Namespace, cfg: GatewayConfig) -> int:
     if args.command == "serve":
         return _serve(cfg, args.host, args.port)
     store = getattr(args, "store", None)

@@ -4,7 +4,7 @@ Also home of the lexical sparse encoder (:mod:`gateway.embedders.lexical`),
 Qdrant's lexical leg, which needs no model at all.
 """
 
-from gateway.embedders.base import EmbedderUnavailable, QueryEmbedder
+from gateway.embedders.base import EmbedderUnavailable, MissingExtra, QueryEmbedder
 from gateway.embedders.factory import make_embedder
 
-__all__ = ["EmbedderUnavailable", "QueryEmbedder", "make_embedder"]
+__all__ = ["EmbedderUnavailable", "MissingExtra", "QueryEmbedder", "make_embedder"]

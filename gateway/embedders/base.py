@@ -35,6 +35,10 @@ class EmbedderUnavailable(Exception):
         self.retryable = retryable
 
 
+class MissingExtra(ValueError):
+    """An optional dependency the config needs is not installed; the message names the extra."""
+
+
 class QueryEmbedder(ABC):
     """Embeds query text for dense search."""
 

@@ -20,7 +20,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from gateway.embedders.base import EmbedderUnavailable, QueryEmbedder
+from gateway.embedders.base import EmbedderUnavailable, MissingExtra, QueryEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +53,10 @@ class LocalEmbedder(QueryEmbedder):
         """Check the library is importable; the model itself loads on the first query.
 
         Raises:
-            ValueError: sentence-transformers is not installed.
+            MissingExtra: sentence-transformers is not installed.
         """
         if importlib.util.find_spec("sentence_transformers") is None:
-            raise ValueError(
+            raise MissingExtra(
                 "embedder.kind 'local' needs the sentence-transformers package: "
                 "pip install 'a2m-gateway[local-embeddings]'"
             )

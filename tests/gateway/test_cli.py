@@ -167,3 +167,45 @@ def test_recall_on_an_unreachable_engine_is_one_error_line(tmp_path: Path) -> No
     assert proc.stderr.startswith("a2m-gateway: recall failed: ")
     assert "(-32" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+LOCAL_EMBEDDER_CONFIG = """\
+stores:
+  s:
+    backend: qdrant
+    index: x
+    connection: {location: ":memory:"}
+    mapping: {content: content}
+    search:
+      mode: dense
+      vector_field: dense
+      embedder: {kind: local, model: all-MiniLM-L6-v2}
+"""
+
+
+@pytest.mark.parametrize("command", [["check"], ["stdio"], ["recall", "q"], ["serve"]])
+def test_a_missing_extra_is_one_line_and_exit_2(
+    command: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 13: no traceback when `embedder: local` lacks sentence-transformers."""
+    import importlib.util
+
+    from gateway.cli import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "sentence_transformers" else real(name, *a),
+    )
+    path = tmp_path / "local.yaml"
+    path.write_text(LOCAL_EMBEDDER_CONFIG)
+    assert main([command[0], "--config", str(path), *command[1:]]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "a2m-gateway: embedder.kind 'local' needs the sentence-transformers package: "
+        "pip install 'a2m-gateway[local-embeddings]'"
+    ]
