@@ -258,7 +258,8 @@ class JwtVerifier:
             key = self._pick(self._file_keys, kid)
             if key is None:
                 try:
-                    self._load_file()
+                    # Off the event loop: a slow mount must not stall every other request.
+                    await asyncio.to_thread(self._load_file)
                 except ConfigError:
                     log.warning("JWKS file unreadable; refusing the token")
                     raise AuthenticationError("JWKS unavailable") from None

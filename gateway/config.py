@@ -2,8 +2,9 @@
 
 Secrets never sit in the file: any string value may be ``${NAME}`` (an
 environment variable) or ``${file:/abs/path}`` (a mounted secret file, trailing
-newline stripped). Expansion happens before validation, so errors name the
-field, never the secret's value.
+newline stripped); ``$${`` writes a literal ``${``. Expansion, and the reading
+of ``auth.api_keys_file``, happen in one load step around validation (no
+validator does I/O), so errors name the field, never the secret's value.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from pydantic import (
     model_validator,
 )
 
-_REF = re.compile(r"\$\{(?:(file):)?([^}]+)\}")
+# `$${` is a literal `${` (as in docker compose); anything else `${...}` is a reference.
+_REF = re.compile(r"\$(\$)\{|\$\{(?:(file):)?([^}]+)\}")
 _STORE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -559,14 +561,29 @@ class AuthConfig(_Model):
                     "auth.mode is none but credentials are configured; set mode: bearer"
                 )
             return self
-        if self.api_keys_file is not None:
-            self._file_keys = _read_api_keys(self.api_keys_file)
-        if not (self.api_keys or self._file_keys or self.jwt):
+        if not (self.api_keys or self.api_keys_file or self.jwt):
             raise ValueError("auth.mode bearer needs api_keys, api_keys_file or jwt")
+        self._unique_hashes()
+        return self
+
+    def _unique_hashes(self) -> None:
         hashes = [k.hash for k in self.all_api_keys()]
         if len(hashes) != len(set(hashes)):
             raise ValueError("auth.api_keys: the same key hash appears twice")
-        return self
+
+    def load_key_file(self) -> None:
+        """Read api_keys_file (once, at load: rotating a key file means a restart).
+
+        Raises:
+            ValueError: unreadable, invalid, empty while nothing else is configured,
+                or a hash that appears twice.
+        """
+        if self.mode == "none" or self.api_keys_file is None:
+            return
+        self._file_keys = _read_api_keys(self.api_keys_file)
+        if not (self.api_keys or self._file_keys or self.jwt):
+            raise ValueError("auth.mode bearer needs api_keys, api_keys_file or jwt")
+        self._unique_hashes()
 
     @property
     def enabled(self) -> bool:
@@ -772,7 +789,9 @@ def _expand(value: Any, where: str) -> Any:
         return value
 
     def sub(m: re.Match[str]) -> str:
-        kind, ref = m.group(1), m.group(2).strip()
+        if m.group(1):
+            return "${"
+        kind, ref = m.group(2), m.group(3).strip()
         if kind == "file":
             try:
                 return Path(ref).read_text(encoding="utf-8").rstrip("\r\n")
@@ -802,6 +821,10 @@ def parse_config(data: Any, base_dir: Path | None = None) -> GatewayConfig:
             loc = ".".join(str(p) for p in err["loc"]) or "config"
             lines.append(f"{loc}: {err['msg']}")
         raise ConfigError("invalid config:\n  " + "\n  ".join(lines)) from None
+    try:
+        cfg.server.auth.load_key_file()
+    except ValueError as exc:
+        raise ConfigError(f"invalid config:\n  server.auth: {exc}") from None
     if base_dir is not None:
         cfg = _resolve_paths(cfg, base_dir)
     return cfg

@@ -118,3 +118,11 @@ def test_example_configs_validate(monkeypatch: pytest.MonkeyPatch) -> None:
         text = f.read_text()
         assert "${" in text or "demo" in f.name, f"{f.name}: secrets must come from ${{...}}"
         load_config(f)
+
+
+def test_a_doubled_dollar_is_a_literal_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 13: `$${` escapes a `${` that is not a reference (e.g. inside a description)."""
+    monkeypatch.setenv("A2M_R2_SET", "expanded")
+    store = es_store(description="costs $${HOME} and ${A2M_R2_SET}")
+    cfg = parse_config({"stores": {"docs": store}})
+    assert cfg.stores["docs"].description == "costs ${HOME} and expanded"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import http.server
 import json
+import os
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
@@ -440,6 +441,31 @@ async def test_jwks_file_rotation_is_picked_up(tmp_path: Path, issuer: Issuer) -
 
     os.utime(path, (1, 2))  # a different mtime, as a remounted secret has
     assert (await verifier.verify(issuer.token())).subject == "alice"
+
+
+async def test_jwks_file_is_reread_off_the_event_loop(tmp_path: Path, issuer: Issuer) -> None:
+    """Issue 13: a slow mount must not stall the loop while a rotated file is read."""
+    import threading
+
+    path = tmp_path / "jwks.json"
+    keys = issuer.jwks()["keys"]
+    path.write_text(json.dumps({"keys": [keys[1]]}))
+    verifier = JwtVerifier(
+        JwtConfig(issuer=ISSUER, audience=[AUDIENCE], algorithms=["RS256"], jwks_file=str(path))
+    )
+    threads: list[int] = []
+    load = verifier._load_file
+
+    def recording_load() -> None:
+        threads.append(threading.get_ident())
+        load()
+
+    verifier._load_file = recording_load  # type: ignore[method-assign]
+    path.write_text(json.dumps({"keys": keys}))
+    os.utime(path, (3, 4))
+    assert (await verifier.verify(issuer.token())).subject == "alice"
+    assert threads
+    assert threading.get_ident() not in threads
 
 
 def test_bearer_header_parsing() -> None:
