@@ -113,8 +113,14 @@ class Gateway:
         except KeyError:
             raise UnknownStore(name) from None
 
-    async def start(self, strict: bool = True) -> None:
-        """Open every store.
+    def _selected(self, only: str | None) -> dict[str, Store]:
+        """Every store, or only those behind one endpoint (a store or a federation)."""
+        if only is None:
+            return self.stores
+        return {s.name: s for s in self.served_stores(only)}
+
+    async def start(self, strict: bool = True, only: str | None = None) -> None:
+        """Open every store, or only those behind the endpoint `only` (stdio serves one).
 
         strict: a store that cannot start raises (the CLI's `check`, tests). Not
         strict (`serve`): the store stays closed, answers -32603 engine_unavailable and
@@ -124,7 +130,7 @@ class Gateway:
         Raises:
             connectors.errors.ConnectorError: strict, and an engine or index is not usable.
         """
-        for name, store in self.stores.items():
+        for name, store in self._selected(only).items():
             if store.started:  # opened early, e.g. by open_local_stores
                 continue
             try:
@@ -137,7 +143,7 @@ class Gateway:
                 continue
             log.info("store %s ready: %s", name, ", ".join(c.value for c in store.capabilities))
 
-    async def open_local_stores(self) -> None:
+    async def open_local_stores(self, only: str | None = None) -> None:
         """Open now every store whose engine runs in this process (Qdrant local mode).
 
         Called before a transport starts serving: local mode has no network to wait
@@ -147,7 +153,7 @@ class Gateway:
         Raises:
             StoreStartFailed: a local store cannot be opened (its ConnectorError is the cause).
         """
-        for name, store in self.stores.items():
+        for name, store in self._selected(only).items():
             c = store.config.connection
             if store.config.backend is Backend.QDRANT and c.url is None:
                 try:

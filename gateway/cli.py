@@ -133,12 +133,12 @@ async def _serve_http(gateway: Gateway, server: uvicorn.Server) -> int:
     return 0
 
 
-async def _open_local_stores(gateway: Gateway) -> bool:
+async def _open_local_stores(gateway: Gateway, only: str | None = None) -> bool:
     """Open the in-process stores before serving; False (reported on stderr) if one cannot."""
     from gateway.app import StoreStartFailed
 
     try:
-        await gateway.open_local_stores()
+        await gateway.open_local_stores(only)
     except StoreStartFailed as exc:
         await gateway.close()
         store = gateway.stores[exc.name].config
@@ -192,9 +192,10 @@ async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
                 "so every read answers nothing",
                 served.name,
             )
-    if not await _open_local_stores(gateway):
+    # Only the endpoint served: another store's engine (or locked local path) is not ours.
+    if not await _open_local_stores(gateway, store or gateway.default_store):
         return 2
-    await gateway.start(strict=False)
+    await gateway.start(strict=False, only=store or gateway.default_store)
     try:
         await serve_stdio(gateway.dispatcher(store))
     finally:
