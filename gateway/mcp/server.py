@@ -16,10 +16,9 @@ with ``server.mcp.audience_check`` a JWT must name the resource (RFC 8707).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -29,16 +28,19 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from gateway import __version__
 from gateway.app import Gateway
-from gateway.auth import AuthenticationError, Authenticator
+from gateway.auth import AuthenticationError
 from gateway.config import ServerConfig
 from gateway.errors import A2MError, InvalidRequest, ParseError
 from gateway.jsonrpc import error_body
 from gateway.mcp.tools import Endpoint, McpTools
-from gateway.scopes import LOCAL, Caller
+from gateway.scopes import LOCAL, Caller, Principal
+from gateway.transports.admission import Admission
 
 log = logging.getLogger(__name__)
 audit = logging.getLogger("a2m.audit")
@@ -99,17 +101,11 @@ def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
 class McpHttpApp:
     """ASGI app of `/mcp`, `/mcp/<store>` and the protected resource metadata."""
 
-    def __init__(
-        self,
-        gateway: Gateway,
-        server: ServerConfig,
-        auth: Authenticator,
-        origin_permits: Callable[[str | None], bool],
-    ) -> None:
+    def __init__(self, gateway: Gateway, server: ServerConfig, admission: Admission) -> None:
         self._gateway = gateway
         self._cfg = server.mcp
-        self._auth = auth
-        self._origin_permits = origin_permits
+        self._admission = admission
+        self._auth = admission.auth
         issuer = [server.auth.jwt.issuer] if server.auth.jwt is not None else []
         self._authorization_servers = list(server.mcp.authorization_servers) or issuer
         self._server_name = server.name
@@ -162,34 +158,28 @@ class McpHttpApp:
         if path.startswith(PRM_PATH):
             await self._metadata(scope, receive, send, path[len(PRM_PATH) :] or "/mcp")
             return
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        if not self._origin_permits(headers.get("origin")):
-            await _json(send, 403, {"error": "origin not allowed"})
-            return
-        try:
-            principal = await self._auth.authenticate(headers.get("authorization"))
-            if principal is not None and self._cfg.audience_check and principal.method == "jwt":
-                aud = principal.claims.get("aud")
-                auds = [aud] if isinstance(aud, str) else list(aud or [])
-                if (
-                    self._resource(scope, path) not in auds
-                    and self._resource(scope, "/mcp") not in auds
-                ):
-                    raise AuthenticationError("JWT audience does not name this MCP resource")
-        except AuthenticationError as exc:
-            client = scope.get("client")
-            audit.info(
-                "auth_failed",
-                extra={"reason": exc.reason, "client": client[0] if client else None},
-            )
-            challenge = self._auth.challenge(exc)
-            meta = self._metadata_url(self._resource(scope, path))
-            await _json(
-                send,
-                401,
-                {"error": "authentication required"},
-                {"www-authenticate": f'{challenge}, resource_metadata="{meta}"'},
-            )
+        request = Request(scope, receive)
+
+        def audience(principal: Principal) -> None:
+            if not (self._cfg.audience_check and principal.method == "jwt"):
+                return
+            aud = principal.claims.get("aud")
+            auds = [aud] if isinstance(aud, str) else list(aud or [])
+            if (
+                self._resource(scope, path) not in auds
+                and self._resource(scope, "/mcp") not in auds
+            ):
+                raise AuthenticationError("JWT audience does not name this MCP resource")
+
+        def resource_metadata() -> str:
+            return f', resource_metadata="{self._metadata_url(self._resource(scope, path))}"'
+
+        # The same admission as the A2M door (gateway.transports.admission).
+        caller = await self._admission.admit(
+            request, audience=audience, challenge_extra=resource_metadata
+        )
+        if isinstance(caller, Response):
+            await caller(scope, receive, send)
             return
         endpoint = self._endpoint(path)
         if endpoint is None:  # after authentication, so store names are not probed anonymously
@@ -199,7 +189,15 @@ class McpHttpApp:
             # Stateless, JSON responses: no standalone SSE stream and no session to delete.
             await _json(send, 405, {"error": "method not allowed"}, {"allow": "POST"})
             return
-        body = await self._envelope(receive, send)
+        refused = self._admission.charge(caller, endpoint.store)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        raw = await self._admission.read_body(request)
+        if isinstance(raw, Response):
+            await raw(scope, receive, send)
+            return
+        body = await self._envelope(raw, send)
         if body is None:
             return
         replayed = False
@@ -211,33 +209,14 @@ class McpHttpApp:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        caller = Caller(network=True, principal=principal)
         await self._manager.handle_request({**scope, SCOPE_KEY: (endpoint, caller)}, replay, send)
 
-    async def _envelope(self, receive: Receive, send: Send) -> bytes | None:
+    async def _envelope(self, body: bytes, send: Send) -> bytes | None:
         """The body, once it is one JSON-RPC message; else answered here and None.
 
         The SDK's own envelope errors quote pydantic's text (and the input); ours
         name the problem only, as A2M's do.
         """
-        body = bytearray()
-        try:
-            async with asyncio.timeout(self._body_timeout_s):
-                while True:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        return None
-                    body += message.get("body", b"")
-                    if len(body) > self._max_body:
-                        await _json(
-                            send, 413, {"error": f"body larger than {self._max_body} bytes"}
-                        )
-                        return None
-                    if not message.get("more_body", False):
-                        break
-        except TimeoutError:
-            await _json(send, 408, {"error": "request body not received in time"})
-            return None
         try:
             msg = orjson.loads(body)
         except orjson.JSONDecodeError:

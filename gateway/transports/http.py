@@ -25,7 +25,6 @@ Nothing is ever redirected; every response says ``nosniff`` and ``no-store``.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -39,13 +38,12 @@ from starlette.requests import ClientDisconnect
 
 from gateway import PROTOCOL
 from gateway.app import Gateway, UnknownStore
-from gateway.auth import AuthenticationError, Authenticator
+from gateway.auth import Authenticator
 from gateway.config import ServerConfig, is_loopback
-from gateway.errors import A2MError, ErrorCode, ProtocolNotSupported, QuotaExceeded
+from gateway.errors import A2MError, ErrorCode, ProtocolNotSupported
 from gateway.jsonrpc import error_body, handle_message
 from gateway.metrics import Metrics
-from gateway.ratelimit import RateLimiter
-from gateway.scopes import Caller
+from gateway.transports.admission import Admission, plain
 from gateway.transports.index_page import as_html, index_page, prefers_html
 
 log = logging.getLogger(__name__)
@@ -99,31 +97,7 @@ class HostGuard:
         return host in self._exact or any(host.endswith(s) for s in self._suffixes)
 
 
-class BodyBudget:
-    """Request-body bytes buffered at once, over all requests: a stall cannot grow memory."""
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self.used = 0
-
-    def take(self, n: int) -> bool:
-        if self.used + n > self._limit:
-            return False
-        self.used += n
-        return True
-
-    def give(self, n: int) -> None:
-        self.used -= n
-
-
-def _header_values(request: Request, name: bytes) -> list[bytes]:
-    return [v for k, v in request.scope["headers"] if k == name]
-
-
-def _plain(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    return Response(
-        orjson.dumps({"error": message}), status_code=status, media_type=JSON, headers=headers
-    )
+_plain = plain
 
 
 class _A2MApp(FastAPI):
@@ -210,15 +184,9 @@ def create_app(
     """
     metrics = metrics or Metrics()
     guard = OriginGuard(server.allowed_origins)
-    max_body = server.max_body_bytes
-    body_timeout_s = server.body_timeout_ms / 1000
     auth = authenticator or Authenticator(server.auth)
-    failures = server.auth.failures
-    failed_auth = RateLimiter(failures.per_second, failures.burst, failures.max_clients)
-    budget = BodyBudget(server.http.max_inflight_body_bytes)
-    mcp = _mcp_app(gateway, server, auth, guard)
-    for federation in gateway.federations.values():
-        federation.observe_left_out(metrics.observe_left_out)
+    admission = Admission(gateway, server, auth, guard.permits)
+    mcp = _mcp_app(gateway, server, admission)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -240,74 +208,8 @@ def create_app(
     )
     app.host_guard = HostGuard(server.allowed_hosts, bind_host or server.host)
     app.metrics = metrics
-    app.state.body_budget = budget
-
-    async def read_body(request: Request) -> bytes | Response:
-        length = request.headers.get("content-length")
-        if length is not None:
-            if not length.isdigit():
-                return _plain(400, "invalid Content-Length")
-            if int(length) > max_body:
-                return _plain(413, f"body larger than {max_body} bytes")
-        body = bytearray()
-        try:
-            async for chunk in request.stream():
-                if not budget.take(len(chunk)):
-                    return _plain(503, "server busy", headers={"Retry-After": "1"})
-                body += chunk
-                if len(body) > max_body:
-                    return _plain(413, f"body larger than {max_body} bytes")
-            return bytes(body)
-        finally:
-            budget.give(len(body))
-
-    async def admit(request: Request) -> Caller | Response:
-        """§8.3.1 then §6.1: the Origin, then the credential; a Response refuses the request."""
-        if not guard.permits(request.headers.get("origin")):
-            return _plain(403, "origin not allowed")
-        authorization = _header_values(request, b"authorization")
-        if len(authorization) > 1:
-            return _plain(400, "more than one Authorization header")
-        try:
-            principal = await auth.authenticate(
-                authorization[0].decode("latin-1") if authorization else None
-            )
-        except AuthenticationError as exc:
-            client = request.client.host if request.client else "unknown"
-            wait_ms = failed_auth.acquire(client)
-            if wait_ms is not None:
-                # Limited: no line per attempt, so a flood cannot flood the log either.
-                retry = str(max(1, -(-wait_ms // 1000)))
-                return _plain(429, "too many failed authentications", {"Retry-After": retry})
-            # The reason names what was wrong, never the credential.
-            audit.info("auth_failed", extra={"reason": exc.reason, "client": client})
-            return _plain(
-                401, "authentication required", headers={"WWW-Authenticate": auth.challenge(exc)}
-            )
-        return Caller(network=True, principal=principal, prepaid=gateway.limiter is not None)
-
-    def charge(caller: Caller, store: str | None) -> Response | None:
-        """The caller's rate limit, taken before its body is read (a JSON-RPC error if spent).
-
-        The body is never read, so the error's id is null and no method is known.
-        """
-        key = caller.rate_key
-        if gateway.limiter is None or key is None:
-            return None
-        wait_ms = gateway.limiter.acquire(key)
-        if wait_ms is None:
-            return None
-        err = QuotaExceeded("Rate limit exceeded for this caller", data={"retry_after_ms": wait_ms})
-        audit.info(
-            "call",
-            extra={
-                "store": store or gateway.default_store,
-                "method": None,
-                "principal": caller.label[:300],
-                "code": int(err.code),
-            },
-        )
-        return Response(error_body(None, err), status_code=200, media_type=JSON)
+    app.state.body_budget = admission.budget
+    admit, charge, read_body = admission.admit, admission.charge, admission.read_body
 
     async def rpc(request: Request, store: str | None) -> Response:
         caller = await admit(request)
@@ -331,11 +233,7 @@ def create_app(
         refused = charge(caller, store)
         if refused is not None:
             return refused
-        try:
-            async with asyncio.timeout(body_timeout_s):
-                body = await read_body(request)
-        except TimeoutError:
-            return _plain(408, "request body not received in time")
+        body = await read_body(request)
         if isinstance(body, Response):
             return body
 
@@ -422,11 +320,9 @@ def create_app(
     return app
 
 
-def _mcp_app(
-    gateway: Gateway, server: ServerConfig, auth: Authenticator, guard: OriginGuard
-) -> Any:
+def _mcp_app(gateway: Gateway, server: ServerConfig, admission: Admission) -> Any:
     if not server.mcp.enabled:
         return None
     from gateway.mcp.server import McpHttpApp
 
-    return McpHttpApp(gateway, server, auth, guard.permits)
+    return McpHttpApp(gateway, server, admission)

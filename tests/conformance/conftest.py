@@ -607,6 +607,7 @@ class Servers:
         self.backends: dict[str, StoreBackend] = {}
         self.http: dict[str, HttpServer] = {}
         self.stdio: dict[str, StdioServer] = {}
+        self.http_clients: dict[str, HttpClient] = {}
 
     def backend(self, name: str, request: pytest.FixtureRequest) -> StoreBackend:
         if name not in self.backends:
@@ -628,6 +629,11 @@ class Servers:
             self.http[backend.name] = start_http_server(data_dir, backend.config)
         return self.http[backend.name]
 
+    def http_client(self, backend: StoreBackend) -> HttpClient:
+        if backend.name not in self.http_clients:
+            self.http_clients[backend.name] = HttpClient(self.http_server(backend).base_url)
+        return self.http_clients[backend.name]
+
     def stdio_server(self, backend: StoreBackend) -> StdioServer:
         if backend.name not in self.stdio:
             data_dir = self.tmp.mktemp(f"stdio-{backend.name}")
@@ -636,6 +642,8 @@ class Servers:
 
     def close(self) -> None:
         failures: list[BaseException] = []
+        for c in self.http_clients.values():
+            c.close()
         for http in self.http.values():
             http.stop()
         for stdio in self.stdio.values():
@@ -695,6 +703,23 @@ def client(request: pytest.FixtureRequest, backend: StoreBackend) -> A2MClient:
     """
     fixture: A2MClient = request.getfixturevalue(f"{request.param}_client")
     return fixture
+
+
+@pytest.fixture(scope="session")
+def params_client(request: pytest.FixtureRequest, servers: Servers) -> A2MClient:
+    """One client (the embedded demo over HTTP) for checks that run before any engine call.
+
+    Params are validated by the dispatcher, whatever the engine or transport: testing
+    them on every engine x transport (as `client` does) would only repeat one check.
+    """
+    backend = servers.backend(QDRANT, request)
+    return servers.http_client(backend)
+
+
+@pytest.fixture(scope="session")
+def params_describe(params_client: A2MClient) -> dict[str, Any]:
+    result: dict[str, Any] = params_client.call("memory/describe", {"protocol": PROTOCOL})
+    return result
 
 
 _describe_cache: dict[tuple[str, str], dict[str, Any]] = {}

@@ -15,7 +15,6 @@ from typing import Any
 import orjson
 import pytest
 
-from gateway.errors import ErrorCode
 from tests.conformance.conftest import (
     A2MClient,
     HttpClient,
@@ -24,10 +23,11 @@ from tests.conformance.conftest import (
     assert_ranked,
     max_body_bytes,
 )
+from tests.support.spec import CANONICAL_CODES
 
 pytestmark = pytest.mark.integration
 
-DOCUMENTED = frozenset(int(c) for c in ErrorCode)
+DOCUMENTED = frozenset(CANONICAL_CODES)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -245,8 +245,9 @@ MATRIX = [
 
 @pytest.mark.parametrize(("method", "param", "kind"), MATRIX, ids=lambda v: str(v))
 def test_wrong_type_anywhere_is_invalid_params(
-    client: A2MClient, describe: dict[str, Any], method: str, param: str, kind: str
+    params_client: A2MClient, params_describe: dict[str, Any], method: str, param: str, kind: str
 ) -> None:
+    client, describe = params_client, params_describe
     params: dict[str, Any] = {param: VALUES[kind]}
     if method == "memory/fetch" and param != "key":
         params["key"] = "a/b"
@@ -399,8 +400,8 @@ def test_huge_embedding_is_clean(client: A2MClient) -> None:
     ids=repr,
 )
 @pytest.mark.parametrize("method", ["memory/recall", "memory/timeline"])
-def test_bad_limits_are_invalid_params(client: A2MClient, method: str, limit: Any) -> None:
-    assert code_of(client, rpc(method, {"limit": limit})) == INVALID_PARAMS
+def test_bad_limits_are_invalid_params(params_client: A2MClient, method: str, limit: Any) -> None:
+    assert code_of(params_client, rpc(method, {"limit": limit})) == INVALID_PARAMS
 
 
 def test_float_limit_with_integral_value_is_clean(client: A2MClient) -> None:

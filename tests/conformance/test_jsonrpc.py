@@ -99,14 +99,6 @@ def test_tier_param_without_tiers_is_capability_not_supported(
     assert client.error_code("memory/timeline", {"tier": "episodic"}) == CAPABILITY_NOT_SUPPORTED
 
 
-def test_fetch_without_keys_is_capability_not_supported(
-    client: A2MClient, describe: dict[str, Any]
-) -> None:
-    if "keys" in describe["capabilities"]:
-        pytest.skip("keys declared")
-    assert client.error_code("memory/fetch", {"key": "a/b"}) == CAPABILITY_NOT_SUPPORTED
-
-
 # -- read-only -------------------------------------------------------------------------------------
 
 WRITE_PARAMS: list[Any] = [
@@ -369,8 +361,9 @@ WRONG_TYPES: list[tuple[str, dict[str, Any]]] = [
 
 @pytest.mark.parametrize(("method", "params"), WRONG_TYPES, ids=lambda v: repr(v)[:40])
 def test_wrong_param_types_are_invalid_params(
-    client: A2MClient, describe: dict[str, Any], method: str, params: dict[str, Any]
+    params_client: A2MClient, params_describe: dict[str, Any], method: str, params: dict[str, Any]
 ) -> None:
+    client, describe = params_client, params_describe
     if "embedding" in params and "embeddings" not in describe["capabilities"]:
         # An embedding param of an undeclared capability may be gated first.
         assert client.error_code(method, params) in (INVALID_PARAMS, CAPABILITY_NOT_SUPPORTED)

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from gateway.errors import DOCUMENTED_CODES, ErrorCode
+from gateway.errors import ErrorCode
 from gateway.transports.stdio import serve_stdio
 from tests.fuzz.conftest import (
     CREDENTIAL_SLOTS,
@@ -39,7 +39,7 @@ from tests.fuzz.conftest import (
 )
 from tests.fuzz.strategies import encode, headers, messages, raw_bodies
 from tests.security.acl_corpus import ALPHA, BRAVO, NOBODY, visible
-from tests.support.spec import RECORD_FIELDS
+from tests.support.spec import CANONICAL_CODES, RECORD_FIELDS
 
 pytestmark = [
     pytest.mark.fuzz,
@@ -88,7 +88,7 @@ def check_response_object(obj: Any, sent_body: bytes = b"") -> None:
         err = obj["error"]
         code = err["code"]
         assert isinstance(code, int)
-        assert code in DOCUMENTED_CODES, f"undocumented error code {code}{context}"
+        assert code in CANONICAL_CODES, f"undocumented error code {code}{context}"
         assert code != ErrorCode.INTERNAL_ERROR, f"-32603 (a bug): {err['message']}{context}"
         assert isinstance(err["message"], str)
 

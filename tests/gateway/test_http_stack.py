@@ -124,3 +124,58 @@ def test_metrics_leave_no_hook_behind() -> None:
     for hook in retry._on_retry:
         hook()
     assert first.registry.get_sample_value("a2m_engine_retries_total") == 1.0
+
+
+# -- both doors, one admission ---------------------------------------------------------------
+
+
+def _guarded_app(failures: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    from gateway.auth import hash_api_key
+
+    auth: dict[str, Any] = {"api_keys": [{"subject": "bob", "hash": hash_api_key(KEY)}]}
+    if failures is not None:
+        auth["failures"] = failures
+    server = {"auth": auth, "max_body_bytes": 4096}
+    gateway = build_gateway(
+        server, {"docs": memory_store_config()}, {"docs": MemoryConnector(acl_docs())}
+    )
+    return create_app(gateway, gateway.config.server, Metrics(), bind_host="127.0.0.1"), gateway
+
+
+KEY = "k-" + "x" * 40
+DOORS = ["/a2m/docs", "/mcp/docs"]
+
+
+@pytest.mark.parametrize("path", DOORS)
+async def test_both_doors_refuse_the_same_way(path: str) -> None:
+    """Issue 13: the MCP door takes the A2M door's admission step, refusal for refusal."""
+    app, gateway = _guarded_app()
+    transport = httpx.ASGITransport(app=app)
+    good = (b"authorization", f"Bearer {KEY}".encode())
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
+        twice = await c.post(path, content=b"{}", headers=[(b"host", b"localhost"), good, good])
+        anonymous = await c.post(path, content=b"{}", headers=LOCAL)
+        big = await c.post(
+            path,
+            content=b"{" + b" " * 5000 + b"}",
+            headers={**LOCAL, "authorization": f"Bearer {KEY}", "accept": "application/json"},
+        )
+    await gateway.close()
+    assert twice.status_code == 400
+    assert anonymous.status_code == 401
+    assert big.status_code == 413
+
+
+@pytest.mark.parametrize("path", DOORS)
+async def test_failed_authentication_is_limited_on_both_doors(path: str) -> None:
+    app, gateway = _guarded_app({"per_second": 0.001, "burst": 2})
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
+        statuses = [
+            (
+                await c.post(path, content=b"{}", headers={**LOCAL, "authorization": "Bearer no"})
+            ).status_code
+            for _ in range(4)
+        ]
+    await gateway.close()
+    assert statuses == [401, 401, 429, 429]

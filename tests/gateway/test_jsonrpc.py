@@ -11,6 +11,7 @@ from connectors.errors import EngineRejected, EngineTimeout, EngineUnavailable
 from gateway.dispatcher import to_a2m_error as to_wire_error
 from gateway.errors import DOCUMENTED_CODES, A2MError, ErrorCode, InvalidParams
 from gateway.jsonrpc import handle_message
+from tests.support.spec import CANONICAL_CODES
 
 
 async def echo(method: str, params: Any) -> Any:
@@ -115,25 +116,6 @@ def test_engine_trouble_is_a_retryable_internal_error() -> None:
     assert refused.data == {"retryable": False}
     err = InvalidParams("bad")
     assert to_wire_error(err) is err
-
-
-CANONICAL_CODES = {
-    # JSON-RPC 2.0
-    -32700: "PARSE_ERROR",
-    -32600: "INVALID_REQUEST",
-    -32601: "METHOD_NOT_FOUND",
-    -32602: "INVALID_PARAMS",
-    -32603: "INTERNAL_ERROR",
-    # A2M 0.1 §7, restated in shared/spec/DECISIONS.md §1 (a closed list)
-    -32001: "UNKNOWN_RECORD",
-    -32002: "UNKNOWN_TIER",
-    -32003: "CAPABILITY_NOT_SUPPORTED",
-    -32004: "READ_ONLY",
-    -32005: "SCOPE_DENIED",
-    -32006: "QUOTA_EXCEEDED",
-    -32007: "PROTOCOL_NOT_SUPPORTED",
-    -32008: "EMBEDDING_MISMATCH",
-}
 
 
 def test_codes_are_exactly_the_canonical_list() -> None:

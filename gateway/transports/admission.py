@@ -1,0 +1,164 @@
+"""Admission: the one step both HTTP front doors (A2M and MCP) take before a call runs.
+
+In order: the Origin (§8.3.1), exactly one Authorization header, the credential
+(§6.1, failed attempts rate limited per client address), the caller's rate
+limit charged before its body is read, and the body itself: bounded in size,
+in time, and in bytes buffered over all requests at once. Each step answers a
+refusal as a ready Response; none reads past the step that refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gateway.app import Gateway
+from gateway.auth import AuthenticationError, Authenticator
+from gateway.config import ServerConfig
+from gateway.errors import QuotaExceeded
+from gateway.jsonrpc import error_body
+from gateway.ratelimit import RateLimiter
+from gateway.scopes import Caller, Principal
+
+audit = logging.getLogger("a2m.audit")
+
+JSON = "application/json"
+
+AudienceCheck = Callable[[Principal], None]
+"""Raises AuthenticationError when a principal's token is not meant for this door."""
+
+
+def plain(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    return Response(
+        orjson.dumps({"error": message}), status_code=status, media_type=JSON, headers=headers
+    )
+
+
+class BodyBudget:
+    """Request-body bytes buffered at once, over all requests: a stall cannot grow memory."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self.used = 0
+
+    def take(self, n: int) -> bool:
+        if self.used + n > self._limit:
+            return False
+        self.used += n
+        return True
+
+    def give(self, n: int) -> None:
+        self.used -= n
+
+
+class Admission:
+    def __init__(
+        self,
+        gateway: Gateway,
+        server: ServerConfig,
+        auth: Authenticator,
+        origin_permits: Callable[[str | None], bool],
+    ) -> None:
+        self._gateway = gateway
+        self.auth = auth
+        self._origin_permits = origin_permits
+        failures = server.auth.failures
+        self._failed_auth = RateLimiter(failures.per_second, failures.burst, failures.max_clients)
+        self.budget = BodyBudget(server.http.max_inflight_body_bytes)
+        self._max_body = server.max_body_bytes
+        self._body_timeout_s = server.body_timeout_ms / 1000
+
+    async def admit(
+        self,
+        request: Request,
+        *,
+        audience: AudienceCheck | None = None,
+        challenge_extra: Callable[[], str] | None = None,
+    ) -> Caller | Response:
+        """The caller, or the Response refusing it (403, 400, 401, 429)."""
+        if not self._origin_permits(request.headers.get("origin")):
+            return plain(403, "origin not allowed")
+        authorization = [v for k, v in request.scope["headers"] if k == b"authorization"]
+        if len(authorization) > 1:
+            return plain(400, "more than one Authorization header")
+        try:
+            principal = await self.auth.authenticate(
+                authorization[0].decode("latin-1") if authorization else None
+            )
+            if principal is not None and audience is not None:
+                audience(principal)
+        except AuthenticationError as exc:
+            client = request.client.host if request.client else "unknown"
+            wait_ms = self._failed_auth.acquire(client)
+            if wait_ms is not None:
+                # Limited: no line per attempt, so a flood cannot flood the log either.
+                retry = str(max(1, -(-wait_ms // 1000)))
+                return plain(429, "too many failed authentications", {"Retry-After": retry})
+            # The reason names what was wrong, never the credential.
+            audit.info("auth_failed", extra={"reason": exc.reason, "client": client})
+            challenge = self.auth.challenge(exc)
+            if challenge_extra is not None:
+                challenge += challenge_extra()
+            return plain(401, "authentication required", {"WWW-Authenticate": challenge})
+        return Caller(network=True, principal=principal, prepaid=self._gateway.limiter is not None)
+
+    def charge(self, caller: Caller, store: str | None) -> Response | None:
+        """The caller's rate limit, taken before its body is read (a JSON-RPC error if spent).
+
+        The body is never read, so the error's id is null and no method is known.
+        """
+        limiter = self._gateway.limiter
+        key = caller.rate_key
+        if limiter is None or key is None:
+            return None
+        wait_ms = limiter.acquire(key)
+        if wait_ms is None:
+            return None
+        err = QuotaExceeded("Rate limit exceeded for this caller", data={"retry_after_ms": wait_ms})
+        audit.info(
+            "call",
+            extra={
+                "store": store or self._gateway.default_store,
+                "method": None,
+                "principal": caller.label[:300],
+                "code": int(err.code),
+            },
+        )
+        return Response(error_body(None, err), status_code=200, media_type=JSON)
+
+    async def read_body(self, request: Request) -> bytes | Response:
+        """The whole body, or the Response refusing it (400, 408, 413, 503).
+
+        Raises:
+            starlette.requests.ClientDisconnect: the client left mid-body (nobody to answer).
+        """
+        try:
+            async with asyncio.timeout(self._body_timeout_s):
+                return await self._read(request)
+        except TimeoutError:
+            return plain(408, "request body not received in time")
+
+    async def _read(self, request: Request) -> bytes | Response:
+        max_body = self._max_body
+        length = request.headers.get("content-length")
+        if length is not None:
+            if not length.isdigit():
+                return plain(400, "invalid Content-Length")
+            if int(length) > max_body:
+                return plain(413, f"body larger than {max_body} bytes")
+        body = bytearray()
+        try:
+            async for chunk in request.stream():
+                if not self.budget.take(len(chunk)):
+                    return plain(503, "server busy", headers={"Retry-After": "1"})
+                body += chunk
+                if len(body) > max_body:
+                    return plain(413, f"body larger than {max_body} bytes")
+            return bytes(body)
+        finally:
+            self.budget.give(len(body))
