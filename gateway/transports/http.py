@@ -187,6 +187,8 @@ def create_app(
     auth = authenticator or Authenticator(server.auth)
     admission = Admission(gateway, server, auth, guard.permits)
     mcp = _mcp_app(gateway, server, admission)
+    for federation in gateway.federations.values():
+        federation.observe_left_out(metrics.observe_left_out)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
