@@ -134,7 +134,16 @@ class Store:
                 f"stores.{self.name}.scope.forward_credential: this connector cannot send "
                 "the caller's credential to the engine"
             )
-        self.info = await self.connector.open()
+        info = await self.connector.open()
+        width = self.embedder.dimensions if self.embedder is not None else None
+        stored = info.vectors.dimensions if info.vectors is not None else None
+        if width is not None and stored is not None and width != stored:
+            # Every text-only dense query would fail; say so at start, not per call.
+            raise EngineConfigError(
+                f"stores.{self.name}.search.embedder makes {width} dimensions; "
+                f"the index's vectors have {stored}"
+            )
+        self.info = info
         self.capabilities = self._capabilities(self.info)
 
     async def close(self) -> None:
