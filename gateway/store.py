@@ -111,21 +111,23 @@ class Store:
             return
         async with self._open_lock:
             if self.info is None:
+                if self.config.demo is not None:
+                    # Once per data directory, and embedding the corpus may take longer
+                    # than one request is allowed: not under the request deadline.
+                    from gateway.demo import ensure_demo_index
+
+                    indexed = await ensure_demo_index(self.config)
+                    if indexed:
+                        log.info("demo store %s: indexed %d chunks", self.name, indexed)
                 async with deadline_scope(self._timeout_s):
                     await self.start()
 
     async def start(self) -> None:
-        """Index the demo corpus if this is the demo store, open the engine, fix capabilities.
+        """Open the engine, check the embedder's width against it, fix capabilities.
 
         Raises:
             connectors.errors.ConnectorError: the engine or index is not usable.
         """
-        if self.config.demo is not None:
-            from gateway.demo import ensure_demo_index
-
-            indexed = await ensure_demo_index(self.config)
-            if indexed:
-                log.info("demo store %s: indexed %d chunks", self.name, indexed)
         if self.config.scope.forward_credential and not isinstance(
             self.connector, CredentialForwarding
         ):

@@ -116,7 +116,7 @@ class MiniLMEncoder(ABC):
     def __init__(self) -> None:
         self.tokenizer = _tokenizer()
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> F32:
+    def encode(self, texts: Sequence[str], batch_size: int = 8) -> F32:
         """Unit-length vectors in input order; texts are batched by length to pad little."""
         lengths = [len(e.ids) for e in self.tokenizer.encode_batch(list(texts))]
         order = sorted(range(len(texts)), key=lengths.__getitem__)
@@ -243,8 +243,10 @@ class NumpyMiniLM(MiniLMEncoder):
         return x
 
 
-def load_encoder(weights: str = "auto") -> MiniLMEncoder:
+def load_encoder(weights: str = "auto", threads: int = 1) -> MiniLMEncoder:
     """The encoder for ``weights`` (auto: fp32 when its package is installed, else int8).
+
+    threads: onnxruntime's intra-op threads (int8); 1 for queries, more for a batch job.
 
     Raises:
         ValueError: the packages ``weights`` needs are not installed (the message says which).
@@ -253,7 +255,7 @@ def load_encoder(weights: str = "auto") -> MiniLMEncoder:
     if message is not None:
         raise ValueError(message)
     chosen = available_weights()[0] if weights == "auto" else weights
-    return NumpyMiniLM() if chosen == "fp32" else OnnxMiniLM()
+    return NumpyMiniLM() if chosen == "fp32" else OnnxMiniLM(threads)
 
 
 class MiniLMEmbedder(QueryEmbedder):

@@ -156,7 +156,7 @@ async def test_deadline_holds_while_the_model_is_busy(
         assert encoder is not None
         encode = encoder.encode
 
-        def stuck(texts: Sequence[str], batch_size: int = 32) -> Any:
+        def stuck(texts: Sequence[str], batch_size: int = 8) -> Any:
             gate.wait(30)  # a model far slower than the store's deadline
             finished.set()
             return encode(texts, batch_size)

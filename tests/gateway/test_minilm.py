@@ -153,7 +153,7 @@ async def test_encoding_runs_on_the_worker_thread() -> None:
         seen: list[str] = []
         encode = encoder.encode
 
-        def spy(texts: Sequence[str], batch_size: int = 32) -> Any:
+        def spy(texts: Sequence[str], batch_size: int = 8) -> Any:
             seen.append(threading.current_thread().name)
             return encode(texts, batch_size)
 
