@@ -189,7 +189,9 @@ def store_name(engine: str, mode: str) -> str:
     return f"{engine}-{mode}" if mode in EMBEDDED else engine
 
 
-def gateway_config(loaded: Sequence[Loaded], modes: Sequence[str] = ()) -> dict[str, Any]:
+def gateway_config(
+    loaded: Sequence[Loaded], modes: Sequence[str] = (), weights: str = "auto"
+) -> dict[str, Any]:
     """One store per engine, plus one per embedded mode (Qdrant: on a copy of its directory,
     since local mode locks a path to one client)."""
     stores = {item.engine: item.store for item in loaded}
@@ -197,7 +199,7 @@ def gateway_config(loaded: Sequence[Loaded], modes: Sequence[str] = ()) -> dict[
         for mode in (m for m in modes if m in EMBEDDED):
             store = copy.deepcopy(item.store)
             store["search"]["mode"] = EMBEDDED[mode]
-            store["search"]["embedder"] = {"kind": "minilm"}
+            store["search"]["embedder"] = {"kind": "minilm", "weights": weights}
             if item.engine == "qdrant":
                 path = Path(store["connection"]["path"])
                 copy_path = path.with_name(f"{path.name}-{mode}")
@@ -250,7 +252,9 @@ def run(args: argparse.Namespace) -> Report:
             report.loads[item.engine] = f"{item.note} in {item.seconds:.1f} s"
             print(f"{item.engine}: {report.loads[item.engine]}", file=sys.stderr)
         config_path = work / "gateway.yaml"
-        config_path.write_text(yaml.safe_dump(gateway_config(loaded, modes), sort_keys=False))
+        config_path.write_text(
+            yaml.safe_dump(gateway_config(loaded, modes, args.minilm_weights), sort_keys=False)
+        )
         server = start_gateway(config_path, work / "data", work / "gateway.log")
         try:
             for item in loaded:
@@ -392,6 +396,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--candidates", type=int, default=100, help="depth of each hybrid leg")
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--embed", action="store_true", help="compute missing vectors (MiniLM)")
+    p.add_argument(
+        "--minilm-weights",
+        choices=["auto", "int8", "fp32"],
+        default="auto",
+        help="the *-minilm modes' encoder (embedder.weights)",
+    )
     p.add_argument("--elasticsearch-url", default=os.environ.get("A2M_TEST_ELASTICSEARCH_URL"))
     p.add_argument("--opensearch-url", default=os.environ.get("A2M_TEST_OPENSEARCH_URL"))
     p.add_argument("--index", help="ES/OS index name (default: derived from the corpus)")
