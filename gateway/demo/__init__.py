@@ -6,9 +6,10 @@ section's heading and text), ``title``, ``uri`` (a relative reference to the
 section, ``gateway/demo/corpus/recall.md#limits``), ``media_type``
 (``text/markdown``), ``key`` (``demo/<file>/<section>``), ``group`` (the
 file's stem) and ``created_at`` (deterministic, distinct per chunk). Chunks
-carry only a lexical sparse vector (:class:`LexicalSparseEncoder`, with the
-collection's IDF modifier), so free-text recall needs no model and nothing is
-downloaded.
+carry a lexical sparse vector (:class:`LexicalSparseEncoder`, with the
+collection's IDF modifier) and, when the ``minilm`` extra is installed, an
+all-MiniLM-L6-v2 dense vector: the store is then hybrid, else lexical (its
+description says which). Nothing is downloaded either way.
 
 :func:`ensure_demo_index` indexes the corpus on first start; the store then
 opens the collection through the ordinary Qdrant connector.
@@ -32,6 +33,8 @@ from gateway.config import (
     Backend,
     ConnectionConfig,
     DemoConfig,
+    EmbedderConfig,
+    EmbedderKind,
     GatewayConfig,
     MappingConfig,
     SearchConfig,
@@ -48,6 +51,7 @@ log = logging.getLogger(__name__)
 DEMO_STORE = "demo"
 DEMO_INDEX = "a2m-demo"
 DEMO_SPARSE_VECTOR = "text-sparse"
+DEMO_DENSE_VECTOR = "minilm"
 CORPUS_URI_BASE = "gateway/demo/corpus"
 MEDIA_TYPE = "text/markdown"
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -146,7 +150,9 @@ async def ensure_demo_index(store: StoreConfig) -> int:
             "the demo store needs backend qdrant, connection.path and search.sparse_vector"
         )
     items = chunks()
-    sha = fingerprint(items)
+    dense = store.search.vector_field
+    # A store that gains or loses its dense leg (the extra installed or removed) is rebuilt.
+    sha = fingerprint(items) + (f"+{dense}" if dense else "")
     try:
         client = AsyncQdrantClient(path=path)  # creates the directory when absent
     except RuntimeError as exc:  # "already accessed by another instance"
@@ -179,9 +185,12 @@ async def _index(
     assert sparse_name is not None
     if await client.collection_exists(store.index):
         await client.delete_collection(store.index)
+    dense_name = store.search.vector_field
     await client.create_collection(
         store.index,
-        vectors_config={},
+        vectors_config={dense_name: models.VectorParams(size=384, distance=models.Distance.COSINE)}
+        if dense_name
+        else {},
         sparse_vectors_config={
             sparse_name: models.SparseVectorParams(modifier=models.Modifier.IDF)
         },
@@ -198,6 +207,7 @@ async def _index(
     # The title leads each chunk's terms, so a query naming the document finds it.
     texts = [f"{c.title}\n{c.content}" for c in items]
     encoder = LexicalSparseEncoder(avgdl=LexicalSparseEncoder.average_length(texts))
+    dense_vectors = await _embed(store, texts) if dense_name else None
     points = []
     for i, (c, text) in enumerate(zip(items, texts, strict=True), start=1):
         payload: dict[str, Any] = {
@@ -211,20 +221,59 @@ async def _index(
             _FINGERPRINT: sha,
         }
         sv = encoder.encode_document(text)
-        vector = models.SparseVector(indices=list(sv.indices), values=list(sv.values))
-        points.append(models.PointStruct(id=i, vector={sparse_name: vector}, payload=payload))
+        vectors: dict[str, Any] = {
+            sparse_name: models.SparseVector(indices=list(sv.indices), values=list(sv.values))
+        }
+        if dense_name and dense_vectors is not None:
+            vectors[dense_name] = [float(x) for x in dense_vectors[i - 1]]
+        points.append(models.PointStruct(id=i, vector=vectors, payload=payload))
     await client.upsert(store.index, points=points)
 
 
-def default_demo_config(data_dir: Path) -> GatewayConfig:
-    """The demo gateway config: one lexical Qdrant store ``demo`` at ``data_dir / "qdrant"``.
+async def _embed(store: StoreConfig, texts: list[str]) -> Any:
+    """The chunks' all-MiniLM-L6-v2 vectors, computed off the event loop by the store's encoder."""
+    import asyncio
+    import os
 
-    ``config/demo.yaml`` is the same config as a file (its path is relative to it).
+    from gateway.embedders.minilm import load_encoder
+
+    def run() -> Any:
+        threads = os.cpu_count() or 1  # a one-off job at first start: use the machine
+        return load_encoder(store.search.embedder.weights, threads).encode(texts)
+
+    return await asyncio.to_thread(run)
+
+
+def default_demo_config(data_dir: Path, hybrid: bool | None = None) -> GatewayConfig:
+    """The demo gateway config: one Qdrant store ``demo`` at ``data_dir / "qdrant"``.
+
+    hybrid: None picks hybrid (lexical + all-MiniLM-L6-v2) when the ``minilm`` extra is
+    installed, lexical otherwise. ``config/demo.yaml`` is the lexical config as a file
+    (its path is relative to it).
     """
+    from gateway.embedders.minilm import missing_message
+
+    if hybrid is None:
+        hybrid = missing_message("auto") is None
+    about = "Documentation of A2M and this gateway, packaged as a demo (Qdrant local mode)"
+    if hybrid:
+        about += "; hybrid search: lexical and all-MiniLM-L6-v2, computed on this machine"
+        search = SearchConfig(
+            mode=SearchMode.HYBRID,
+            sparse_vector=DEMO_SPARSE_VECTOR,
+            vector_field=DEMO_DENSE_VECTOR,
+            embedder=EmbedderConfig(kind=EmbedderKind.MINILM),
+        )
+    else:
+        about += (
+            "; lexical search only (words, not meaning): pip install 'a2m-gateway[minilm]' "
+            "makes it hybrid"
+        )
+        search = SearchConfig(mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR)
     store = StoreConfig(
         backend=Backend.QDRANT,
         index=DEMO_INDEX,
-        description="Documentation of A2M and this gateway, packaged as a demo (Qdrant local mode)",
+        description=about,
         connection=ConnectionConfig(path=str(data_dir / "qdrant")),
         mapping=MappingConfig(
             content="content",
@@ -235,7 +284,7 @@ def default_demo_config(data_dir: Path) -> GatewayConfig:
             created_at="created_at",
             metadata=["title"],
         ),
-        search=SearchConfig(mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR),
+        search=search,
         demo=DemoConfig(corpus="packaged"),
     )
     return GatewayConfig(stores={DEMO_STORE: store})
