@@ -94,6 +94,11 @@ class Store:
             return
         async with self._open_lock:
             if not self.started:
+                if self._bootstrap is not None:
+                    # Indexing the demo (embedding its corpus) may take longer than one
+                    # request is allowed: not under its deadline.
+                    await self._bootstrap()
+                    self._bootstrap = None
                 async with deadline_scope(self._timeout_s):
                     await self.start()
 
@@ -112,7 +117,7 @@ class Store:
                 f"stores.{self.name}.scope.forward_credential: this connector cannot send "
                 "the caller's credential to the engine"
             )
-        if self._bootstrap is not None:
+        if self._bootstrap is not None:  # start() called directly (tests, check)
             await self._bootstrap()
             self._bootstrap = None
         info = await self.connector.open()
