@@ -192,7 +192,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=["elasticsearch", "opensearch"],
         help="engines that also serve the whole corpus on one index (the baselines)",
     )
-    p.add_argument("--fusion", choices=["rrf", "score"], default="rrf")
+    p.add_argument("--fusion", choices=["rrf", "score", "shards"], default="shards")
     p.add_argument(
         "--only-federation", action="store_true", help="query the federation only (no table)"
     )
