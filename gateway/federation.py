@@ -6,10 +6,12 @@ deadline; the federation's deadline bounds them all. It adds:
 
 - ids: a member's record id ``x`` is ``<member>:x`` here (store names hold no
   ``:``), so ``where: {id: ...}`` routes back to the member that owns it;
-- recall: concurrent fan-out, then weighted reciprocal rank fusion over the
-  members' ranked records (the Lucene connector's :func:`fuse_rrf`), or with
-  ``fusion: score`` a merge by weighted member score; without a query, the
-  members' recency orders are merged by ``created_at``;
+- recall: concurrent fan-out, then one ranking (:mod:`gateway.federation_fusion`):
+  weighted reciprocal rank fusion, ``fusion: score`` a merge by weighted member
+  score, or ``fusion: shards`` as one index holding every member's records (deep
+  calls, lexical scores calibrated per member, hybrid legs fanned out and merged
+  separately, then fused); without a query, the members' recency orders are
+  merged by ``created_at``;
 - timeline: the members' ascending streams merged by ``created_at``;
 - describe: what every member can do (A2M §3.7), and the members it spans;
 - partial failure: a member that is down or past the deadline is left out and
