@@ -2,7 +2,8 @@
 
 SciFact's corpus is split into three disjoint shards by a hash of the document
 id: one loaded into Elasticsearch, one into OpenSearch, one into Qdrant (local
-mode). A real ``a2m-gateway serve`` federates them (equal weights, rrf_k 60)
+mode). A real ``a2m-gateway serve`` federates them (equal weights, ``--fusion``,
+default ``shards``; rrf_k 60)
 and also serves the whole corpus on single indexes (the baselines). Every
 judged query goes through ``POST /a2m/<store>`` in each mode:
 
