@@ -2,7 +2,7 @@
 
 Three parts, top to bottom:
 
-- :class:`QueryTranslator`: pure functions from the store's config and an
+- :class:`QueryTranslator`: pure functions from the store's connector spec and an
   engine-level request to a ``_search`` body. No I/O, so unit tests need no engine.
 - :func:`fuse_rrf` and the score helpers: hybrid search fuses a lexical and a
   kNN result list in the gateway by weighted reciprocal rank fusion, so it
@@ -22,7 +22,7 @@ Rules the translator keeps:
   (the engine id → ``ids``), a key prefix → ``prefix`` on the key field.
   A text field with a keyword sub-field is filtered, sorted and collapsed on
   the sub-field (found in the mapping at open()).
-- ``_source`` carries only ``mapping.source_fields()``: nothing unmapped ever
+- ``_source`` carries only ``fields.read``: nothing unmapped ever
   leaves the engine.
 - Ordered reads sort on ``mapping.created_at`` and break ties on a unique key
   (see :class:`OrderPlan`), paging with ``search_after``.
@@ -68,7 +68,7 @@ from connectors.errors import (
 from connectors.retry import remaining, retry_read
 
 if TYPE_CHECKING:
-    from gateway.config import StoreConfig
+    from connectors.spec import ConnectorSpec
 
 logger = logging.getLogger(__name__)
 
@@ -217,7 +217,7 @@ def _any_of(clauses: list[Body]) -> Body:
 
 
 class QueryTranslator:
-    """Builds ``_search`` bodies for one store. Pure: config and requests in, dicts out.
+    """Builds ``_search`` bodies for one store. Pure: spec and requests in, dicts out.
 
     The kNN clause is the dialect's (its syntax differs between engines); this
     class gives it the filter clauses and the shared parts of the body.
@@ -225,7 +225,7 @@ class QueryTranslator:
 
     def __init__(
         self,
-        config: StoreConfig,
+        spec: ConnectorSpec,
         *,
         exact_fields: Mapping[str, str] | None = None,
         text_only_fields: Collection[str] = (),
@@ -234,7 +234,7 @@ class QueryTranslator:
     ) -> None:
         """
         Args:
-            config: the store.
+            spec: the store's connector spec.
             exact_fields: text field → keyword sub-field (from the index mapping).
             text_only_fields: analysed text fields with no keyword sub-field.
             engine_id_order: the dialect's tie-break when ``mapping.id`` is the engine id.
@@ -243,15 +243,15 @@ class QueryTranslator:
         Raises:
             EngineConfigError: ``search.text_fields`` is malformed.
         """
-        self._config = config
-        self._mapping = config.mapping
-        self._search = config.search
+        self._spec = spec
+        self._mapping = spec.fields
+        self._search = spec.search
         self._exact = dict(exact_fields or {})
         self._text_only = frozenset(text_only_fields)
-        self._text_fields = parse_text_fields(config.search.text_fields)
+        self._text_fields = parse_text_fields(spec.search.text_fields)
         self._multi_match_type = multi_match_type
-        self._source_fields = config.mapping.source_fields()
-        m = config.mapping
+        self._source_fields = list(spec.fields.read)
+        m = spec.fields
         if m.id != ID_FIELD:
             self.order = OrderPlan(
                 primary=self.exact(m.created_at) if m.created_at else None,
@@ -675,7 +675,7 @@ def text_only_fields(
 
 
 def check_fields(
-    config: StoreConfig,
+    spec: ConnectorSpec,
     fields: Mapping[str, Mapping[str, Any]],
     exact: Mapping[str, str],
     *,
@@ -689,7 +689,7 @@ def check_fields(
         EngineConfigError: a configured field is missing or of an unusable type;
             the message names the config key.
     """
-    m, s = config.mapping, config.search
+    m, s = spec.fields, spec.search
 
     def field_type(path: str) -> str | None:
         spec = fields.get(path)
@@ -734,8 +734,8 @@ def check_fields(
     # value 'team-a' admit a document whose ACL says 'team-a-admins'.
     if m.owner:
         need_exact("mapping.owner", m.owner)
-    for i, rule in enumerate(config.scope.filters):
-        need_exact(f"scope.filters[{i}].field", rule.field)
+    for i, scope_field in enumerate(spec.fields.scope):
+        need_exact(f"scope.filters[{i}].field", scope_field)
     if s.collapse_group:
         if not m.group:
             raise EngineConfigError("search.collapse_group needs mapping.group")
@@ -743,17 +743,17 @@ def check_fields(
 
     if not s.vector_field:
         return None
-    spec = fields.get(s.vector_field)
-    if spec is None:
+    vector = fields.get(s.vector_field)
+    if vector is None:
         raise EngineConfigError(
             f"search.vector_field: field {s.vector_field!r} is not in the index mapping"
         )
-    if spec.get("type") != vector_type:
+    if vector.get("type") != vector_type:
         raise EngineConfigError(
             f"search.vector_field: field {s.vector_field!r} is of type "
-            f"{spec.get('type', 'object')!r}, not {vector_type!r}"
+            f"{vector.get('type', 'object')!r}, not {vector_type!r}"
         )
-    return dict(spec)
+    return dict(vector)
 
 
 # --------------------------------------------------------------------------- connector
@@ -853,11 +853,11 @@ class LuceneConnector(abc.ABC):
     vector_type: ClassVar[str]
     engine_id_order: ClassVar[EngineIdOrder] = ES_ENGINE_ID_ORDER
 
-    def __init__(self, config: StoreConfig, *, page_size: int = PAGE_SIZE) -> None:
+    def __init__(self, spec: ConnectorSpec, *, page_size: int = PAGE_SIZE) -> None:
         """Nothing is contacted until open(); ``page_size`` bounds one ordered-read request."""
-        self._config = config
+        self._spec = spec
         self._page_size = max(1, min(page_size, MAX_WINDOW))
-        self._timeout_s = config.connection.timeout_ms / 1000
+        self._timeout_s = spec.connection.timeout_ms / 1000
         self._client: Any = None
         self._view = False
         self._translator: QueryTranslator | None = None
@@ -960,7 +960,7 @@ class LuceneConnector(abc.ABC):
 
         try:
             return await retry_read(
-                attempt, transient=self._is_transient, attempts=self._config.connection.retries
+                attempt, transient=self._is_transient, attempts=self._spec.connection.retries
             )
         except ConnectorError:
             raise
@@ -998,11 +998,11 @@ class LuceneConnector(abc.ABC):
                 raise EngineConfigError("index: the index does not exist in the engine")
             exact = keyword_subfields(fields)
             self._vector_spec = check_fields(
-                self._config, fields, exact, vector_type=self.vector_type
+                self._spec, fields, exact, vector_type=self.vector_type
             )
             vectors = self._vector_info(self._vector_spec) if self._vector_spec else None
             self._translator = QueryTranslator(
-                self._config,
+                self._spec,
                 exact_fields=exact,
                 text_only_fields=text_only_fields(fields, exact),
                 engine_id_order=self.engine_id_order,
@@ -1015,9 +1015,7 @@ class LuceneConnector(abc.ABC):
             await self.close()
             raise
         name = f"{self.engine_name} {version}" if version else self.engine_name
-        return EngineInfo(
-            engine=name, vectors=vectors, lexical=bool(self._config.search.text_fields)
-        )
+        return EngineInfo(engine=name, vectors=vectors, lexical=bool(self._spec.search.text_fields))
 
     async def close(self) -> None:
         if self._view:
@@ -1090,7 +1088,7 @@ class LuceneConnector(abc.ABC):
             if both or dw > 0:
                 legs.append((self._knn(request, depth, depth, ids_only=True), dw))
             results = await _gather([leg for leg, _ in legs])
-            group = self._config.mapping.group if t.collapse_field else None
+            group = self._spec.fields.group if t.collapse_field else None
             fused = fuse_rrf(
                 [(hits, w) for hits, (_, w) in zip(results, legs, strict=True)],
                 k=request.rrf_k,

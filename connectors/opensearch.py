@@ -40,7 +40,7 @@ from connectors.lucene import (
 )
 
 if TYPE_CHECKING:
-    from gateway.config import StoreConfig
+    from connectors.spec import ConnectorSpec
 
 logger = logging.getLogger(__name__)
 
@@ -80,8 +80,8 @@ class OpenSearchConnector(LuceneConnector):
     # No _shard_doc in OpenSearch 2.x, and sorting on _id warns on every request.
     engine_id_order = EngineIdOrder("_doc", search_after=False)
 
-    def __init__(self, config: StoreConfig, *, page_size: int = PAGE_SIZE) -> None:
-        super().__init__(config, page_size=page_size)
+    def __init__(self, spec: ConnectorSpec, *, page_size: int = PAGE_SIZE) -> None:
+        super().__init__(spec, page_size=page_size)
         self._space = "l2"
 
     def _client_with_authorization(self, authorization: str) -> Any:
@@ -96,7 +96,7 @@ class OpenSearchConnector(LuceneConnector):
         """
         from opensearchpy import AsyncOpenSearch
 
-        c = self._config.connection
+        c = self._spec.connection
         if c.cloud_id is not None:
             raise EngineConfigError("connection.cloud_id applies to Elasticsearch only; use hosts")
         headers: dict[str, str] = {}
@@ -114,7 +114,7 @@ class OpenSearchConnector(LuceneConnector):
         if not c.verify_certs:
             # The operator chose this; say so once in our log instead of a warning per client.
             kwargs["ssl_show_warn"] = False
-            logger.warning("TLS certificate verification is off for index %s", self._config.index)
+            logger.warning("TLS certificate verification is off for index %s", self._spec.index)
         if c.api_key is not None:
             headers["authorization"] = f"ApiKey {c.api_key.get_secret_value()}"
         elif c.username is not None:
@@ -168,13 +168,13 @@ class OpenSearchConnector(LuceneConnector):
             response = await self._client.search(body=body, request_timeout=seconds)
         else:
             response = await self._client.search(
-                index=self._config.index, body=body, request_timeout=seconds
+                index=self._spec.index, body=body, request_timeout=seconds
             )
         return dict(response)
 
     async def _get_mapping(self, seconds: float) -> dict[str, Any]:
         response = await self._client.indices.get_mapping(
-            index=self._config.index, request_timeout=seconds
+            index=self._spec.index, request_timeout=seconds
         )
         return dict(response)
 
@@ -188,7 +188,7 @@ class OpenSearchConnector(LuceneConnector):
 
     async def _open_pit(self, seconds: float) -> str:
         response = await self._client.create_pit(
-            index=self._config.index,
+            index=self._spec.index,
             params={"keep_alive": PIT_KEEP_ALIVE},
             request_timeout=seconds,
         )
@@ -206,7 +206,7 @@ class OpenSearchConnector(LuceneConnector):
         *,
         ids_only: bool = False,
     ) -> Body:
-        field = self._config.search.vector_field
+        field = self._spec.search.vector_field
         assert field is not None
         assert request.dense is not None
         body = translator.knn_common(request, size, ids_only=ids_only)

@@ -93,7 +93,7 @@ if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
     from qdrant_client.http import models
 
-    from gateway.config import StoreConfig
+    from connectors.spec import ConnectorSpec
 
 log = logging.getLogger(__name__)
 
@@ -150,15 +150,15 @@ class _Translated:
 class QdrantConnector:
     """One Qdrant collection behind one store. Nothing is contacted until :meth:`open`."""
 
-    def __init__(self, config: StoreConfig) -> None:
-        self._config = config
-        self._collection = config.index
+    def __init__(self, spec: ConnectorSpec) -> None:
+        self._spec = spec
+        self._collection = spec.index
         self._client: AsyncQdrantClient | None = None
-        self._payload_fields = config.mapping.source_fields()
-        self._created_at = config.mapping.created_at
-        self._retries = config.connection.retries
-        self._timeout_s = config.connection.timeout_ms / 1000.0
-        self._local = config.connection.url is None
+        self._payload_fields = list(spec.fields.read)
+        self._created_at = spec.fields.created_at
+        self._retries = spec.connection.retries
+        self._timeout_s = spec.connection.timeout_ms / 1000.0
+        self._local = spec.connection.url is None
         # Fixed by open(): which vectors exist and how their scores are normalised.
         self._dense_name: str | None = None
         self._has_dense = False
@@ -222,7 +222,7 @@ class QdrantConnector:
     def _make_client(self) -> AsyncQdrantClient:
         from qdrant_client import AsyncQdrantClient
 
-        c = self._config.connection
+        c = self._spec.connection
         try:
             if c.url is not None:
                 api_key = c.api_key.get_secret_value() if c.api_key is not None else None
@@ -264,7 +264,7 @@ class QdrantConnector:
         """Check the configured vectors exist and fix the dense metric; see open()."""
         from qdrant_client.http import models
 
-        s = self._config.search
+        s = self._spec.search
         params = info.config.params
         dense_cfg: models.VectorParams | None = None
         vectors = params.vectors
@@ -278,11 +278,11 @@ class QdrantConnector:
             dense_cfg = vectors
         elif isinstance(vectors, dict) and "" in vectors:
             dense_cfg = vectors[""]
-        elif vectors and self._config.has_vectors:
+        elif vectors and self._spec.has_vectors:
             raise EngineConfigError(
                 "the collection has only named dense vectors: set search.vector_field"
             )
-        elif self._config.has_vectors:
+        elif self._spec.has_vectors:
             raise EngineConfigError(
                 f"search.mode '{s.mode}' needs a dense vector and the collection has none"
             )

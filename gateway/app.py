@@ -8,6 +8,7 @@ import logging
 from connectors.errors import ConnectorError
 from connectors.factory import make_connector
 from gateway.config import Backend, GatewayConfig
+from gateway.connector_spec import connector_spec
 from gateway.dispatcher import Dispatcher, Observer
 from gateway.ratelimit import RateLimiter
 from gateway.store import EngineObserver, Store
@@ -42,7 +43,7 @@ class Gateway:
             name: Store(
                 name,
                 store_cfg,
-                make_connector(store_cfg),
+                make_connector(connector_spec(store_cfg)),
                 server_name=config.server.name,
                 default_timeout_ms=config.server.request_timeout_ms,
                 engine_observers=engine_observers,

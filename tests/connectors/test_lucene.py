@@ -23,10 +23,11 @@ from connectors.lucene import (
     retry_after_ms,
 )
 from connectors.opensearch import OpenSearchConnector
-from gateway.config import StoreConfig
+from connectors.spec import ConnectorSpec
+from tests.connectors.specs import merged, spec_of
 
 
-def store(**over: Any) -> StoreConfig:
+def store(**over: Any) -> ConnectorSpec:
     """A typical SciFact-like store; keyword args override top-level sections."""
     data: dict[str, Any] = {
         "backend": "elasticsearch",
@@ -42,12 +43,7 @@ def store(**over: Any) -> StoreConfig:
         },
         "search": {"text_fields": ["title^2", "text"]},
     }
-    for section, value in over.items():
-        if isinstance(value, dict) and isinstance(data.get(section), dict):
-            data[section] = {**data[section], **value}
-        else:
-            data[section] = value
-    return StoreConfig.model_validate(data)
+    return spec_of(merged(data, over))
 
 
 def walk_keys(node: Any) -> set[str]:
@@ -99,7 +95,7 @@ def test_multi_match_type_can_be_chosen() -> None:
 
 
 def test_lexical_without_text_fields_is_a_config_error() -> None:
-    # text_fields are required by StoreConfig for lexical mode; a dense store has none.
+    # text_fields are required by ConnectorSpec for lexical mode; a dense store has none.
     cfg = store(
         search={
             "text_fields": [],
@@ -547,7 +543,7 @@ def test_os_classifies_client_exceptions() -> None:
 # ---- dialects
 
 
-def dense_store(backend: str) -> StoreConfig:
+def dense_store(backend: str) -> ConnectorSpec:
     return store(
         backend=backend,
         search={

@@ -30,8 +30,9 @@ from connectors.base import (
 from connectors.errors import EngineConfigError, EngineTimeout, EngineUnavailable
 from connectors.qdrant import QdrantConnector, _prefix_words, _translate_filter
 from connectors.retry import deadline_scope
-from gateway.config import StoreConfig
+from connectors.spec import ConnectorSpec
 from gateway.embedders.lexical import LexicalSparseEncoder
+from tests.connectors.specs import merged, spec_of
 from tests.support.scifact import SciFact, documents, load_qdrant, load_scifact, subset
 
 pytestmark = pytest.mark.integration
@@ -64,7 +65,7 @@ def loaded(scifact_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Loade
     return Loaded(sf, qids, dids, docs, encoder, base / "named", base / "unnamed")
 
 
-def store(path: Path, **over: Any) -> StoreConfig:
+def store(path: Path, **over: Any) -> ConnectorSpec:
     """The test store: hybrid over the loaded collection; keyword overrides per section."""
     raw: dict[str, Any] = {
         "backend": "qdrant",
@@ -84,12 +85,7 @@ def store(path: Path, **over: Any) -> StoreConfig:
             "embedder": {"kind": "openai", "url": "http://127.0.0.1:9/v1", "model": "m"},
         },
     }
-    for section, values in over.items():
-        if isinstance(values, dict):
-            raw[section] = {**raw.get(section, {}), **values}
-        else:
-            raw[section] = values
-    return StoreConfig.model_validate(raw)
+    return spec_of(merged(raw, over))
 
 
 @pytest.fixture
@@ -184,7 +180,7 @@ async def test_missing_collection_or_vector_is_a_config_error(
 
 async def test_in_memory_location_without_collection_is_a_config_error() -> None:
     c = QdrantConnector(
-        StoreConfig.model_validate(
+        spec_of(
             {
                 "backend": "qdrant",
                 "index": "absent",
@@ -441,8 +437,8 @@ async def test_fetch_by_key(loaded: Loaded, conn: QdrantConnector) -> None:
 # -- an unreachable or failing server ------------------------------------------------------
 
 
-def _server_store(url: str, **conn: Any) -> StoreConfig:
-    return StoreConfig.model_validate(
+def _server_store(url: str, **conn: Any) -> ConnectorSpec:
+    return spec_of(
         {
             "backend": "qdrant",
             "index": "scifact",
