@@ -25,18 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from connectors.base import Metric, SearchRequest, VectorInfo
 from connectors.errors import EngineConfigError
-from connectors.lucene import (
-    PAGE_SIZE,
-    PIT_KEEP_ALIVE,
-    Body,
-    EngineFailure,
-    LuceneConnector,
-    QueryTranslator,
-    clamp01,
-    error_causes,
-    inner_product_score,
-    retry_after_ms,
-)
+from connectors.fusion import clamp01, inner_product_score
+from connectors.lucene import EngineFailure, LuceneConnector, error_causes, retry_after_ms
+from connectors.lucene_query import PAGE_SIZE, PIT_KEEP_ALIVE, Body, QueryTranslator
 
 if TYPE_CHECKING:
     from elasticsearch import AsyncElasticsearch

@@ -26,18 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from connectors.base import Metric, SearchRequest, VectorInfo
 from connectors.errors import EngineConfigError
-from connectors.lucene import (
-    PAGE_SIZE,
-    PIT_KEEP_ALIVE,
-    Body,
-    EngineFailure,
-    EngineIdOrder,
-    LuceneConnector,
-    QueryTranslator,
-    clamp01,
-    error_causes,
-    inner_product_score,
-)
+from connectors.fusion import clamp01, inner_product_score
+from connectors.lucene import EngineFailure, LuceneConnector, error_causes
+from connectors.lucene_query import PAGE_SIZE, PIT_KEEP_ALIVE, Body, EngineIdOrder, QueryTranslator
 
 if TYPE_CHECKING:
     from connectors.spec import ConnectorSpec

@@ -87,6 +87,7 @@ from connectors.errors import (
     EngineUnavailable,
     LocalStorageLocked,
 )
+from connectors.fusion import cosine_score, l2_score, scale_by_max
 from connectors.retry import remaining, retry_read
 
 if TYPE_CHECKING:
@@ -584,14 +585,10 @@ class QdrantConnector:
 
     def _normalise(self, kind: str, scores: list[float]) -> list[float]:
         if kind == "dense":
-            if self._metric == "l2":
-                return [1.0 / (1.0 + max(0.0, s)) for s in scores]
-            return [min(1.0, max(0.0, (s + 1.0) / 2.0)) for s in scores]
+            score = l2_score if self._metric == "l2" else cosine_score
+            return [score(s) for s in scores]
         # Sparse (BM25-like) and RRF scores have no fixed range: scale by the best.
-        top = max(scores, default=0.0)
-        if top <= 0 or not math.isfinite(top):
-            return [0.0 for _ in scores]
-        return [min(1.0, max(0.0, s / top)) for s in scores]
+        return scale_by_max(scores)
 
     def _server_timeout(self) -> int:
         """Whole seconds for the server's own timeout (it takes an int), at least 1."""

@@ -9,19 +9,10 @@ import pytest
 from connectors.base import ID_FIELD, Condition, Filter, Hit, OrderedRequest, SearchRequest
 from connectors.elasticsearch import ElasticsearchConnector
 from connectors.errors import EngineConfigError, EngineRejected, EngineTimeout, EngineUnavailable
-from connectors.lucene import (
-    EngineFailure,
-    QueryTranslator,
-    TextField,
-    check_fields,
-    flatten_mapping,
-    fuse_rrf,
-    inner_product_score,
-    keyword_subfields,
-    normalise_by_max,
-    parse_text_fields,
-    retry_after_ms,
-)
+from connectors.fusion import fuse_rrf, inner_product_score, normalise_by_max
+from connectors.lucene import EngineFailure, retry_after_ms
+from connectors.lucene_mapping import check_fields, flatten_mapping, keyword_subfields
+from connectors.lucene_query import QueryTranslator, TextField, parse_text_fields
 from connectors.opensearch import OpenSearchConnector
 from connectors.spec import ConnectorSpec
 from tests.connectors.specs import merged, spec_of
@@ -657,7 +648,7 @@ async def test_search_before_open_is_a_bug() -> None:
 
 
 def test_text_only_field_is_matched_as_phrases_not_terms() -> None:
-    from connectors.lucene import QueryTranslator, text_only_fields
+    from connectors.lucene_mapping import text_only_fields
 
     fields: dict[str, dict[str, Any]] = {
         "title": {"type": "text"},
