@@ -349,12 +349,12 @@ class LuceneConnector(abc.ABC):
         raise NotImplementedError
 
     async def ping(self) -> bool:
-        """True when the engine answers HTTP (even a 4xx: it is up); never raises."""
+        """True when the engine answers HTTP (even a 4xx: it is up); never raises.
+
+        Not open, or closed: False, and no client is built (it would leak a pool).
+        """
         if self._client is None:
-            try:
-                self._client = self._make_client()
-            except EngineConfigError:
-                return False
+            return False
         try:
             await self._health(min(self._timeout_s, 5.0))
         except Exception as exc:  # ping never raises; classify what the client threw

@@ -619,6 +619,14 @@ class LuceneSuite:
         with pytest.raises(EngineUnavailable):
             await c.search(SearchRequest(limit=1, text="cancer"))
 
+    async def test_ping_after_close_is_false_and_builds_no_client(self, loaded: Loaded) -> None:
+        c = make_connector(scifact_store(loaded))
+        await c.open()
+        assert await c.ping() is True  # control: the engine is up
+        await c.close()
+        assert await c.ping() is False
+        assert c._client is None
+
     async def test_spent_deadline_is_a_timeout(self, conn: LuceneConnector) -> None:
         with pytest.raises(EngineTimeout):
             async with deadline_scope(0.0):
