@@ -1,4 +1,4 @@
-"""Gateway runtime: builds one Store + Dispatcher per configured store, starts and stops them."""
+"""Gateway runtime: one Store + Dispatcher per configured store (and per federation of them)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from connectors.factory import make_connector
 from gateway.config import Backend, GatewayConfig
 from gateway.connector_spec import connector_spec
 from gateway.dispatcher import Dispatcher, Observer
+from gateway.federation import Federation, Member
 from gateway.ratelimit import RateLimiter
 from gateway.store import EngineObserver, Store
 
@@ -50,6 +51,15 @@ class Gateway:
             )
             for name, store_cfg in config.stores.items()
         }
+        self.federations: dict[str, Federation] = {
+            name: Federation(
+                name,
+                fed_cfg,
+                [Member(self.stores[m.store], m.weight) for m in fed_cfg.members],
+                default_timeout_ms=config.server.request_timeout_ms,
+            )
+            for name, fed_cfg in config.federations.items()
+        }
         rate = config.server.rate_limit
         # One limiter for every store: a principal's quota is per gateway, not per store.
         self.limiter = RateLimiter.from_config(rate) if rate is not None else None
@@ -62,6 +72,13 @@ class Gateway:
             )
             for name, store in self.stores.items()
         }
+        for name, federation in self.federations.items():
+            self.dispatchers[name] = Dispatcher(
+                federation,
+                observers,
+                limiter=self.limiter,
+                log_queries=config.server.audit.log_queries,
+            )
 
     @property
     def default_store(self) -> str:
@@ -125,6 +142,19 @@ class Gateway:
     async def close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.stores.values()), return_exceptions=True)
 
+    def served_stores(self, name: str | None = None) -> list[Store]:
+        """The stores behind an endpoint: one store, or a federation's members.
+
+        Raises:
+            UnknownStore: no store or federation of that name.
+        """
+        name = name or self.default_store
+        if name in self.federations:
+            return [m.store for m in self.federations[name].members]
+        if name in self.stores:
+            return [self.stores[name]]
+        raise UnknownStore(name)
+
     async def ready(self) -> dict[str, bool]:
         """Per store: opened and its engine answers a ping now."""
         names = list(self.stores)
@@ -138,3 +168,11 @@ class Gateway:
 
         states = await asyncio.gather(*(one(self.stores[n]) for n in names))
         return dict(zip(names, states, strict=True))
+
+    async def federations_ready(self) -> dict[str, dict[str, object]]:
+        """Per federation: ready when one member is, and each member's state."""
+        names = list(self.federations)
+        states = await asyncio.gather(*(self.federations[n].ready() for n in names))
+        return {
+            n: {"ready": any(s.values()), "members": s} for n, s in zip(names, states, strict=True)
+        }

@@ -183,14 +183,14 @@ async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
     from gateway.transports.stdio import serve_stdio
 
     gateway = Gateway(cfg)
-    served = gateway.dispatcher(store).store
-    if served.config.scope.enforced:
-        # stdio carries no credential, so claim filters have nothing to read: fail closed.
-        log.warning(
-            "store %s is scoped by caller claims; stdio has no authenticated caller, "
-            "so every read answers nothing",
-            served.name,
-        )
+    for served in gateway.served_stores(store):
+        if served.config.scope.enforced:
+            # stdio carries no credential, so claim filters have nothing to read: fail closed.
+            log.warning(
+                "store %s is scoped by caller claims; stdio has no authenticated caller, "
+                "so every read answers nothing",
+                served.name,
+            )
     if not await _open_local_stores(gateway):
         return 2
     await gateway.start(strict=False)
@@ -287,11 +287,12 @@ async def _recall(
     gateway = Gateway(cfg)
     try:
         dispatcher = gateway.dispatcher(store)
-        if dispatcher.store.config.scope.enforced:
-            sys.stderr.write(
-                f"a2m-gateway: store {dispatcher.store.name} is scoped by caller claims; "
-                "a local recall has no caller, so it answers nothing\n"
-            )
+        for served in gateway.served_stores(store):
+            if served.config.scope.enforced:
+                sys.stderr.write(
+                    f"a2m-gateway: store {served.name} is scoped by caller claims; "
+                    "a local recall has no caller, so it answers nothing\n"
+                )
         try:
             result = await dispatcher.dispatch("memory/recall", {"query": question, "limit": limit})
         except Exception as exc:  # the CLI's top-level boundary, as jsonrpc's is the wire's
@@ -421,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(cfg, args.host, args.port)
     store = getattr(args, "store", None)
-    if store is not None and store not in cfg.stores:
+    if store is not None and store not in cfg.stores and store not in cfg.federations:
         sys.stderr.write(f"a2m-gateway: no store named {store!r} in the config\n")
         return 2
     if args.command == "stdio":

@@ -704,9 +704,42 @@ class ServerConfig(_Model):
 StoreName = Annotated[str, Field(pattern=_STORE_NAME.pattern)]
 
 
+class FederationMember(_Model):
+    store: StoreName
+    weight: float = Field(default=1.0, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        return {"store": v} if isinstance(v, str) else v
+
+
+class FederationConfig(_Model):
+    """Several stores answering as one (gateway.federation): fan-out, weighted RRF."""
+
+    description: str | None = None
+    members: list[FederationMember] = Field(min_length=1)
+    deadline_ms: int | None = Field(
+        default=None, gt=0, description="bounds every member's call; default server's timeout"
+    )
+    rrf_k: int = Field(default=60, gt=0)
+    fusion: Literal["rrf", "score"] = Field(
+        default="rrf",
+        description="rrf: weighted reciprocal rank fusion; score: merge by weighted member score",
+    )
+
+    @model_validator(mode="after")
+    def _distinct(self) -> FederationConfig:
+        names = [m.store for m in self.members]
+        if len(set(names)) != len(names):
+            raise ValueError("members: a store appears twice")
+        return self
+
+
 class GatewayConfig(_Model):
     server: ServerConfig = Field(default_factory=ServerConfig)
     stores: dict[StoreName, StoreConfig]
+    federations: dict[StoreName, FederationConfig] = Field(default_factory=dict)
 
     @field_validator("stores")
     @classmethod
@@ -714,6 +747,16 @@ class GatewayConfig(_Model):
         if not v:
             raise ValueError("at least one store is required")
         return v
+
+    @model_validator(mode="after")
+    def _federations_known(self) -> GatewayConfig:
+        for name, fed in self.federations.items():
+            if name in self.stores:
+                raise ValueError(f"federations.{name}: a store has that name already")
+            for m in fed.members:
+                if m.store not in self.stores:
+                    raise ValueError(f"federations.{name}: member {m.store!r} is not a store")
+        return self
 
     @property
     def default_store(self) -> str:

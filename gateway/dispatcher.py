@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from gateway.errors import CapabilityNotSupported, MethodNotFound, QuotaExceeded, ReadOnly
 from gateway.jsonrpc import to_wire_error
-from gateway.methods import METHOD_CAPABILITY, WRITE_METHODS
+from gateway.methods import METHOD_CAPABILITY, WRITE_METHODS, Capability
 from gateway.params import (
     DescribeParams,
     FetchParams,
@@ -19,7 +19,6 @@ from gateway.params import (
 )
 from gateway.ratelimit import RateLimiter
 from gateway.scopes import LOCAL, Caller
-from gateway.store import Store
 
 log = logging.getLogger(__name__)
 audit = logging.getLogger("a2m.audit")
@@ -30,12 +29,31 @@ Observer = Callable[[str, str, int, float], None]
 MAX_AUDITED_QUERY = 4096
 
 
+class ServedStore(Protocol):
+    """What a dispatcher serves: a Store, or a Federation of stores."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def ensure_started(self) -> None: ...
+
+    def declares(self, cap: Capability) -> bool: ...
+
+    def describe(self, params: DescribeParams | None = ..., caller: Caller = ...) -> Any: ...
+
+    async def recall(self, params: RecallParams, caller: Caller = ...) -> Any: ...
+
+    async def timeline(self, params: TimelineParams, caller: Caller = ...) -> Any: ...
+
+    async def fetch(self, params: FetchParams, caller: Caller = ...) -> Any: ...
+
+
 class Dispatcher:
-    """Routes A2M calls to one store; knows every method of the draft."""
+    """Routes A2M calls to one store (or federation); knows every method of the draft."""
 
     def __init__(
         self,
-        store: Store,
+        store: ServedStore,
         observers: list[Observer] | None = None,
         *,
         limiter: RateLimiter | None = None,

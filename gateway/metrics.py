@@ -48,6 +48,12 @@ class Metrics:
             ["status"],
             registry=self.registry,
         )
+        self.left_out = Counter(
+            "a2m_federation_left_out",
+            "Federated calls answered without a member, by reason",
+            ["federation", "member", "reason"],
+            registry=self.registry,
+        )
         retry.on_retry(self.retries.inc)
         # labels() takes a lock and builds the key on every call; the label sets are few
         # (stores, methods, codes), so the children are looked up once and kept.
@@ -74,6 +80,9 @@ class Metrics:
         child.observe(seconds)
         if error is not None:
             self.engine_errors.labels(store, operation, error).inc()
+
+    def observe_left_out(self, federation: str, member: str, reason: str) -> None:
+        self.left_out.labels(federation, member, reason).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

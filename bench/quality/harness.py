@@ -150,13 +150,18 @@ def _restrict(split: Split, others: int) -> Split:
     sf = split.sf
     keep = {d for q in split.query_ids for d in split.qrels[q] if d in sf._doc_row}
     extra = [d for d in sf.corpus_ids if d not in keep][:others]
-    ids = [d for d in sf.corpus_ids if d in keep] + extra
+    return subset_split(split, [d for d in sf.corpus_ids if d in keep] + extra)
+
+
+def subset_split(split: Split, ids: Sequence[str]) -> Split:
+    """The split with only these documents (their vectors kept), queries unchanged."""
+    sf = split.sf
     rows = [sf._doc_row[d] for d in ids]
     vectors = np.asarray(sf.corpus_vectors)[rows]
     new_sf = type(sf)(
         titles=sf.titles,
         texts=sf.texts,
-        corpus_ids=ids,
+        corpus_ids=list(ids),
         queries=sf.queries,
         query_ids=sf.query_ids,
         qrels=sf.qrels,

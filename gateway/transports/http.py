@@ -196,6 +196,8 @@ def create_app(
     failed_auth = RateLimiter(failures.per_second, failures.burst, failures.max_clients)
     budget = BodyBudget(server.http.max_inflight_body_bytes)
     mcp = _mcp_app(gateway, server, auth, guard)
+    for federation in gateway.federations.values():
+        federation.observe_left_out(metrics.observe_left_out)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -381,7 +383,9 @@ def create_app(
     async def readyz() -> Response:
         states = await gateway.ready()
         ok = all(states.values())
-        body = {"status": "ready" if ok else "not ready", "stores": states}
+        body: dict[str, Any] = {"status": "ready" if ok else "not ready", "stores": states}
+        if gateway.federations:
+            body["federations"] = await gateway.federations_ready()
         return Response(orjson.dumps(body), status_code=200 if ok else 503, media_type=JSON)
 
     @app.get("/metrics")

@@ -82,26 +82,28 @@ def _body(engine: Engine) -> dict[str, Any]:
     return body
 
 
-def load_index(engine: Engine, url: str, sf: SciFact, doc_ids: Sequence[str]) -> str:
-    """Create and fill INDEX with the documents unless it already holds exactly them.
+def load_index(
+    engine: Engine, url: str, sf: SciFact, doc_ids: Sequence[str], index: str = INDEX
+) -> str:
+    """Create and fill `index` with the documents unless it already holds exactly them.
 
     Raises:
         RuntimeError: the bulk load reported errors.
     """
     client = _client(engine, url)
     try:
-        if client.indices.exists(index=INDEX):
-            if int(client.count(index=INDEX)["count"]) == len(doc_ids):
-                return INDEX
-            client.indices.delete(index=INDEX)
-        client.indices.create(index=INDEX, body=_body(engine))
+        if client.indices.exists(index=index):
+            if int(client.count(index=index)["count"]) == len(doc_ids):
+                return index
+            client.indices.delete(index=index)
+        client.indices.create(index=index, body=_body(engine))
         rows = {d: i for i, d in enumerate(sf.corpus_ids)}
         actions = []
         for d in doc_ids:
             source = lucene_loader.source_of(sf, rows[d])
             source["acl"] = acl_of(d)
             source["owner"] = owner_of(d)
-            actions.append({"_op_type": "index", "_index": INDEX, "_id": d, "_source": source})
+            actions.append({"_op_type": "index", "_index": index, "_id": d, "_source": source})
         if engine == "elasticsearch":
             from elasticsearch.helpers import bulk as es_bulk
 
@@ -111,10 +113,10 @@ def load_index(engine: Engine, url: str, sf: SciFact, doc_ids: Sequence[str]) ->
 
             _, errors = os_bulk(client, actions, chunk_size=500)
         if errors:
-            raise RuntimeError(f"bulk load of {INDEX} failed: {errors!r:.300}")
-        client.indices.put_settings(index=INDEX, body={"index": {"refresh_interval": None}})
-        client.indices.refresh(index=INDEX)
-        return INDEX
+            raise RuntimeError(f"bulk load of {index} failed: {errors!r:.300}")
+        client.indices.put_settings(index=index, body={"index": {"refresh_interval": None}})
+        client.indices.refresh(index=index)
+        return index
     finally:
         client.close()
 
