@@ -7,7 +7,7 @@ deadline; the federation's deadline bounds them all. It adds:
 - ids: a member's record id ``x`` is ``<member>:x`` here (store names hold no
   ``:``), so ``where: {id: ...}`` routes back to the member that owns it;
 - recall: concurrent fan-out, then weighted reciprocal rank fusion over the
-  members' ranked records (the Lucene connector's :func:`fuse_rrf`), or with
+  members' ranked records (the shared :func:`connectors.fusion.fuse_rrf`), or with
   ``fusion: score`` a merge by weighted member score; without a query, the
   members' recency orders are merged by ``created_at``;
 - timeline: the members' ascending streams merged by ``created_at``;
@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from connectors.base import Hit
 from connectors.errors import ConnectorError, EngineTimeout, EngineUnavailable
-from connectors.lucene import fuse_rrf
+from connectors.fusion import fuse_rrf
 from gateway import PROTOCOL
 from gateway.config import FederationConfig
 from gateway.errors import (
