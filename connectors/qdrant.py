@@ -5,8 +5,9 @@ Where the store points:
     without a port means 6333, qdrant-client's convention; write ``:443``
     behind a TLS proxy.
   * ``connection.path`` or ``connection.location: ":memory:"``: Qdrant's
-    in-process local mode (the embedded demo and the test engine). Local mode
-    computes in the event loop and locks its path: one process at a time.
+    in-process local mode (the embedded demo and the test engine), run on one
+    worker thread off the event loop (``connectors.qdrant_local``); it locks
+    its path: one process at a time. Meant for the demo and small stores.
 
 Search:
   * sparse only -> ``query_points`` on the named sparse vector (lexical leg);
@@ -85,9 +86,9 @@ from connectors.errors import (
     EngineRejected,
     EngineTimeout,
     EngineUnavailable,
-    LocalStorageLocked,
 )
 from connectors.fusion import cosine_score, l2_score, scale_by_max
+from connectors.qdrant_local import LocalClient, open_local
 from connectors.retry import remaining, retry_read
 
 if TYPE_CHECKING:
@@ -117,24 +118,6 @@ _WORD: Final = re.compile(r"[^\W_]+")
 # local mode, Unicode word boundaries on a server). '.', ':', ',' and "'" are
 # not among them: Unicode keeps "v1.2" or "a:b" as one word.
 _SAFE_SEPARATORS: Final = re.compile(r"[\s/\-#|()\[\]{}<>=&?!*+~]+")
-
-
-def open_local(path: str | None, location: str | None = None) -> AsyncQdrantClient:
-    """A local-mode client on ``path`` (on disk) or ``location`` (``:memory:``).
-
-    Raises:
-        LocalStorageLocked: another process holds ``path`` (local mode locks it).
-    """
-    from qdrant_client import AsyncQdrantClient
-
-    if path is None:
-        return AsyncQdrantClient(location=location)
-    try:
-        return AsyncQdrantClient(path=path)  # creates the directory when absent
-    except RuntimeError as exc:
-        # "Storage folder ... is already accessed by another instance of Qdrant client".
-        log.debug("qdrant local mode could not open its path: %s", exc)
-        raise LocalStorageLocked(path) from exc
 
 
 class _MatchesNothing(Exception):
@@ -213,6 +196,9 @@ class QdrantConnector:
         client = self._client
         if client is None:
             return False
+        if isinstance(client, LocalClient):
+            # In-process: open is up. Asking would queue behind a running scan on the worker.
+            return not client.closed
         try:
             async with asyncio.timeout(min(self._timeout_s, remaining(self._timeout_s))):
                 return bool(await client.collection_exists(self._collection))
