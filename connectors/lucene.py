@@ -169,6 +169,12 @@ class LuceneConnector(abc.ABC):
 
     # ---- dialect hooks
 
+    async def _prepare(self) -> None:  # noqa: B027 - optional hook, most dialects need none
+        """Blocking set-up the client needs (credential lookups), run before _make_client.
+
+        A dialect runs the blocking part on a worker thread (``asyncio.to_thread``).
+        """
+
     @abc.abstractmethod
     def _make_client(self) -> Any:
         """Build the async client (no I/O).
@@ -294,6 +300,7 @@ class LuceneConnector(abc.ABC):
             EngineTimeout: it did not answer in time.
         """
         if self._client is None:
+            await self._prepare()
             self._client = self._make_client()
         try:
             mapping = await self._read(self._get_mapping, opening=True)

@@ -20,6 +20,7 @@ Needs the read permissions on the index plus ``indices:admin/mappings/get``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -74,9 +75,15 @@ class OpenSearchConnector(LuceneConnector):
     def __init__(self, spec: ConnectorSpec, *, page_size: int = PAGE_SIZE) -> None:
         super().__init__(spec, page_size=page_size)
         self._space = "l2"
+        self._aws_credentials: Any = None
 
     def _client_with_authorization(self, authorization: str) -> Any:
         return _WithHeaders(self._client, {"authorization": authorization})
+
+    async def _prepare(self) -> None:
+        if self._spec.connection.aws_sigv4 is not None and self._aws_credentials is None:
+            # Off the event loop: the chain can wait seconds on the metadata service.
+            self._aws_credentials = await asyncio.to_thread(aws_credentials)
 
     def _make_client(self) -> Any:
         """Build the client from ``connection:`` (no I/O).
@@ -114,7 +121,9 @@ class OpenSearchConnector(LuceneConnector):
         elif c.bearer_token is not None:
             headers["authorization"] = f"Bearer {c.bearer_token.get_secret_value()}"
         elif c.aws_sigv4 is not None:
-            kwargs["http_auth"] = _sigv4_auth(c.aws_sigv4.region, c.aws_sigv4.service)
+            kwargs["http_auth"] = _sigv4_auth(
+                self._aws_credentials, c.aws_sigv4.region, c.aws_sigv4.service
+            )
             # Only this connection class calls a signer per request.
             from opensearchpy import AsyncHttpConnection
 
@@ -248,11 +257,12 @@ class OpenSearchConnector(LuceneConnector):
         return clamp01(raw)
 
 
-def _sigv4_auth(region: str, service: str) -> Any:
-    """opensearch-py's async SigV4 signer over boto3's default credential chain.
+def aws_credentials() -> Any:
+    """boto3's default credential chain. Blocking: it may ask the instance metadata
+    service or STS over the network, so callers run it on a worker thread.
 
     Raises:
-        EngineConfigError: boto3 is not installed, or it finds no credentials.
+        EngineConfigError: boto3 is not installed.
     """
     try:
         import boto3
@@ -260,9 +270,17 @@ def _sigv4_auth(region: str, service: str) -> Any:
         raise EngineConfigError(
             "connection.aws_sigv4 needs boto3: install the gateway with its 'aws' extra"
         ) from None
+    return boto3.Session().get_credentials()
+
+
+def _sigv4_auth(credentials: Any, region: str, service: str) -> Any:
+    """opensearch-py's async SigV4 signer over credentials found by :func:`aws_credentials`.
+
+    Raises:
+        EngineConfigError: no credentials were found.
+    """
     from opensearchpy import AWSV4SignerAsyncAuth
 
-    credentials = boto3.Session().get_credentials()
     if credentials is None:
         raise EngineConfigError(
             "connection.aws_sigv4: no AWS credentials found (environment, profile or role)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -640,6 +641,49 @@ def test_opensearch_refuses_cloud_id() -> None:
     cfg = store(backend="opensearch", connection={"hosts": [], "cloud_id": "x:y"})
     with pytest.raises(EngineConfigError, match=r"connection\.cloud_id"):
         OpenSearchConnector(cfg)._make_client()
+
+
+def _sigv4_store() -> ConnectorSpec:
+    return store(
+        backend="opensearch",
+        connection={"hosts": ["http://127.0.0.1:9200"], "aws_sigv4": {"region": "eu-west-1"}},
+    )
+
+
+async def test_aws_credential_lookup_runs_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The chain can block on the instance metadata service: it must not run in the loop.
+    from types import SimpleNamespace
+
+    import connectors.opensearch as opensearch
+
+    loop_thread = threading.get_ident()
+    lookups: list[int] = []
+
+    def lookup() -> Any:
+        lookups.append(threading.get_ident())
+        return SimpleNamespace(access_key="AKIDEXAMPLE", secret_key="s", token=None)
+
+    monkeypatch.setattr(opensearch, "aws_credentials", lookup)
+    c = OpenSearchConnector(_sigv4_store())
+    await c._prepare()
+    client = c._make_client()  # builds the signer from what _prepare found; no lookup here
+    try:
+        assert len(lookups) == 1
+        assert lookups[0] != loop_thread
+    finally:
+        await client.close()
+
+
+async def test_no_aws_credentials_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import connectors.opensearch as opensearch
+
+    monkeypatch.setattr(opensearch, "aws_credentials", lambda: None)
+    c = OpenSearchConnector(_sigv4_store())
+    await c._prepare()
+    with pytest.raises(EngineConfigError, match=r"connection\.aws_sigv4"):
+        c._make_client()
 
 
 async def test_search_before_open_is_a_bug() -> None:
