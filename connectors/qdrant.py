@@ -276,9 +276,17 @@ class QdrantConnector:
 
         self._sparse_name = None
         if s.sparse_vector is not None:
-            if s.sparse_vector not in (params.sparse_vectors or {}):
+            sparse_cfg = (params.sparse_vectors or {}).get(s.sparse_vector)
+            if sparse_cfg is None:
                 raise EngineConfigError(
                     "the sparse vector named by search.sparse_vector is not in the collection"
+                )
+            if sparse_cfg.modifier != models.Modifier.IDF:
+                # Query vectors carry term weights only (the gateway's lexical encoding):
+                # without Qdrant's IDF modifier every term would weigh alike.
+                raise EngineConfigError(
+                    "search.sparse_vector: the collection's sparse vector needs modifier idf "
+                    "(the gateway's lexical encoding sends term weights and leaves IDF to Qdrant)"
                 )
             self._sparse_name = s.sparse_vector
 

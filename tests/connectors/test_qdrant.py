@@ -572,3 +572,44 @@ async def test_broad_key_prefix_falls_back_to_over_fetching(
     hits = await conn.search(_request(loaded, loaded.query_ids[0], "hybrid", filter=flt))
     assert 0 < len(hits) <= 10
     assert all(h.source["key"].startswith("scifact/1") for h in hits)
+
+
+# -- the sparse vector must be the gateway's lexical encoding ------------------------------
+
+
+@pytest.mark.parametrize("modifier", [None, "idf"])
+async def test_a_sparse_vector_without_the_idf_modifier_is_refused_at_open(
+    modifier: str | None,
+) -> None:
+    from qdrant_client import models
+
+    c = QdrantConnector(
+        spec_of(
+            {
+                "backend": "qdrant",
+                "index": "a2m-test-sparse-modifier",
+                "connection": {"location": ":memory:"},
+                "mapping": {"content": "content"},
+                "search": {"sparse_vector": "text"},
+            }
+        )
+    )
+    client = c.local_client()
+    await client.create_collection(
+        "a2m-test-sparse-modifier",
+        vectors_config={},
+        sparse_vectors_config={
+            "text": models.SparseVectorParams(
+                modifier=models.Modifier.IDF if modifier == "idf" else None
+            )
+        },
+    )
+    try:
+        if modifier == "idf":  # control: the gateway's own encoding opens
+            info = await c.open()
+            assert info.lexical
+        else:
+            with pytest.raises(EngineConfigError, match=r"search\.sparse_vector.*modifier idf"):
+                await c.open()
+    finally:
+        await c.close()
