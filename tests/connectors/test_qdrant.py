@@ -28,7 +28,8 @@ from connectors.base import (
     SparseVector,
 )
 from connectors.errors import EngineConfigError, EngineTimeout, EngineUnavailable
-from connectors.qdrant import QdrantConnector, _prefix_words, _translate_filter
+from connectors.qdrant import QdrantConnector
+from connectors.qdrant_query import prefix_words, translate_filter
 from connectors.retry import deadline_scope
 from connectors.spec import ConnectorSpec
 from gateway.embedders.lexical import LexicalSparseEncoder
@@ -360,13 +361,13 @@ async def test_key_prefix_combines_with_conditions(loaded: Loaded, conn: QdrantC
 
 
 def test_prefix_words_keep_only_whole_tokens() -> None:
-    assert _prefix_words("scifact/12") == ["scifact"]
-    assert _prefix_words("demo/recall/") == ["demo", "recall"]
-    assert _prefix_words("Demo Notes/x") == ["demo", "notes"]
-    assert _prefix_words("v1.2/x") == []  # Unicode keeps "v1.2" one word
-    assert _prefix_words("a_b/c") == []
-    assert _prefix_words("abc") == []
-    assert _translate_filter(Filter(key_prefix=("key", "abc"))).qfilter is None
+    assert prefix_words("scifact/12") == ["scifact"]
+    assert prefix_words("demo/recall/") == ["demo", "recall"]
+    assert prefix_words("Demo Notes/x") == ["demo", "notes"]
+    assert prefix_words("v1.2/x") == []  # Unicode keeps "v1.2" one word
+    assert prefix_words("a_b/c") == []
+    assert prefix_words("abc") == []
+    assert translate_filter(Filter(key_prefix=("key", "abc"))).qfilter is None
 
 
 # -- ordered / fetch -----------------------------------------------------------------------
