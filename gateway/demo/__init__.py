@@ -6,9 +6,10 @@ section's heading and text), ``title``, ``uri`` (a relative reference to the
 section, ``gateway/demo/corpus/recall.md#limits``), ``media_type``
 (``text/markdown``), ``key`` (``demo/<file>/<section>``), ``group`` (the
 file's stem) and ``created_at`` (deterministic, distinct per chunk). Chunks
-carry only a lexical sparse vector (:class:`LexicalSparseEncoder`, with the
-collection's IDF modifier), so free-text recall needs no model and nothing is
-downloaded.
+carry a lexical sparse vector (:class:`LexicalSparseEncoder`, with the
+collection's IDF modifier) and, when the ``minilm`` extra is installed, an
+all-MiniLM-L6-v2 dense vector: the store is then hybrid, else lexical (its
+description says which). Nothing is downloaded either way.
 
 :func:`ensure_demo_index` indexes the corpus at start (in memory: each gateway
 process holds its own copy, so no two processes contend for local mode's lock);
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -33,6 +35,8 @@ from gateway.config import (
     Backend,
     ConnectionConfig,
     DemoConfig,
+    EmbedderConfig,
+    EmbedderKind,
     GatewayConfig,
     MappingConfig,
     SearchConfig,
@@ -51,6 +55,7 @@ log = logging.getLogger(__name__)
 DEMO_STORE = "demo"
 DEMO_INDEX = "a2m-demo"
 DEMO_SPARSE_VECTOR = "text-sparse"
+DEMO_DENSE_VECTOR = "minilm"
 CORPUS_URI_BASE = "gateway/demo/corpus"
 MEDIA_TYPE = "text/markdown"
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -157,7 +162,9 @@ async def ensure_demo_index(store: StoreConfig, connector: Connector | None = No
             "the demo store needs backend qdrant in local mode and search.sparse_vector"
         )
     items = chunks()
-    sha = fingerprint(items, store.search.sparse_analyzer)
+    dense = store.search.vector_field
+    # A store that gains or loses its dense leg (the extra installed or removed) is rebuilt.
+    sha = fingerprint(items, store.search.sparse_analyzer) + (f"+{dense}" if dense else "")
     if c.path is None:
         if not isinstance(connector, QdrantConnector):
             raise EngineConfigError("an in-memory demo store is filled through its connector")
@@ -195,9 +202,12 @@ async def _index(
     assert sparse_name is not None
     if await client.collection_exists(store.index):
         await client.delete_collection(store.index)
+    dense_name = store.search.vector_field
     await client.create_collection(
         store.index,
-        vectors_config={},
+        vectors_config={dense_name: models.VectorParams(size=384, distance=models.Distance.COSINE)}
+        if dense_name
+        else {},
         sparse_vectors_config={
             sparse_name: models.SparseVectorParams(modifier=models.Modifier.IDF)
         },
@@ -217,6 +227,7 @@ async def _index(
     encoder = LexicalSparseEncoder(
         avgdl=LexicalSparseEncoder.average_length(texts, analyzer), analyzer=analyzer
     )
+    dense_vectors = await _embed(store, texts, sha) if dense_name else None
     points = []
     for i, (c, text) in enumerate(zip(items, texts, strict=True), start=1):
         payload: dict[str, Any] = {
@@ -230,29 +241,101 @@ async def _index(
             _FINGERPRINT: sha,
         }
         sv = encoder.encode_document(text)
-        vector = models.SparseVector(indices=list(sv.indices), values=list(sv.values))
-        points.append(models.PointStruct(id=i, vector={sparse_name: vector}, payload=payload))
+        vectors: dict[str, Any] = {
+            sparse_name: models.SparseVector(indices=list(sv.indices), values=list(sv.values))
+        }
+        if dense_name and dense_vectors is not None:
+            vectors[dense_name] = [float(x) for x in dense_vectors[i - 1]]
+        points.append(models.PointStruct(id=i, vector=vectors, payload=payload))
     await client.upsert(store.index, points=points)
 
 
-def default_demo_config(data_dir: Path | None = None) -> GatewayConfig:
-    """The demo gateway config: one lexical Qdrant store ``demo``.
+async def _embed(store: StoreConfig, texts: list[str], sha: str) -> Any:
+    """The chunks' all-MiniLM-L6-v2 vectors, computed off the event loop, cached per corpus.
+
+    Every process indexes the in-memory demo at start, so the vectors of one corpus
+    version are kept in the user's cache directory (``A2M_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/a2m-gateway``): only the first start pays for the model.
+    """
+    import asyncio
+
+    import numpy as np
+
+    from gateway.embedders.minilm import load_encoder
+
+    weights = store.search.embedder.weights
+    cache = _cache_dir() / f"demo-vectors-{sha}-{weights}.npy"
+
+    def run() -> Any:
+        try:
+            cached = np.load(cache)
+            if cached.shape == (len(texts), 384):
+                return cached
+        except (OSError, ValueError):
+            pass
+        vectors = load_encoder(weights, 1).encode(texts)
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+            with tmp.open("wb") as f:
+                np.save(f, vectors)
+            os.replace(tmp, cache)  # atomic: a concurrent start reads the old or the new file
+        except OSError as exc:
+            log.info("demo vectors not cached (%s): the next start embeds again", exc)
+        return vectors
+
+    return await asyncio.to_thread(run)
+
+
+def _cache_dir() -> Path:
+    explicit = os.environ.get("A2M_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "a2m-gateway"
+
+
+def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None) -> GatewayConfig:
+    """The demo gateway config: one Qdrant store ``demo``.
 
     Without ``data_dir`` (the CLI, ``config/demo.yaml``) the store is held in
     memory and indexed by each process at start, so any number of gateway
     processes serve the demo at once. With ``data_dir`` it lives on disk at
     ``data_dir / "qdrant"``, indexed once and locked by one process.
+
+    hybrid: None picks hybrid (lexical + all-MiniLM-L6-v2) when the ``minilm`` extra is
+    installed, lexical otherwise. ``config/demo.yaml`` is the lexical config as a file
+    (its path is relative to it).
     """
-    connection = (
-        ConnectionConfig(location=":memory:")
-        if data_dir is None
-        else ConnectionConfig(path=str(data_dir / "qdrant"))
-    )
+    from gateway.embedders.minilm import missing_message
+
+    if hybrid is None:
+        hybrid = missing_message("auto") is None
+    about = "Documentation of A2M and this gateway, packaged as a demo (Qdrant local mode)"
+    if hybrid:
+        about += "; hybrid search: lexical and all-MiniLM-L6-v2, computed on this machine"
+        search = SearchConfig(
+            mode=SearchMode.HYBRID,
+            sparse_vector=DEMO_SPARSE_VECTOR,
+            sparse_analyzer="english",
+            vector_field=DEMO_DENSE_VECTOR,
+            embedder=EmbedderConfig(kind=EmbedderKind.MINILM),
+        )
+    else:
+        about += (
+            "; lexical search only (words, not meaning): pip install 'a2m-gateway[minilm]' "
+            "makes it hybrid"
+        )
+        search = SearchConfig(
+            mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR, sparse_analyzer="english"
+        )
     store = StoreConfig(
         backend=Backend.QDRANT,
         index=DEMO_INDEX,
-        description="Documentation of A2M and this gateway, packaged as a demo (Qdrant local mode)",
-        connection=connection,
+        description=about,
+        connection=ConnectionConfig(location=":memory:")
+        if data_dir is None
+        else ConnectionConfig(path=str(data_dir / "qdrant")),
         mapping=MappingConfig(
             content="content",
             uri="uri",
@@ -262,9 +345,7 @@ def default_demo_config(data_dir: Path | None = None) -> GatewayConfig:
             created_at="created_at",
             metadata=["title"],
         ),
-        search=SearchConfig(
-            mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR, sparse_analyzer="english"
-        ),
+        search=search,
         demo=DemoConfig(corpus="packaged"),
     )
     return GatewayConfig(stores={DEMO_STORE: store})

@@ -1,4 +1,5 @@
-"""Pluggable query embedders (none, a local model, any OpenAI-compatible endpoint).
+"""Pluggable query embedders (none, all-MiniLM-L6-v2, a sentence-transformers model, any
+OpenAI-compatible endpoint).
 
 Also home of the lexical sparse encoder (:mod:`gateway.embedders.lexical`),
 Qdrant's lexical leg, which needs no model at all.

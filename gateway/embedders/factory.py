@@ -16,7 +16,7 @@ def make_embedder(cfg: EmbedderConfig) -> QueryEmbedder | None:
 
     Raises:
         ValueError: the config lacks what its kind needs, or (``local``) the
-            sentence-transformers package is not installed.
+            sentence-transformers package is not installed, or (``minilm``) its extra is not.
     """
     if cfg.kind is EmbedderKind.NONE:
         return None
@@ -33,6 +33,10 @@ def make_embedder(cfg: EmbedderConfig) -> QueryEmbedder | None:
             timeout_s=cfg.timeout_ms / 1000.0,
             normalize=cfg.normalize,
         )
+    if cfg.kind is EmbedderKind.MINILM:
+        from gateway.embedders.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder(weights=cfg.weights, dimensions=cfg.dimensions)
     if cfg.kind is EmbedderKind.LOCAL:
         from gateway.embedders.local import LocalEmbedder
 

@@ -19,7 +19,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _store(tmp_path: Path) -> StoreConfig:
-    return default_demo_config(tmp_path).stores[DEMO_STORE]
+    """The lexical demo store (what runs without the minilm extra)."""
+    return default_demo_config(tmp_path, hybrid=False).stores[DEMO_STORE]
 
 
 # -- the corpus ------------------------------------------------------------------------------
@@ -54,7 +55,7 @@ def test_chunking_is_deterministic() -> None:
 def test_demo_yaml_agrees_with_the_config_built_in_code() -> None:
     """Both spellings of the demo are one store, held in memory: no data directory at all."""
     from_file = load_config(REPO / "config" / "demo.yaml")
-    in_code = default_demo_config()
+    in_code = default_demo_config(hybrid=False)  # the file is the lexical demo
     assert from_file.model_dump(mode="json") == in_code.model_dump(mode="json")
     connection = in_code.stores[DEMO_STORE].connection
     assert connection.location == ":memory:"
@@ -62,7 +63,7 @@ def test_demo_yaml_agrees_with_the_config_built_in_code() -> None:
 
 
 def test_a_data_dir_puts_the_demo_on_disk(tmp_path: Path) -> None:
-    connection = default_demo_config(tmp_path).stores[DEMO_STORE].connection
+    connection = default_demo_config(tmp_path, hybrid=False).stores[DEMO_STORE].connection
     assert connection.path == str(tmp_path / "qdrant")
     assert connection.location is None
 
@@ -197,3 +198,54 @@ async def test_the_mapping_decides_payload_names(tmp_path: Path) -> None:
         await conn.close()
     assert "text" in hits[0].source
     assert "content" not in hits[0].source
+
+
+# -- hybrid when the minilm extra is installed -------------------------------------------------
+
+
+def test_without_the_extra_the_demo_is_lexical_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway.embedders import minilm
+
+    monkeypatch.setattr(minilm, "available_weights", list)  # as on an install without it
+    store = default_demo_config(tmp_path).stores[DEMO_STORE]
+    assert store.search.mode.value == "lexical"
+    assert store.search.vector_field is None
+    assert store.description is not None
+    assert "lexical search only" in store.description
+    assert "pip install 'a2m-gateway[minilm]'" in store.description
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(
+    not __import__("gateway.embedders.minilm").embedders.minilm.available_weights(),
+    reason="the minilm extra is not installed",
+)
+async def test_with_the_extra_the_demo_is_hybrid(tmp_path: Path) -> None:
+    from gateway.app import Gateway
+    from gateway.params import RecallParams
+
+    cfg = default_demo_config(tmp_path)
+    store_cfg = cfg.stores[DEMO_STORE]
+    assert store_cfg.search.mode.value == "hybrid"
+    gateway = Gateway(cfg)
+    try:
+        await gateway.start()
+        store = gateway.stores[DEMO_STORE]
+        d = store.describe()
+        assert d["search"]["mode"] == "hybrid"
+        assert d["embeddings"]["model"] == "all-MiniLM-L6-v2"
+        assert d["embeddings"]["dimensions"] == 384
+        assert "hybrid search" in d["description"]
+        # Phrased without the section's words: lexical alone misses it (bench/demo_relevance.py).
+        result = await store.recall(
+            RecallParams(query="how do I keep passwords out of the config file?", limit=3)
+        )
+        assert "demo/configuration/secrets" in [r["key"] for r in result["records"]]
+    finally:
+        await gateway.close()
+    assert await ensure_demo_index(store_cfg) == 0, "a current hybrid index is kept"
+    # The extra removed: the same directory is rebuilt lexical, not served half-hybrid.
+    lexical = default_demo_config(tmp_path, hybrid=False).stores[DEMO_STORE]
+    assert await ensure_demo_index(lexical) == len(chunks())
