@@ -566,7 +566,7 @@ async def test_server_that_does_not_answer_times_out(peer_factory: Any) -> None:
 async def test_broad_key_prefix_falls_back_to_over_fetching(
     loaded: Loaded, conn: QdrantConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import connectors.qdrant as qdrant_module
+    import connectors.qdrant_reader as qdrant_module
 
     monkeypatch.setattr(qdrant_module, "_PREFIX_IDS", 5)
     flt = Filter(key_prefix=("key", "scifact/1"))
