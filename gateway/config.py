@@ -742,9 +742,12 @@ class FederationConfig(_Model):
         default=None, gt=0, description="bounds every member's call; default server's timeout"
     )
     rrf_k: int = Field(default=60, gt=0)
-    fusion: Literal["rrf", "score"] = Field(
+    fusion: Literal["rrf", "score", "shards"] = Field(
         default="rrf",
-        description="rrf: weighted reciprocal rank fusion; score: merge by weighted member score",
+        description=(
+            "rrf: weighted reciprocal rank fusion; score: merge by weighted member score; "
+            "shards: members hold disjoint parts of one corpus, ranked as one index"
+        ),
     )
 
     @model_validator(mode="after")

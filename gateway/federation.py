@@ -6,10 +6,12 @@ deadline; the federation's deadline bounds them all. It adds:
 
 - ids: a member's record id ``x`` is ``<member>:x`` here (store names hold no
   ``:``), so ``where: {id: ...}`` routes back to the member that owns it;
-- recall: concurrent fan-out, then weighted reciprocal rank fusion over the
-  members' ranked records (the shared :func:`connectors.fusion.fuse_rrf`), or with
-  ``fusion: score`` a merge by weighted member score; without a query, the
-  members' recency orders are merged by ``created_at``;
+- recall: concurrent fan-out, then one ranking (:mod:`gateway.federation_fusion`):
+  weighted reciprocal rank fusion, ``fusion: score`` a merge by weighted member
+  score, or ``fusion: shards`` as one index holding every member's records (deep
+  calls, lexical scores calibrated per member, hybrid legs fanned out and merged
+  separately, then fused); without a query, the members' recency orders are
+  merged by ``created_at``;
 - timeline: the members' ascending streams merged by ``created_at``;
 - describe: what every member can do (A2M §3.7), and the members it spans;
 - partial failure: a member that is down or past the deadline is left out and
@@ -26,11 +28,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from connectors.base import Hit
 from connectors.errors import ConnectorError, EngineTimeout, EngineUnavailable
-from connectors.fusion import fuse_rrf
 from gateway import PROTOCOL
-from gateway.config import FederationConfig
+from gateway.config import FederationConfig, SearchMode
 from gateway.errors import (
     A2MError,
     BackendTimeout,
@@ -39,6 +39,7 @@ from gateway.errors import (
     EngineTrouble,
     InvalidParams,
 )
+from gateway.federation_fusion import fuse_legs, merge_by_score, merge_calibrated, merge_rrf
 from gateway.methods import METHOD_CAPABILITY, Capability
 from gateway.params import (
     DescribeParams,
@@ -363,41 +364,108 @@ class Federation:
         asked = params.model_copy(update={"limit": limit, "prompt": None, "min_score": None})
         routes = dict((m.name, w) for m, w in self._routes(params.where))
         members = [m for m in self.members if m.name in routes]
-
-        def call(m: Member) -> Awaitable[Any]:
-            return m.store.recall(asked.model_copy(update={"where": routes[m.name]}), caller)
-
-        ok, extra = self._answered(await self._fan_out(call, members))
-        ranked = [
-            ([_encoded(o.member.name, r) for r in o.result["records"]], o.member.weight) for o in ok
-        ]
-        if not (params.query or "").strip() and params.embedding is None:
-            records = _newest_first([r for rs, _ in ranked for r in rs])[:limit]
-            for rank, r in enumerate(records):
-                r["score"] = round(1.0 / (1 + rank), 6)  # as a store scores recency
+        call = self._caller(asked, routes, caller)
+        if self.config.fusion == "shards" and (params.query or "").strip():
+            records, extra = await self._recall_shards(params, asked, routes, members, caller)
+        elif self.config.fusion == "shards" and params.embedding is not None:
+            deep = asked.model_copy(update={"limit": self._depth(limit)})
+            ok, extra = self._answered(
+                await self._fan_out(self._caller(deep, routes, caller), members)
+            )
+            records = merge_by_score(self._ranked(ok), limit)
         else:
-            records = self._fuse(ranked, limit)
+            ok, extra = self._answered(await self._fan_out(call, members))
+            ranked = self._ranked(ok)
+            if not (params.query or "").strip() and params.embedding is None:
+                records = _newest_first([r for rs, _ in ranked for r in rs])[:limit]
+                for rank, r in enumerate(records):
+                    r["score"] = round(1.0 / (1 + rank), 6)  # as a store scores recency
+            elif self.config.fusion == "score":
+                records = merge_by_score(ranked, limit)
+            else:
+                records = merge_rrf(ranked, k=self.config.rrf_k, limit=limit)
         if params.min_score is not None:
             records = [r for r in records if r["score"] >= params.min_score]
         return {**_result(records, options), **extra}
 
-    def _fuse(self, ranked: list[tuple[list[dict[str, Any]], float]], limit: int) -> list[Any]:
-        if self.config.fusion == "score":
-            return _merge_by_score(ranked, limit)
-        legs = [([Hit(id=r["id"], source=r) for r in rs], w) for rs, w in ranked]
-        fused = fuse_rrf(legs, k=self.config.rrf_k, limit=limit)
-        weights = [w for _, w in ranked]
-        if not any(w > 0 for w in weights):
-            weights = [1.0] * len(weights)
-        # fuse_rrf scales by a record that tops every list; ids are unique across members,
-        # so the best a record can do is top the heaviest member's list.
-        scale = sum(weights) / max(weights) if weights else 1.0
-        out = []
-        for hit in fused:
-            record = dict(hit.source)
-            record["score"] = round(min(1.0, (hit.score or 0.0) * scale), 6)
-            out.append(record)
-        return out
+    @staticmethod
+    def _ranked(ok: Sequence[_Outcome]) -> list[tuple[list[dict[str, Any]], float]]:
+        return [
+            ([_encoded(o.member.name, r) for r in o.result["records"]], o.member.weight) for o in ok
+        ]
+
+    @staticmethod
+    def _caller(
+        asked: RecallParams, routes: dict[str, Any], caller: Caller
+    ) -> Callable[[Member], Awaitable[Any]]:
+        def call(m: Member) -> Awaitable[Any]:
+            return m.store.recall(asked.model_copy(update={"where": routes[m.name]}), caller)
+
+        return call
+
+    def _depth(self, limit: int) -> int:
+        """How deep each member is asked under `fusion: shards`: its hybrid leg depth."""
+        top = min(m.store.config.limits.max_recall_limit for m in self.members)
+        return min(top, max(limit, *(m.store.config.search.candidates for m in self.members)))
+
+    async def _recall_shards(
+        self,
+        params: RecallParams,
+        asked: RecallParams,
+        routes: dict[str, Any],
+        members: Sequence[Member],
+        caller: Caller,
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """A query under `fusion: shards`: ranked as one store holding every member's records.
+
+        Members in lexical mode answer a text-only call lexically and an embedding-only
+        call densely, so with both in the call each leg is fanned out and merged across
+        members (lexical calibrated, dense by cosine), and the merged legs are fused as
+        one store fuses them. Otherwise the members' answers are merged calibrated.
+        """
+        limit = asked.limit or 0
+        depth = self._depth(limit)
+        deep = asked.model_copy(update={"limit": depth})
+        split = params.embedding is not None and all(
+            m.store.config.search.mode == SearchMode.LEXICAL for m in members
+        )
+        if not split:
+            ok, extra = self._answered(
+                await self._fan_out(self._caller(deep, routes, caller), members)
+            )
+            return merge_calibrated(self._ranked(ok), limit), extra
+        lexical = deep.model_copy(update={"embedding": None})
+        dense = deep.model_copy(update={"query": None})
+        lex_call = self._caller(lexical, routes, caller)
+        dense_call = self._caller(dense, routes, caller)
+
+        async def both(m: Member) -> tuple[Any, Any]:
+            # Both legs finish before a failure is raised: no leg is left running.
+            legs = list(await asyncio.gather(lex_call(m), dense_call(m), return_exceptions=True))
+            for leg in legs:
+                if isinstance(leg, BaseException):
+                    raise leg
+            return legs[0], legs[1]
+
+        ok, extra = self._answered(await self._fan_out(both, members))
+        lex_ranked = [
+            ([_encoded(o.member.name, r) for r in o.result[0]["records"]], o.member.weight)
+            for o in ok
+        ]
+        dense_ranked = [
+            ([_encoded(o.member.name, r) for r in o.result[1]["records"]], o.member.weight)
+            for o in ok
+        ]
+        s = self.members[0].store.config.search
+        records = fuse_legs(
+            merge_calibrated(lex_ranked, depth),
+            merge_by_score(dense_ranked, depth),
+            k=s.rrf_k,
+            lexical_weight=s.lexical_weight,
+            dense_weight=s.dense_weight,
+            limit=limit,
+        )
+        return records, extra
 
     # -- timeline -------------------------------------------------------------------
 
@@ -442,25 +510,6 @@ class Federation:
             if record is not None:
                 return {"record": _encoded(o.member.name, record), **extra}
         return {"record": None, **extra}
-
-
-def _merge_by_score(
-    ranked: list[tuple[list[dict[str, Any]], float]], limit: int
-) -> list[dict[str, Any]]:
-    """Records ordered by weight x member score, over the heaviest weight.
-
-    For members whose scores mean the same thing (shards of one corpus, one embedding
-    model and metric: (1 + cosine) / 2 on every engine); lexical scores are divided by
-    each member's own best, so across members they only approximate one ranking.
-    """
-    top = max((w for _, w in ranked), default=0.0) or 1.0
-    scored = [
-        (min(1.0, (w or 0.0) * (r.get("score") or 0.0) / top), i, r)
-        for i, (rs, w) in enumerate(ranked)
-        for r in rs
-    ]
-    scored.sort(key=lambda t: (-t[0], t[1]))
-    return [{**r, "score": s} for s, _, r in scored[:limit]]
 
 
 def _encoded(member: str, record: dict[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 SciFact's corpus is split into three disjoint shards by a hash of the document
 id: one loaded into Elasticsearch, one into OpenSearch, one into Qdrant (local
-mode). A real ``a2m-gateway serve`` federates them (equal weights, rrf_k 60)
+mode). A real ``a2m-gateway serve`` federates them (equal weights, ``--fusion``,
+default ``shards``; rrf_k 60)
 and also serves the whole corpus on single indexes (the baselines). Every
 judged query goes through ``POST /a2m/<store>`` in each mode:
 
@@ -192,7 +193,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=["elasticsearch", "opensearch"],
         help="engines that also serve the whole corpus on one index (the baselines)",
     )
-    p.add_argument("--fusion", choices=["rrf", "score"], default="rrf")
+    p.add_argument("--fusion", choices=["rrf", "score", "shards"], default="shards")
     p.add_argument(
         "--only-federation", action="store_true", help="query the federation only (no table)"
     )

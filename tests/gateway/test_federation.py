@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
+import statistics
 import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -130,6 +132,11 @@ async def fed(
                 },
                 "solo": {"members": ["os"], "deadline_ms": 3000},
                 "byscore": {"members": list(MEMBERS), "fusion": "score"},
+                "shards": {
+                    "members": [{"store": m, "weight": WEIGHTS[m]} for m in MEMBERS],
+                    "deadline_ms": 3000,
+                    "fusion": "shards",
+                },
             },
         }
     )
@@ -408,3 +415,98 @@ async def test_bad_input_gets_one_canonical_error(fed: Fed, issuer: Issuer) -> N
     alice = bearer(issuer.token("alice", groups=[ALPHA]))
     denied = await fed.call(alice, "memory/timeline", {"owner": "bob"})
     assert denied["error"]["code"] == -32005
+
+
+DEPTH = 100  # fusion shards asks each member as deep as its hybrid legs (candidates)
+
+
+def calibrated(answers: dict[str, dict[str, Any]]) -> list[str]:
+    """Members' lexical answers merged by z-score over each list, shifted by log weight."""
+    top = max(WEIGHTS.values())
+    scored: list[tuple[float, str]] = []
+    for m, own in answers.items():
+        scores = [r["score"] for r in own["records"]]
+        mean, spread = statistics.fmean(scores), statistics.pstdev(scores)
+        for r in own["records"]:
+            z = (r["score"] - mean) / spread + math.log(WEIGHTS[m] / top)
+            scored.append((z, encode_id(m, r["id"])))
+    return [fid for _, fid in sorted(scored, key=lambda s: -s[0])]
+
+
+def by_score(answers: dict[str, dict[str, Any]]) -> list[str]:
+    top = max(WEIGHTS.values())
+    scored = [
+        (WEIGHTS[m] * r["score"] / top, encode_id(m, r["id"]))
+        for m, own in answers.items()
+        for r in own["records"]
+    ]
+    return [fid for _, fid in sorted(scored, key=lambda s: -s[0])]
+
+
+async def test_shards_fusion_calibrates_lexical_scores_per_member(fed: Fed) -> None:
+    bob = bearer(BOB_KEY)
+    spanned = set()
+    for qid in fed.query_ids[:8]:
+        params = {"query": fed.sf.queries[qid], "limit": 20}
+        got = await fed.result(bob, "memory/recall", params, store="shards")
+        assert "left_out" not in got
+        deep = {**params, "limit": DEPTH}
+        own = {m: await fed.result(bob, "memory/recall", deep, store=m) for m in MEMBERS}
+        assert ids_of(got) == calibrated(own)[:20]
+        scores = [r["score"] for r in got["records"]]
+        assert scores == sorted(scores, reverse=True)
+        assert all(0.0 < s < 1.0 for s in scores)
+        spanned |= {member_of(fid) for fid in ids_of(got)}
+    assert spanned == set(MEMBERS)
+
+
+async def test_shards_fusion_fuses_the_merged_legs_as_one_store(fed: Fed) -> None:
+    bob = bearer(BOB_KEY)
+    for qid in fed.query_ids[:5]:
+        vector, text = fed.sf.query_vector(qid), fed.sf.queries[qid]
+        got = await fed.result(
+            bob, "memory/recall", {"query": text, "embedding": vector, "limit": 20}, "shards"
+        )
+        # Each leg from the members' own text-only and embedding-only answers.
+        lex = {
+            m: await fed.result(bob, "memory/recall", {"query": text, "limit": DEPTH}, m)
+            for m in MEMBERS
+        }
+        dense = {
+            m: await fed.result(bob, "memory/recall", {"embedding": vector, "limit": DEPTH}, m)
+            for m in MEMBERS
+        }
+        fused: dict[str, float] = {}
+        for leg in (calibrated(lex)[:DEPTH], by_score(dense)[:DEPTH]):
+            for rank, fid in enumerate(leg, start=1):
+                fused[fid] = fused.get(fid, 0.0) + 1.0 / (RRF_K + rank)
+        expected = sorted(fused, key=lambda f: -fused[f])[:20]
+        assert ids_of(got) == expected
+        best = 2.0 / (RRF_K + 1)
+        assert [r["score"] for r in got["records"]] == [round(fused[f] / best, 6) for f in expected]
+        only_vector = await fed.result(
+            bob, "memory/recall", {"embedding": vector, "limit": 20}, "shards"
+        )
+        assert ids_of(only_vector) == by_score(dense)[:20]
+
+
+async def test_shards_fusion_leaves_a_killed_member_out(fed: Fed) -> None:
+    bob = bearer(BOB_KEY)
+    qid = fed.query_ids[3]
+    params = {"query": fed.sf.queries[qid], "embedding": fed.sf.query_vector(qid), "limit": 30}
+    full = await fed.result(bob, "memory/recall", params, store="shards")
+    assert "os" in {member_of(fid) for fid in ids_of(full)}
+    try:
+        await fed.proxy.stop()
+        part = await fed.result(bob, "memory/recall", params, store="shards")
+        assert part["left_out"] == [{"member": "os", "reason": "engine_unavailable"}]
+        assert {member_of(fid) for fid in ids_of(part)} == {"es", "qd"}
+        lexical = {"query": params["query"], "limit": 30}
+        part = await fed.result(bob, "memory/recall", lexical, store="shards")
+        assert part["left_out"] == [{"member": "os", "reason": "engine_unavailable"}]
+        assert {member_of(fid) for fid in ids_of(part)} == {"es", "qd"}
+    finally:
+        await fed.proxy.start()
+    back = await fed.result(bob, "memory/recall", params, store="shards")
+    assert "left_out" not in back
+    assert ids_of(back) == ids_of(full)
