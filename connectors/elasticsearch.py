@@ -25,23 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from connectors.base import Metric, SearchRequest, VectorInfo
 from connectors.errors import EngineConfigError
-from connectors.lucene import (
-    PAGE_SIZE,
-    PIT_KEEP_ALIVE,
-    Body,
-    EngineFailure,
-    LuceneConnector,
-    QueryTranslator,
-    clamp01,
-    error_causes,
-    inner_product_score,
-    retry_after_ms,
-)
+from connectors.fusion import clamp01, inner_product_score
+from connectors.lucene import EngineFailure, LuceneConnector, error_causes, retry_after_ms
+from connectors.lucene_query import PAGE_SIZE, PIT_KEEP_ALIVE, Body, QueryTranslator
 
 if TYPE_CHECKING:
     from elasticsearch import AsyncElasticsearch
 
-    from gateway.config import StoreConfig
+    from connectors.spec import ConnectorSpec
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +51,8 @@ class ElasticsearchConnector(LuceneConnector):
     engine_name = "elasticsearch"
     vector_type = "dense_vector"
 
-    def __init__(self, config: StoreConfig, *, page_size: int = PAGE_SIZE) -> None:
-        super().__init__(config, page_size=page_size)
+    def __init__(self, spec: ConnectorSpec, *, page_size: int = PAGE_SIZE) -> None:
+        super().__init__(spec, page_size=page_size)
         self._similarity = "cosine"
         self._timed_clients: dict[float, AsyncElasticsearch] = {}
         self._timed_for: Any = None
@@ -98,7 +89,7 @@ class ElasticsearchConnector(LuceneConnector):
         """
         from elasticsearch import AsyncElasticsearch
 
-        c = self._config.connection
+        c = self._spec.connection
         kwargs: dict[str, Any] = {
             "request_timeout": self._timeout_s,
             "connections_per_node": c.pool_maxsize,
@@ -116,7 +107,7 @@ class ElasticsearchConnector(LuceneConnector):
         if not c.verify_certs:
             # The operator chose this; say so once in our log instead of a warning per client.
             kwargs["ssl_show_warn"] = False
-            logger.warning("TLS certificate verification is off for index %s", self._config.index)
+            logger.warning("TLS certificate verification is off for index %s", self._spec.index)
         if c.api_key is not None:
             kwargs["api_key"] = c.api_key.get_secret_value()
         elif c.username is not None:
@@ -173,12 +164,12 @@ class ElasticsearchConnector(LuceneConnector):
             # A PIT names its indices; the request must not name them again.
             response = await client.search(body=body)
         else:
-            response = await client.search(index=self._config.index, body=body)
+            response = await client.search(index=self._spec.index, body=body)
         return dict(response.body)
 
     async def _get_mapping(self, seconds: float) -> dict[str, Any]:
         response = await self._es.options(request_timeout=seconds).indices.get_mapping(
-            index=self._config.index
+            index=self._spec.index
         )
         return dict(response.body)
 
@@ -201,7 +192,7 @@ class ElasticsearchConnector(LuceneConnector):
 
     async def _open_pit(self, seconds: float) -> str:
         response = await self._es.options(request_timeout=seconds).open_point_in_time(
-            index=self._config.index, keep_alive=PIT_KEEP_ALIVE
+            index=self._spec.index, keep_alive=PIT_KEEP_ALIVE
         )
         return str(response.body["id"])
 
@@ -217,7 +208,7 @@ class ElasticsearchConnector(LuceneConnector):
         *,
         ids_only: bool = False,
     ) -> Body:
-        field = self._config.search.vector_field
+        field = self._spec.search.vector_field
         assert field is not None
         assert request.dense is not None
         body = translator.knn_common(request, size, ids_only=ids_only)

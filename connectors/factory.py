@@ -1,4 +1,4 @@
-"""Pick a connector from the store's `backend:`; engine clients are imported lazily."""
+"""Pick a connector from the spec's backend; engine clients are imported lazily."""
 
 from __future__ import annotations
 
@@ -7,22 +7,22 @@ from typing import TYPE_CHECKING
 from connectors.base import Connector
 
 if TYPE_CHECKING:
-    from gateway.config import StoreConfig
+    from connectors.spec import ConnectorSpec
 
 
-def make_connector(config: StoreConfig) -> Connector:
+def make_connector(spec: ConnectorSpec) -> Connector:
     """Build the connector for one store (nothing is contacted until open())."""
-    backend = config.backend.value
+    backend = spec.backend
     if backend == "qdrant":
         from connectors.qdrant import QdrantConnector
 
-        return QdrantConnector(config)
+        return QdrantConnector(spec)
     if backend == "elasticsearch":
         from connectors.elasticsearch import ElasticsearchConnector
 
-        return ElasticsearchConnector(config)
+        return ElasticsearchConnector(spec)
     if backend == "opensearch":
         from connectors.opensearch import OpenSearchConnector
 
-        return OpenSearchConnector(config)
+        return OpenSearchConnector(spec)
     raise ValueError(f"unknown backend {backend!r}")

@@ -20,27 +20,19 @@ Needs the read permissions on the index plus ``indices:admin/mappings/get``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from connectors.base import Metric, SearchRequest, VectorInfo
 from connectors.errors import EngineConfigError
-from connectors.lucene import (
-    PAGE_SIZE,
-    PIT_KEEP_ALIVE,
-    Body,
-    EngineFailure,
-    EngineIdOrder,
-    LuceneConnector,
-    QueryTranslator,
-    clamp01,
-    error_causes,
-    inner_product_score,
-)
+from connectors.fusion import clamp01, inner_product_score
+from connectors.lucene import EngineFailure, LuceneConnector, error_causes
+from connectors.lucene_query import PAGE_SIZE, PIT_KEEP_ALIVE, Body, EngineIdOrder, QueryTranslator
 
 if TYPE_CHECKING:
-    from gateway.config import StoreConfig
+    from connectors.spec import ConnectorSpec
 
 logger = logging.getLogger(__name__)
 
@@ -80,12 +72,18 @@ class OpenSearchConnector(LuceneConnector):
     # No _shard_doc in OpenSearch 2.x, and sorting on _id warns on every request.
     engine_id_order = EngineIdOrder("_doc", search_after=False)
 
-    def __init__(self, config: StoreConfig, *, page_size: int = PAGE_SIZE) -> None:
-        super().__init__(config, page_size=page_size)
+    def __init__(self, spec: ConnectorSpec, *, page_size: int = PAGE_SIZE) -> None:
+        super().__init__(spec, page_size=page_size)
         self._space = "l2"
+        self._aws_credentials: Any = None
 
     def _client_with_authorization(self, authorization: str) -> Any:
         return _WithHeaders(self._client, {"authorization": authorization})
+
+    async def _prepare(self) -> None:
+        if self._spec.connection.aws_sigv4 is not None and self._aws_credentials is None:
+            # Off the event loop: the chain can wait seconds on the metadata service.
+            self._aws_credentials = await asyncio.to_thread(aws_credentials)
 
     def _make_client(self) -> Any:
         """Build the client from ``connection:`` (no I/O).
@@ -96,7 +94,7 @@ class OpenSearchConnector(LuceneConnector):
         """
         from opensearchpy import AsyncOpenSearch
 
-        c = self._config.connection
+        c = self._spec.connection
         if c.cloud_id is not None:
             raise EngineConfigError("connection.cloud_id applies to Elasticsearch only; use hosts")
         headers: dict[str, str] = {}
@@ -114,7 +112,7 @@ class OpenSearchConnector(LuceneConnector):
         if not c.verify_certs:
             # The operator chose this; say so once in our log instead of a warning per client.
             kwargs["ssl_show_warn"] = False
-            logger.warning("TLS certificate verification is off for index %s", self._config.index)
+            logger.warning("TLS certificate verification is off for index %s", self._spec.index)
         if c.api_key is not None:
             headers["authorization"] = f"ApiKey {c.api_key.get_secret_value()}"
         elif c.username is not None:
@@ -123,7 +121,9 @@ class OpenSearchConnector(LuceneConnector):
         elif c.bearer_token is not None:
             headers["authorization"] = f"Bearer {c.bearer_token.get_secret_value()}"
         elif c.aws_sigv4 is not None:
-            kwargs["http_auth"] = _sigv4_auth(c.aws_sigv4.region, c.aws_sigv4.service)
+            kwargs["http_auth"] = _sigv4_auth(
+                self._aws_credentials, c.aws_sigv4.region, c.aws_sigv4.service
+            )
             # Only this connection class calls a signer per request.
             from opensearchpy import AsyncHttpConnection
 
@@ -168,13 +168,13 @@ class OpenSearchConnector(LuceneConnector):
             response = await self._client.search(body=body, request_timeout=seconds)
         else:
             response = await self._client.search(
-                index=self._config.index, body=body, request_timeout=seconds
+                index=self._spec.index, body=body, request_timeout=seconds
             )
         return dict(response)
 
     async def _get_mapping(self, seconds: float) -> dict[str, Any]:
         response = await self._client.indices.get_mapping(
-            index=self._config.index, request_timeout=seconds
+            index=self._spec.index, request_timeout=seconds
         )
         return dict(response)
 
@@ -188,7 +188,7 @@ class OpenSearchConnector(LuceneConnector):
 
     async def _open_pit(self, seconds: float) -> str:
         response = await self._client.create_pit(
-            index=self._config.index,
+            index=self._spec.index,
             params={"keep_alive": PIT_KEEP_ALIVE},
             request_timeout=seconds,
         )
@@ -206,7 +206,7 @@ class OpenSearchConnector(LuceneConnector):
         *,
         ids_only: bool = False,
     ) -> Body:
-        field = self._config.search.vector_field
+        field = self._spec.search.vector_field
         assert field is not None
         assert request.dense is not None
         body = translator.knn_common(request, size, ids_only=ids_only)
@@ -257,11 +257,12 @@ class OpenSearchConnector(LuceneConnector):
         return clamp01(raw)
 
 
-def _sigv4_auth(region: str, service: str) -> Any:
-    """opensearch-py's async SigV4 signer over boto3's default credential chain.
+def aws_credentials() -> Any:
+    """boto3's default credential chain. Blocking: it may ask the instance metadata
+    service or STS over the network, so callers run it on a worker thread.
 
     Raises:
-        EngineConfigError: boto3 is not installed, or it finds no credentials.
+        EngineConfigError: boto3 is not installed.
     """
     try:
         import boto3
@@ -269,9 +270,17 @@ def _sigv4_auth(region: str, service: str) -> Any:
         raise EngineConfigError(
             "connection.aws_sigv4 needs boto3: install the gateway with its 'aws' extra"
         ) from None
+    return boto3.Session().get_credentials()
+
+
+def _sigv4_auth(credentials: Any, region: str, service: str) -> Any:
+    """opensearch-py's async SigV4 signer over credentials found by :func:`aws_credentials`.
+
+    Raises:
+        EngineConfigError: no credentials were found.
+    """
     from opensearchpy import AWSV4SignerAsyncAuth
 
-    credentials = boto3.Session().get_credentials()
     if credentials is None:
         raise EngineConfigError(
             "connection.aws_sigv4: no AWS credentials found (environment, profile or role)"

@@ -5,8 +5,9 @@ Where the store points:
     without a port means 6333, qdrant-client's convention; write ``:443``
     behind a TLS proxy.
   * ``connection.path`` or ``connection.location: ":memory:"``: Qdrant's
-    in-process local mode (the embedded demo and the test engine). Local mode
-    computes in the event loop and locks its path: one process at a time.
+    in-process local mode (the embedded demo and the test engine), run on one
+    worker thread off the event loop (``connectors.qdrant_local``); it locks
+    its path: one process at a time. Meant for the demo and small stores.
 
 Search:
   * sparse only -> ``query_points`` on the named sparse vector (lexical leg);
@@ -20,7 +21,7 @@ Search:
   clamped; Euclid distance d -> 1/(1+d); sparse and RRF scores, which have no
   fixed range, are divided by the best score of the result.
 
-Filters become payload filters (see :func:`_translate_filter`). Qdrant has no
+Filters become payload filters (``connectors.qdrant_query``). Qdrant has no
 prefix match on keyword payloads, so ``key_prefix`` is a token prefilter
 (``MatchText`` on the prefix's complete words, which are whole tokens of every
 key that starts with the prefix) plus an exact ``startswith`` post-filter.
@@ -44,7 +45,7 @@ are not returned by order_by. Without ``mapping.created_at`` the order is the
 point id ascending; newest-first then means the last ``limit`` ids, which
 costs a scan of every matching point (kept in a bounded deque).
 
-Errors are translated here and only here: connection failures, 5xx and 429 ->
+Errors are translated in ``connectors.qdrant_errors`` only: connection failures, 5xx and 429 ->
 EngineUnavailable (retried, with Retry-After honoured in retry_after_ms),
 timeouts -> EngineTimeout, other 4xx and refused requests -> EngineRejected,
 a missing collection or vector, a 404, or refused credentials ->
@@ -57,43 +58,38 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import re
-import uuid
 import warnings
-from collections import deque
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from connectors.base import (
-    ID_FIELD,
-    Condition,
     EngineInfo,
     Filter,
     Hit,
     Metric,
     OrderedRequest,
-    Scalar,
     SearchRequest,
-    TimeWindows,
     VectorInfo,
 )
 from connectors.errors import (
-    ConnectorError,
     EngineConfigError,
     EngineRejected,
-    EngineTimeout,
-    EngineUnavailable,
-    LocalStorageLocked,
 )
-from connectors.retry import remaining, retry_read
+from connectors.fusion import cosine_score, l2_score, scale_by_max
+from connectors.qdrant_local import LocalClient, open_local
+from connectors.qdrant_query import (
+    MatchesNothing,
+    has_prefix,
+    translate_filter,
+    with_ids,
+)
+from connectors.qdrant_reader import QdrantReader
+from connectors.retry import remaining
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
     from qdrant_client.http import models
 
-    from gateway.config import StoreConfig
+    from connectors.spec import ConnectorSpec
 
 log = logging.getLogger(__name__)
 
@@ -102,66 +98,18 @@ T = TypeVar("T")
 METRICS: Final[tuple[Metric, ...]] = ("cosine", "dot", "l2")
 """Every distance a Qdrant dense vector can be configured for that A2M can name."""
 
-_PAGE: Final = 256
-"""Scroll page size when post-filtering or scanning by id."""
 
-_PREFIX_SCAN: Final = 10_000
-"""Points a search scans (key field only) to resolve a key prefix into ids."""
-_PREFIX_IDS: Final = 2_000
-"""Most ids a resolved key prefix may send as a has_id filter."""
-
-_MAX_POINT_ID: Final = 2**64
-_WORD: Final = re.compile(r"[^\W_]+")
-# Characters that end a word for every Qdrant word tokenizer (regex-based in
-# local mode, Unicode word boundaries on a server). '.', ':', ',' and "'" are
-# not among them: Unicode keeps "v1.2" or "a:b" as one word.
-_SAFE_SEPARATORS: Final = re.compile(r"[\s/\-#|()\[\]{}<>=&?!*+~]+")
+_METRIC_OF: Final[dict[str, Metric]] = {"Cosine": "cosine", "Dot": "dot", "Euclid": "l2"}
 
 
-def open_local(path: str | None, location: str | None = None) -> AsyncQdrantClient:
-    """A local-mode client on ``path`` (on disk) or ``location`` (``:memory:``).
-
-    Raises:
-        LocalStorageLocked: another process holds ``path`` (local mode locks it).
-    """
-    from qdrant_client import AsyncQdrantClient
-
-    if path is None:
-        return AsyncQdrantClient(location=location)
-    try:
-        return AsyncQdrantClient(path=path)  # creates the directory when absent
-    except RuntimeError as exc:
-        # "Storage folder ... is already accessed by another instance of Qdrant client".
-        log.debug("qdrant local mode could not open its path: %s", exc)
-        raise LocalStorageLocked(path) from exc
-
-
-class _MatchesNothing(Exception):
-    """A filter that no point can satisfy (an id that is not a Qdrant id, an empty any-of)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Translated:
-    qfilter: models.Filter | None
-    prefix: tuple[str, str] | None
-    """(payload field, exact prefix) still to check on each point."""
-
-
-class QdrantConnector:
+class QdrantConnector(QdrantReader):
     """One Qdrant collection behind one store. Nothing is contacted until :meth:`open`."""
 
-    def __init__(self, config: StoreConfig) -> None:
-        self._config = config
-        self._collection = config.index
-        self._client: AsyncQdrantClient | None = None
-        self._payload_fields = config.mapping.source_fields()
-        self._created_at = config.mapping.created_at
-        self._retries = config.connection.retries
-        self._timeout_s = config.connection.timeout_ms / 1000.0
-        self._local = config.connection.url is None
-        # Fixed by open(): which vectors exist and how their scores are normalised.
-        self._dense_name: str | None = None
-        self._has_dense = False
+    def __init__(self, spec: ConnectorSpec) -> None:
+        super().__init__(spec)
+        self._spec = spec
+        self._local = spec.connection.url is None
+        # Fixed by open(): how dense scores are normalised, and the sparse leg's vector.
         self._metric: Metric = "cosine"
         self._sparse_name: str | None = None
 
@@ -212,6 +160,9 @@ class QdrantConnector:
         client = self._client
         if client is None:
             return False
+        if isinstance(client, LocalClient):
+            # In-process: open is up. Asking would queue behind a running scan on the worker.
+            return not client.closed
         try:
             async with asyncio.timeout(min(self._timeout_s, remaining(self._timeout_s))):
                 return bool(await client.collection_exists(self._collection))
@@ -222,7 +173,7 @@ class QdrantConnector:
     def _make_client(self) -> AsyncQdrantClient:
         from qdrant_client import AsyncQdrantClient
 
-        c = self._config.connection
+        c = self._spec.connection
         try:
             if c.url is not None:
                 api_key = c.api_key.get_secret_value() if c.api_key is not None else None
@@ -264,7 +215,7 @@ class QdrantConnector:
         """Check the configured vectors exist and fix the dense metric; see open()."""
         from qdrant_client.http import models
 
-        s = self._config.search
+        s = self._spec.search
         params = info.config.params
         dense_cfg: models.VectorParams | None = None
         vectors = params.vectors
@@ -278,20 +229,28 @@ class QdrantConnector:
             dense_cfg = vectors
         elif isinstance(vectors, dict) and "" in vectors:
             dense_cfg = vectors[""]
-        elif vectors and self._config.has_vectors:
+        elif vectors and self._spec.has_vectors:
             raise EngineConfigError(
                 "the collection has only named dense vectors: set search.vector_field"
             )
-        elif self._config.has_vectors:
+        elif self._spec.has_vectors:
             raise EngineConfigError(
                 f"search.mode '{s.mode}' needs a dense vector and the collection has none"
             )
 
         self._sparse_name = None
         if s.sparse_vector is not None:
-            if s.sparse_vector not in (params.sparse_vectors or {}):
+            sparse_cfg = (params.sparse_vectors or {}).get(s.sparse_vector)
+            if sparse_cfg is None:
                 raise EngineConfigError(
                     "the sparse vector named by search.sparse_vector is not in the collection"
+                )
+            if sparse_cfg.modifier != models.Modifier.IDF:
+                # Query vectors carry term weights only (the gateway's lexical encoding):
+                # without Qdrant's IDF modifier every term would weigh alike.
+                raise EngineConfigError(
+                    "search.sparse_vector: the collection's sparse vector needs modifier idf "
+                    "(the gateway's lexical encoding sends term weights and leaves IDF to Qdrant)"
                 )
             self._sparse_name = s.sparse_vector
 
@@ -332,8 +291,8 @@ class QdrantConnector:
         from qdrant_client.http import models
 
         try:
-            tr = _translate_filter(request.filter)
-        except _MatchesNothing:
+            tr = translate_filter(request.filter)
+        except MatchesNothing:
             return []
         if request.text is not None and request.sparse is None and request.dense is None:
             raise EngineRejected("qdrant has no text search: send a sparse vector")
@@ -364,7 +323,7 @@ class QdrantConnector:
             if ids is not None and not ids:
                 return []
             if ids is not None:
-                tr = _with_ids(tr, ids)  # exact: the engine ranks only prefixed points
+                tr = with_ids(tr, ids)  # exact: the engine ranks only prefixed points
             else:
                 limit = max(request.limit, request.candidates)  # broad prefix: over-fetch
         with_vectors = self._with_vectors(request.with_vectors)
@@ -396,7 +355,7 @@ class QdrantConnector:
                 timeout=self._server_timeout(),
             )
         )
-        points = [p for p in response.points if _has_prefix(p.payload, tr.prefix)]
+        points = [p for p in response.points if has_prefix(p.payload, tr.prefix)]
         points = points[: request.limit]
         scores = self._normalise(kind, [p.score for p in points])
         return [
@@ -416,8 +375,8 @@ class QdrantConnector:
             EngineUnavailable, EngineTimeout, EngineRejected, EngineConfigError.
         """
         try:
-            tr = _translate_filter(request.filter)
-        except _MatchesNothing:
+            tr = translate_filter(request.filter)
+        except MatchesNothing:
             return []
         if request.limit <= 0:
             return []
@@ -438,135 +397,13 @@ class QdrantConnector:
             EngineUnavailable, EngineTimeout, EngineRejected, EngineConfigError.
         """
         try:
-            tr = _translate_filter(flt)
-        except _MatchesNothing:
+            tr = translate_filter(flt)
+        except MatchesNothing:
             return None
         records = await self._first_by_id(tr, 1, with_vectors)
         return self._hit(records[0], with_vectors) if records else None
 
-    # -- ordered reads -----------------------------------------------------------------
-
-    async def _by_value(
-        self, tr: _Translated, limit: int, newest_first: bool, with_vectors: bool
-    ) -> list[models.Record]:
-        """scroll + order_by; with a key prefix the window doubles until limit exact matches.
-
-        Re-reading a doubled window from the start (instead of start_from paging)
-        stays correct when many points share one timestamp.
-        """
-        from qdrant_client.http import models
-
-        assert self._created_at is not None
-        order = models.OrderBy(
-            key=self._created_at,
-            direction=models.Direction.DESC if newest_first else models.Direction.ASC,
-        )
-        window = limit if tr.prefix is None else max(4 * limit, _PAGE)
-        wv = self._with_vectors(with_vectors)
-        while True:
-            records, _ = await self._scroll(tr, window, wv, order_by=order)
-            matched = [r for r in records if _has_prefix(r.payload, tr.prefix)]
-            if len(matched) >= limit or len(records) < window:
-                return matched[:limit]
-            window *= 2
-
-    async def _scan_by_id(
-        self,
-        tr: _Translated,
-        with_vectors: bool,
-        page: int,
-        visit: Callable[[models.Record], bool],
-    ) -> None:
-        """Scroll by id ascending, calling visit on each exact match until it returns False."""
-        offset: Any = None
-        wv = self._with_vectors(with_vectors)
-        while True:
-            records, offset = await self._scroll(tr, page, wv, offset=offset)
-            for r in records:
-                if _has_prefix(r.payload, tr.prefix) and not visit(r):
-                    return
-            if offset is None:
-                return
-
-    async def _scroll(
-        self,
-        tr: _Translated,
-        limit: int,
-        with_vectors: bool | list[str],
-        *,
-        order_by: models.OrderBy | None = None,
-        offset: Any = None,
-        payload: list[str] | None = None,
-    ) -> tuple[list[models.Record], Any]:
-        return await self._read(
-            lambda c: c.scroll(
-                self._collection,
-                scroll_filter=tr.qfilter,
-                limit=limit,
-                order_by=order_by,
-                offset=offset,
-                with_payload=(payload or self._payload_fields) or False,
-                with_vectors=with_vectors,
-                timeout=self._server_timeout(),
-            )
-        )
-
-    async def _prefix_ids(self, tr: _Translated) -> list[Any] | None:
-        """Ids of the points whose key starts with the prefix, or None when too many.
-
-        A search cannot post-filter without losing ``limit`` (the engine ranks a
-        fixed number of candidates), so a selective prefix is resolved first by a
-        scroll that reads only the key field, and the search filters on the ids.
-        Beyond _PREFIX_SCAN scanned points or _PREFIX_IDS matches, the caller
-        over-fetches instead: a prefix that broad rarely leaves the page short.
-        """
-        assert tr.prefix is not None
-        ids: list[Any] = []
-        scanned = 0
-        offset: Any = None
-        while True:
-            records, offset = await self._scroll(
-                tr, 1024, False, offset=offset, payload=[tr.prefix[0]]
-            )
-            scanned += len(records)
-            ids.extend(r.id for r in records if _has_prefix(r.payload, tr.prefix))
-            if len(ids) > _PREFIX_IDS or (offset is not None and scanned >= _PREFIX_SCAN):
-                return None
-            if offset is None:
-                return ids
-
-    async def _first_by_id(
-        self, tr: _Translated, limit: int, with_vectors: bool
-    ) -> list[models.Record]:
-        out: list[models.Record] = []
-
-        def keep(r: models.Record) -> bool:
-            out.append(r)
-            return len(out) < limit
-
-        page = limit if tr.prefix is None else max(limit, _PAGE)
-        await self._scan_by_id(tr, with_vectors, page, keep)
-        return out
-
-    async def _last_by_id(
-        self, tr: _Translated, limit: int, with_vectors: bool
-    ) -> list[models.Record]:
-        """The last ``limit`` ids, highest first: a full scan, memory bounded by limit."""
-        tail: deque[models.Record] = deque(maxlen=limit)
-
-        def keep(r: models.Record) -> bool:
-            tail.append(r)
-            return True
-
-        await self._scan_by_id(tr, with_vectors, max(limit, _PAGE * 4), keep)
-        return list(reversed(tail))
-
     # -- helpers -----------------------------------------------------------------------
-
-    def _with_vectors(self, wanted: bool) -> bool | list[str]:
-        if not wanted or not self._has_dense:
-            return False
-        return [self._dense_name] if self._dense_name is not None else True
 
     def _vector_of(self, vector: Any) -> list[float] | None:
         if isinstance(vector, dict):
@@ -584,269 +421,10 @@ class QdrantConnector:
 
     def _normalise(self, kind: str, scores: list[float]) -> list[float]:
         if kind == "dense":
-            if self._metric == "l2":
-                return [1.0 / (1.0 + max(0.0, s)) for s in scores]
-            return [min(1.0, max(0.0, (s + 1.0) / 2.0)) for s in scores]
+            score = l2_score if self._metric == "l2" else cosine_score
+            return [score(s) for s in scores]
         # Sparse (BM25-like) and RRF scores have no fixed range: scale by the best.
-        top = max(scores, default=0.0)
-        if top <= 0 or not math.isfinite(top):
-            return [0.0 for _ in scores]
-        return [min(1.0, max(0.0, s / top)) for s in scores]
-
-    def _server_timeout(self) -> int:
-        """Whole seconds for the server's own timeout (it takes an int), at least 1."""
-        return max(1, math.ceil(remaining(self._timeout_s)))
-
-    async def _read(self, call: Callable[[AsyncQdrantClient], Awaitable[T]]) -> T:
-        """One engine read: retried while transient, bounded by the deadline, translated.
-
-        Raises:
-            EngineUnavailable, EngineTimeout, EngineRejected, EngineConfigError.
-        """
-        client = self._client
-        if client is None:
-            raise EngineUnavailable("qdrant connector is not open")
-
-        async def attempt() -> T:
-            async with asyncio.timeout(remaining(self._timeout_s)):
-                return await call(client)
-
-        with _engine_errors():
-            return await retry_read(attempt, transient=_is_transient, attempts=self._retries)
-
-
-# -- filters -------------------------------------------------------------------------------
-
-
-def _translate_filter(flt: Filter) -> _Translated:
-    """A conjunction of equality conditions (+ key prefix) as a Qdrant payload filter.
-
-    Raises:
-        _MatchesNothing: no point can satisfy the filter.
-        EngineRejected: a value the client's models refuse (pydantic validation).
-    """
-    try:
-        return _build_filter(flt)
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        log.debug("qdrant filter refused: %s", exc)
-        raise EngineRejected("qdrant cannot express the filter") from exc
-
-
-def _build_filter(flt: Filter) -> _Translated:
-    from qdrant_client.http import models
-
-    must: list[Any] = [_condition(c) for c in flt.must]
-    must.extend(_time_windows(t) for t in flt.times)
-    prefix: tuple[str, str] | None = None
-    if flt.key_prefix is not None and flt.key_prefix[1]:
-        field, value = flt.key_prefix
-        prefix = (field, value)
-        tokens = _prefix_words(value)
-        if tokens:
-            must.append(
-                models.FieldCondition(key=field, match=models.MatchText(text=" ".join(tokens)))
-            )
-    return _Translated(qfilter=models.Filter(must=must) if must else None, prefix=prefix)
-
-
-def _with_ids(tr: _Translated, ids: list[Any]) -> _Translated:
-    """tr narrowed to the ids of a resolved key prefix: exact, so no post-filter remains."""
-    from qdrant_client.http import models
-
-    must: list[Any] = []
-    if tr.qfilter is not None and isinstance(tr.qfilter.must, list):
-        must.extend(tr.qfilter.must)  # _translate_filter always builds a list
-    must.append(models.HasIdCondition(has_id=ids))
-    return _Translated(qfilter=models.Filter(must=must), prefix=None)
-
-
-def _condition(cond: Condition) -> Any:
-    from qdrant_client.http import models
-
-    if not cond.values:
-        raise _MatchesNothing
-    if cond.field == ID_FIELD:
-        ids = [i for i in (_point_id(v) for v in cond.values) if i is not None]
-        if not ids:
-            raise _MatchesNothing
-        return models.HasIdCondition(has_id=ids)
-    values = list(dict.fromkeys(cond.values))
-    if len(values) == 1:
-        return _one_value(cond.field, values[0])
-    if all(isinstance(v, str) for v in values):
-        return models.FieldCondition(key=cond.field, match=models.MatchAny(any=values))
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return models.FieldCondition(key=cond.field, match=models.MatchAny(any=values))
-    # Mixed types (or floats, bools): any-of as a nested should.
-    return models.Filter(should=[_one_value(cond.field, v) for v in values])
-
-
-def _time_windows(times: TimeWindows) -> Any:
-    from qdrant_client.http import models
-
-    ranges = [
-        models.FieldCondition(key=times.field, range=models.DatetimeRange(gte=gte, lt=lt))
-        for gte, lt in times.windows
-    ]
-    if not ranges:
-        raise _MatchesNothing
-    return ranges[0] if len(ranges) == 1 else models.Filter(should=ranges)
-
-
-def _one_value(field: str, value: Scalar) -> Any:
-    from qdrant_client.http import models
-
-    if isinstance(value, float):
-        # Qdrant matches floats by range only (MatchValue takes str/int/bool).
-        return models.FieldCondition(key=field, range=models.Range(gte=value, lte=value))
-    return models.FieldCondition(key=field, match=models.MatchValue(value=value))
-
-
-def _point_id(value: Scalar) -> int | str | None:
-    """A Qdrant point id (unsigned int or UUID) from a condition value, or None."""
-    if isinstance(value, bool | float):
-        return None
-    if isinstance(value, int):
-        return value if 0 <= value < _MAX_POINT_ID else None
-    if value.isascii() and value.isdigit():
-        n = int(value)
-        return n if n < _MAX_POINT_ID else None
-    try:
-        return str(uuid.UUID(value))
-    except ValueError:
-        return None
-
-
-def _prefix_words(prefix: str) -> list[str]:
-    """The words of prefix that are whole tokens of every key starting with it.
-
-    The last segment may be cut mid-word ("scifact/12" -> "12" could be the
-    start of "123"), so only segments followed by a separator count, and only
-    pure letter/digit runs, which every word tokenizer keeps intact.
-    """
-    parts = _SAFE_SEPARATORS.split(prefix)
-    return [p.lower() for p in parts[:-1] if p and _WORD.fullmatch(p)]
-
-
-def _has_prefix(payload: dict[str, Any] | None, prefix: tuple[str, str] | None) -> bool:
-    if prefix is None:
-        return True
-    field, value = prefix
-    current: Any = payload or {}
-    for part in field.split("."):  # dotted paths, like Qdrant's payload keys
-        if not isinstance(current, dict):
-            return False
-        current = current.get(part)
-    if isinstance(current, list):
-        return any(isinstance(v, str) and v.startswith(value) for v in current)
-    return isinstance(current, str) and current.startswith(value)
-
-
-# -- errors --------------------------------------------------------------------------------
-
-_METRIC_OF: Final[dict[str, Metric]] = {"Cosine": "cosine", "Dot": "dot", "Euclid": "l2"}
-
-
-def _status(exc: BaseException) -> int | None:
-    from qdrant_client.http.exceptions import UnexpectedResponse
-
-    return exc.status_code if isinstance(exc, UnexpectedResponse) else None
-
-
-def _is_transient(exc: BaseException) -> bool:
-    """Connection failures, 5xx and 429 are worth another try; nothing else is."""
-    import httpx
-    from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
-    from qdrant_client.http.exceptions import ResponseHandlingException
-
-    if isinstance(exc, ResourceExhaustedResponse):
-        return True
-    status = _status(exc)
-    if status is not None:
-        return status == 429 or status >= 500
-    if isinstance(exc, ResponseHandlingException):
-        exc = exc.source
-    if isinstance(exc, httpx.ConnectTimeout):
-        return True  # nothing answered the connect: the engine is not reachable
-    return isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.TimeoutException)
-
-
-def _retry_after_ms(exc: BaseException) -> int:
-    """Retry-After (seconds) of a 429/503 as milliseconds; 1000 when absent or a date."""
-    from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
-    from qdrant_client.http.exceptions import UnexpectedResponse
-
-    if isinstance(exc, ResourceExhaustedResponse):
-        return max(0, exc.retry_after_s) * 1000
-    if isinstance(exc, UnexpectedResponse):
-        value = exc.headers.get("retry-after")
-        if value is not None and value.strip().isdigit():
-            return int(value.strip()) * 1000
-    return 1000
-
-
-@contextmanager
-def _engine_errors() -> Iterator[None]:
-    """Translate qdrant-client's exceptions into :mod:`connectors.errors` (the one boundary)."""
-    import httpx
-    from qdrant_client.common.client_exceptions import QdrantException
-    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
-
-    try:
-        yield
-    except ConnectorError:
-        raise
-    except TimeoutError as exc:
-        raise EngineTimeout("qdrant did not answer in time") from exc
-    except UnexpectedResponse as exc:
-        status = exc.status_code or 0
-        log.debug("qdrant answered HTTP %s: %s", status, exc)
-        if status == 429 or status >= 500:
-            raise EngineUnavailable(f"qdrant answered HTTP {status}", _retry_after_ms(exc)) from exc
-        if status == 404:
-            raise EngineConfigError(_MISSING_COLLECTION) from exc
-        if status in (401, 403):
-            raise EngineConfigError("qdrant refused the gateway's credentials") from exc
-        raise EngineRejected(f"qdrant refused the request (HTTP {status})") from exc
-    except QdrantException as exc:  # a 429 whose Retry-After the client parsed
-        log.debug("qdrant answered 429: %s", exc)
-        raise EngineUnavailable("qdrant is rate limiting", _retry_after_ms(exc)) from exc
-    except ResponseHandlingException as exc:
-        source = exc.source
-        log.debug("qdrant request failed: %r", source)
-        if _is_transient(exc):
-            raise EngineUnavailable("qdrant cannot be reached") from exc
-        if isinstance(source, httpx.TimeoutException):
-            raise EngineTimeout("qdrant did not answer in time") from exc
-        if isinstance(source, httpx.HTTPError):
-            raise EngineUnavailable("qdrant cannot be reached") from exc
-        raise EngineRejected("qdrant sent a response the client cannot read") from exc
-    except httpx.TimeoutException as exc:
-        raise EngineTimeout("qdrant did not answer in time") from exc
-    except httpx.HTTPError as exc:
-        log.debug("qdrant request failed: %r", exc)
-        raise EngineUnavailable("qdrant cannot be reached") from exc
-    except ValueError as exc:
-        # Local mode raises ValueError where a server answers 4xx/404.
-        text = str(exc)
-        log.debug("qdrant refused the request: %s", text)
-        if text.startswith("Collection ") and text.endswith(" not found"):
-            raise EngineConfigError(_MISSING_COLLECTION) from exc
-        if "not found" in text or "does not exist" in text or "Not existing" in text:
-            raise EngineConfigError(
-                "a vector named by search.vector_field or search.sparse_vector "
-                "is not in the collection"
-            ) from exc
-        raise EngineRejected("qdrant refused the request") from exc
-    except RuntimeError as exc:
-        log.debug("qdrant local mode failed: %s", exc)
-        raise EngineUnavailable("qdrant local mode is closed") from exc
-    except ArithmeticError as exc:  # local mode computes scores with numpy in-process
-        log.debug("qdrant local mode arithmetic failed: %s", exc)
-        raise EngineRejected("qdrant could not score the query") from exc
-
-
-_MISSING_COLLECTION: Final = "the qdrant collection named by index does not exist"
+        return scale_by_max(scores)
 
 
 __all__ = ["METRICS", "QdrantConnector"]

@@ -9,6 +9,7 @@ from connectors.base import Connector
 from connectors.errors import ConnectorError
 from connectors.factory import make_connector
 from gateway.config import Backend, GatewayConfig, StoreConfig
+from gateway.connector_spec import connector_spec
 from gateway.dispatcher import Dispatcher, Observer
 from gateway.federation import Federation, Member
 from gateway.ratelimit import RateLimiter
@@ -66,7 +67,7 @@ class Gateway:
                 bootstrap=_bootstrap(store_cfg, connector),
             )
             for name, store_cfg in config.stores.items()
-            for connector in (make_connector(store_cfg),)
+            for connector in (make_connector(connector_spec(store_cfg)),)
         }
         self.federations: dict[str, Federation] = {
             name: Federation(

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from connectors.base import Hit
-from connectors.lucene import fuse_rrf
+from connectors.fusion import fuse_rrf
 
 Ranked = Sequence[tuple[Sequence[dict[str, Any]], float]]
 """Per member: its records (ids already federation-encoded, best first) and weight."""

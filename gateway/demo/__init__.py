@@ -153,7 +153,8 @@ async def ensure_demo_index(store: StoreConfig, connector: Connector | None = No
             vector, or an in-memory demo has no Qdrant connector to fill.
         LocalStorageLocked: the path is locked by another process.
     """
-    from connectors.qdrant import QdrantConnector, open_local
+    from connectors.qdrant import QdrantConnector
+    from connectors.qdrant_local import open_local
 
     c = store.connection
     if store.backend is not Backend.QDRANT or c.url or not store.search.sparse_vector:

@@ -38,8 +38,9 @@ from connectors.errors import EngineConfigError, EngineTimeout, EngineUnavailabl
 from connectors.lucene import LuceneConnector
 from connectors.opensearch import OpenSearchConnector
 from connectors.retry import deadline_scope
-from gateway.config import StoreConfig
+from connectors.spec import ConnectorSpec
 from gateway.records import format_timestamp, parse_timestamp
+from tests.connectors.specs import merged, spec_of
 from tests.support import lucene_loader
 from tests.support.lucene_loader import Engine, LoadResult
 from tests.support.scifact import SciFact, load_scifact
@@ -81,8 +82,8 @@ def os_loaded(opensearch_url: str, scifact: SciFact) -> Loaded:
     return _load("opensearch", opensearch_url, scifact)
 
 
-def scifact_store(loaded: Loaded, **over: Any) -> StoreConfig:
-    """The SciFact store on ``loaded``'s engine; keyword args override sections key by key."""
+def scifact_store_data(loaded: Loaded, **over: Any) -> dict[str, Any]:
+    """The SciFact store on ``loaded``'s engine as config sections; overrides merge key by key."""
     data: dict[str, Any] = {
         "backend": loaded.engine,
         "index": loaded.index,
@@ -102,16 +103,15 @@ def scifact_store(loaded: Loaded, **over: Any) -> StoreConfig:
             "embedder": {"kind": "local", "model": "all-MiniLM-L6-v2"},
         },
     }
-    for section, value in over.items():
-        if isinstance(value, dict) and isinstance(data.get(section), dict):
-            data[section] = {**data[section], **value}
-        else:
-            data[section] = value
-    return StoreConfig.model_validate(data)
+    return merged(data, over)
 
 
-def make_connector(config: StoreConfig, **kw: Any) -> LuceneConnector:
-    if config.backend.value == "elasticsearch":
+def scifact_store(loaded: Loaded, **over: Any) -> ConnectorSpec:
+    return spec_of(scifact_store_data(loaded, **over))
+
+
+def make_connector(config: ConnectorSpec, **kw: Any) -> LuceneConnector:
+    if config.backend == "elasticsearch":
         return ElasticsearchConnector(config, **kw)
     return OpenSearchConnector(config, **kw)
 
@@ -144,7 +144,7 @@ def recall_at_10(ranked: Sequence[str], relevant: set[str]) -> float:
     return len(set(ranked[:10]) & relevant) / len(relevant) if relevant else 0.0
 
 
-def multi_match(config: StoreConfig, text: str) -> dict[str, Any]:
+def multi_match(config: ConnectorSpec, text: str) -> dict[str, Any]:
     """The multi_match a person would write by hand for the store (for the parity check)."""
     return {
         "multi_match": {
@@ -618,6 +618,14 @@ class LuceneSuite:
             await c.ordered(OrderedRequest(limit=1))
         with pytest.raises(EngineUnavailable):
             await c.search(SearchRequest(limit=1, text="cancer"))
+
+    async def test_ping_after_close_is_false_and_builds_no_client(self, loaded: Loaded) -> None:
+        c = make_connector(scifact_store(loaded))
+        await c.open()
+        assert await c.ping() is True  # control: the engine is up
+        await c.close()
+        assert await c.ping() is False
+        assert c._client is None
 
     async def test_spent_deadline_is_a_timeout(self, conn: LuceneConnector) -> None:
         with pytest.raises(EngineTimeout):

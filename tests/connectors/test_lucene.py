@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -9,24 +10,16 @@ import pytest
 from connectors.base import ID_FIELD, Condition, Filter, Hit, OrderedRequest, SearchRequest
 from connectors.elasticsearch import ElasticsearchConnector
 from connectors.errors import EngineConfigError, EngineRejected, EngineTimeout, EngineUnavailable
-from connectors.lucene import (
-    EngineFailure,
-    QueryTranslator,
-    TextField,
-    check_fields,
-    flatten_mapping,
-    fuse_rrf,
-    inner_product_score,
-    keyword_subfields,
-    normalise_by_max,
-    parse_text_fields,
-    retry_after_ms,
-)
+from connectors.fusion import fuse_rrf, inner_product_score, normalise_by_max
+from connectors.lucene import EngineFailure, retry_after_ms
+from connectors.lucene_mapping import check_fields, flatten_mapping, keyword_subfields
+from connectors.lucene_query import QueryTranslator, TextField, parse_text_fields
 from connectors.opensearch import OpenSearchConnector
-from gateway.config import StoreConfig
+from connectors.spec import ConnectorSpec
+from tests.connectors.specs import merged, spec_of
 
 
-def store(**over: Any) -> StoreConfig:
+def store(**over: Any) -> ConnectorSpec:
     """A typical SciFact-like store; keyword args override top-level sections."""
     data: dict[str, Any] = {
         "backend": "elasticsearch",
@@ -42,12 +35,7 @@ def store(**over: Any) -> StoreConfig:
         },
         "search": {"text_fields": ["title^2", "text"]},
     }
-    for section, value in over.items():
-        if isinstance(value, dict) and isinstance(data.get(section), dict):
-            data[section] = {**data[section], **value}
-        else:
-            data[section] = value
-    return StoreConfig.model_validate(data)
+    return spec_of(merged(data, over))
 
 
 def walk_keys(node: Any) -> set[str]:
@@ -99,7 +87,7 @@ def test_multi_match_type_can_be_chosen() -> None:
 
 
 def test_lexical_without_text_fields_is_a_config_error() -> None:
-    # text_fields are required by StoreConfig for lexical mode; a dense store has none.
+    # text_fields are required by ConnectorSpec for lexical mode; a dense store has none.
     cfg = store(
         search={
             "text_fields": [],
@@ -547,7 +535,7 @@ def test_os_classifies_client_exceptions() -> None:
 # ---- dialects
 
 
-def dense_store(backend: str) -> StoreConfig:
+def dense_store(backend: str) -> ConnectorSpec:
     return store(
         backend=backend,
         search={
@@ -655,13 +643,56 @@ def test_opensearch_refuses_cloud_id() -> None:
         OpenSearchConnector(cfg)._make_client()
 
 
+def _sigv4_store() -> ConnectorSpec:
+    return store(
+        backend="opensearch",
+        connection={"hosts": ["http://127.0.0.1:9200"], "aws_sigv4": {"region": "eu-west-1"}},
+    )
+
+
+async def test_aws_credential_lookup_runs_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The chain can block on the instance metadata service: it must not run in the loop.
+    from types import SimpleNamespace
+
+    import connectors.opensearch as opensearch
+
+    loop_thread = threading.get_ident()
+    lookups: list[int] = []
+
+    def lookup() -> Any:
+        lookups.append(threading.get_ident())
+        return SimpleNamespace(access_key="AKIDEXAMPLE", secret_key="s", token=None)
+
+    monkeypatch.setattr(opensearch, "aws_credentials", lookup)
+    c = OpenSearchConnector(_sigv4_store())
+    await c._prepare()
+    client = c._make_client()  # builds the signer from what _prepare found; no lookup here
+    try:
+        assert len(lookups) == 1
+        assert lookups[0] != loop_thread
+    finally:
+        await client.close()
+
+
+async def test_no_aws_credentials_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import connectors.opensearch as opensearch
+
+    monkeypatch.setattr(opensearch, "aws_credentials", lambda: None)
+    c = OpenSearchConnector(_sigv4_store())
+    await c._prepare()
+    with pytest.raises(EngineConfigError, match=r"connection\.aws_sigv4"):
+        c._make_client()
+
+
 async def test_search_before_open_is_a_bug() -> None:
     with pytest.raises(RuntimeError):
         await ElasticsearchConnector(store()).search(SearchRequest(limit=1, text="x"))
 
 
 def test_text_only_field_is_matched_as_phrases_not_terms() -> None:
-    from connectors.lucene import QueryTranslator, text_only_fields
+    from connectors.lucene_mapping import text_only_fields
 
     fields: dict[str, dict[str, Any]] = {
         "title": {"type": "text"},

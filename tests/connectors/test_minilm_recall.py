@@ -25,11 +25,12 @@ import yaml
 from connectors.errors import EngineConfigError, EngineTimeout
 from connectors.factory import make_connector
 from gateway.config import StoreConfig
+from gateway.connector_spec import connector_spec
 from gateway.embedders.minilm import MiniLMEmbedder
 from gateway.params import RecallParams
 from gateway.store import Store
 from tests.connectors.conftest import Loaded as LuceneLoaded
-from tests.connectors.conftest import scifact_store
+from tests.connectors.conftest import scifact_store_data
 from tests.support.scifact import SciFact, load_qdrant, load_scifact, subset
 
 pytestmark = pytest.mark.integration
@@ -87,7 +88,7 @@ async def _recall(
 
 
 async def _ranks_like_the_reference(config: StoreConfig, sf: SciFact, qids: Sequence[str]) -> None:
-    store = Store("s", config, make_connector(config))
+    store = Store("s", config, make_connector(connector_spec(config)))
     try:
         await store.ensure_started()
         assert store.describe()["embeddings"]["model"] == "all-MiniLM-L6-v2"
@@ -112,8 +113,10 @@ async def test_text_only_dense_recall_on_qdrant(
 
 @pytest.mark.opensearch
 async def test_text_only_dense_recall_on_opensearch(os_loaded: LuceneLoaded) -> None:
-    config = scifact_store(
-        os_loaded, search={"mode": "dense", "embedder": {"kind": "minilm"}, "text_fields": []}
+    config = StoreConfig.model_validate(
+        scifact_store_data(
+            os_loaded, search={"mode": "dense", "embedder": {"kind": "minilm"}, "text_fields": []}
+        )
     )
     qids = [q for q in os_loaded.sf.query_ids if q in os_loaded.sf.qrels][:40]
     await _ranks_like_the_reference(config, os_loaded.sf, qids)
@@ -129,7 +132,7 @@ async def test_width_mismatch_fails_at_start(tmp_path: Path) -> None:
     )
     await client.close()
     config = qdrant_store(tmp_path)
-    store = Store("s", config, make_connector(config))
+    store = Store("s", config, make_connector(connector_spec(config)))
     try:
         with pytest.raises(
             EngineConfigError, match="makes 384 dimensions; the index's vectors have 8"
@@ -145,7 +148,7 @@ async def test_deadline_holds_while_the_model_is_busy(
 ) -> None:
     path, qids = qdrant
     config = qdrant_store(path).model_copy(update={"request_timeout_ms": 300})
-    store = Store("s", config, make_connector(config))
+    store = Store("s", config, make_connector(connector_spec(config)))
     gate, finished = threading.Event(), threading.Event()
     try:
         await store.ensure_started()

@@ -28,10 +28,12 @@ from connectors.base import (
     SparseVector,
 )
 from connectors.errors import EngineConfigError, EngineTimeout, EngineUnavailable
-from connectors.qdrant import QdrantConnector, _prefix_words, _translate_filter
+from connectors.qdrant import QdrantConnector
+from connectors.qdrant_query import prefix_words, translate_filter
 from connectors.retry import deadline_scope
-from gateway.config import StoreConfig
+from connectors.spec import ConnectorSpec
 from gateway.embedders.lexical import LexicalSparseEncoder
+from tests.connectors.specs import merged, spec_of
 from tests.support.scifact import SciFact, documents, load_qdrant, load_scifact, subset
 
 pytestmark = pytest.mark.integration
@@ -64,7 +66,7 @@ def loaded(scifact_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Loade
     return Loaded(sf, qids, dids, docs, encoder, base / "named", base / "unnamed")
 
 
-def store(path: Path, **over: Any) -> StoreConfig:
+def store(path: Path, **over: Any) -> ConnectorSpec:
     """The test store: hybrid over the loaded collection; keyword overrides per section."""
     raw: dict[str, Any] = {
         "backend": "qdrant",
@@ -84,12 +86,7 @@ def store(path: Path, **over: Any) -> StoreConfig:
             "embedder": {"kind": "openai", "url": "http://127.0.0.1:9/v1", "model": "m"},
         },
     }
-    for section, values in over.items():
-        if isinstance(values, dict):
-            raw[section] = {**raw.get(section, {}), **values}
-        else:
-            raw[section] = values
-    return StoreConfig.model_validate(raw)
+    return spec_of(merged(raw, over))
 
 
 @pytest.fixture
@@ -184,7 +181,7 @@ async def test_missing_collection_or_vector_is_a_config_error(
 
 async def test_in_memory_location_without_collection_is_a_config_error() -> None:
     c = QdrantConnector(
-        StoreConfig.model_validate(
+        spec_of(
             {
                 "backend": "qdrant",
                 "index": "absent",
@@ -364,13 +361,13 @@ async def test_key_prefix_combines_with_conditions(loaded: Loaded, conn: QdrantC
 
 
 def test_prefix_words_keep_only_whole_tokens() -> None:
-    assert _prefix_words("scifact/12") == ["scifact"]
-    assert _prefix_words("demo/recall/") == ["demo", "recall"]
-    assert _prefix_words("Demo Notes/x") == ["demo", "notes"]
-    assert _prefix_words("v1.2/x") == []  # Unicode keeps "v1.2" one word
-    assert _prefix_words("a_b/c") == []
-    assert _prefix_words("abc") == []
-    assert _translate_filter(Filter(key_prefix=("key", "abc"))).qfilter is None
+    assert prefix_words("scifact/12") == ["scifact"]
+    assert prefix_words("demo/recall/") == ["demo", "recall"]
+    assert prefix_words("Demo Notes/x") == ["demo", "notes"]
+    assert prefix_words("v1.2/x") == []  # Unicode keeps "v1.2" one word
+    assert prefix_words("a_b/c") == []
+    assert prefix_words("abc") == []
+    assert translate_filter(Filter(key_prefix=("key", "abc"))).qfilter is None
 
 
 # -- ordered / fetch -----------------------------------------------------------------------
@@ -441,8 +438,8 @@ async def test_fetch_by_key(loaded: Loaded, conn: QdrantConnector) -> None:
 # -- an unreachable or failing server ------------------------------------------------------
 
 
-def _server_store(url: str, **conn: Any) -> StoreConfig:
-    return StoreConfig.model_validate(
+def _server_store(url: str, **conn: Any) -> ConnectorSpec:
+    return spec_of(
         {
             "backend": "qdrant",
             "index": "scifact",
@@ -569,10 +566,51 @@ async def test_server_that_does_not_answer_times_out(peer_factory: Any) -> None:
 async def test_broad_key_prefix_falls_back_to_over_fetching(
     loaded: Loaded, conn: QdrantConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import connectors.qdrant as qdrant_module
+    import connectors.qdrant_reader as qdrant_module
 
     monkeypatch.setattr(qdrant_module, "_PREFIX_IDS", 5)
     flt = Filter(key_prefix=("key", "scifact/1"))
     hits = await conn.search(_request(loaded, loaded.query_ids[0], "hybrid", filter=flt))
     assert 0 < len(hits) <= 10
     assert all(h.source["key"].startswith("scifact/1") for h in hits)
+
+
+# -- the sparse vector must be the gateway's lexical encoding ------------------------------
+
+
+@pytest.mark.parametrize("modifier", [None, "idf"])
+async def test_a_sparse_vector_without_the_idf_modifier_is_refused_at_open(
+    modifier: str | None,
+) -> None:
+    from qdrant_client import models
+
+    c = QdrantConnector(
+        spec_of(
+            {
+                "backend": "qdrant",
+                "index": "a2m-test-sparse-modifier",
+                "connection": {"location": ":memory:"},
+                "mapping": {"content": "content"},
+                "search": {"sparse_vector": "text"},
+            }
+        )
+    )
+    client = c.local_client()
+    await client.create_collection(
+        "a2m-test-sparse-modifier",
+        vectors_config={},
+        sparse_vectors_config={
+            "text": models.SparseVectorParams(
+                modifier=models.Modifier.IDF if modifier == "idf" else None
+            )
+        },
+    )
+    try:
+        if modifier == "idf":  # control: the gateway's own encoding opens
+            info = await c.open()
+            assert info.lexical
+        else:
+            with pytest.raises(EngineConfigError, match=r"search\.sparse_vector.*modifier idf"):
+                await c.open()
+    finally:
+        await c.close()

@@ -23,7 +23,7 @@ from gateway.app import Gateway
 from gateway.config import GatewayConfig
 from gateway.metrics import Metrics
 from gateway.transports.http import create_app
-from tests.connectors.conftest import Loaded, scifact_store
+from tests.connectors.conftest import Loaded, scifact_store_data
 
 pytestmark = [pytest.mark.integration]
 
@@ -65,13 +65,13 @@ async def until(check: Callable[[], Awaitable[bool]], deadline_s: float) -> bool
 )
 async def test_engine_killed_then_restarted(engine: str, request: pytest.FixtureRequest) -> None:
     loaded: Loaded = request.getfixturevalue("os_loaded" if engine == "opensearch" else "es_loaded")
-    store = scifact_store(
+    store = scifact_store_data(
         loaded,
         connection={"hosts": [loaded.url], "timeout_ms": 2000, "retries": 1},
         search={"mode": "lexical", "text_fields": ["title", "text"], "embedder": {"kind": "none"}},
     )
     config = GatewayConfig.model_validate(
-        {"server": {"request_timeout_ms": 5000}, "stores": {"sf": store.model_dump(mode="json")}}
+        {"server": {"request_timeout_ms": 5000}, "stores": {"sf": store}}
     )
     gateway = Gateway(config)
     app = create_app(gateway, config.server, Metrics())

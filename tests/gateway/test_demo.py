@@ -11,6 +11,7 @@ import pytest
 from connectors.base import Condition, Filter, OrderedRequest, SearchRequest
 from connectors.qdrant import QdrantConnector
 from gateway.config import StoreConfig, load_config
+from gateway.connector_spec import connector_spec
 from gateway.demo import DEMO_STORE, chunks, default_demo_config, ensure_demo_index
 from gateway.embedders.lexical import LexicalSparseEncoder
 
@@ -74,7 +75,7 @@ def test_a_data_dir_puts_the_demo_on_disk(tmp_path: Path) -> None:
 async def demo(tmp_path: Path) -> AsyncIterator[QdrantConnector]:
     store = _store(tmp_path)
     assert await ensure_demo_index(store) == len(chunks())
-    conn = QdrantConnector(store)
+    conn = QdrantConnector(connector_spec(store))
     info = await conn.open()  # the indexer released local mode's lock
     assert info.lexical
     assert info.vectors is None
@@ -187,7 +188,7 @@ async def test_the_mapping_decides_payload_names(tmp_path: Path) -> None:
         }
     )
     assert await ensure_demo_index(store) == len(chunks())
-    conn = QdrantConnector(store)
+    conn = QdrantConnector(connector_spec(store))
     await conn.open()
     try:
         hits = await conn.search(

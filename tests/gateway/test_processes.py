@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from bench.process import GatewayProcess, start_gateway, stop_server
-from connectors.qdrant import open_local
+from connectors.qdrant_local import open_local
 
 pytestmark = pytest.mark.integration
 

@@ -23,6 +23,7 @@ from connectors.elasticsearch import ElasticsearchConnector
 from connectors.lucene import LuceneConnector
 from connectors.opensearch import OpenSearchConnector
 from gateway.app import Gateway
+from gateway.connector_spec import connector_spec
 from tests.security.acl_corpus import (
     ALPHA,
     QUERY_VECTOR,
@@ -109,7 +110,9 @@ async def _gateway_through(
         ElasticsearchConnector if engine == "elasticsearch" else OpenSearchConnector
     )
     # A small page so timelines take several search_after / PIT pages.
-    gateway.stores["s"].connector = cls(gateway.config.stores["s"], page_size=page_size)
+    gateway.stores["s"].connector = cls(
+        connector_spec(gateway.config.stores["s"]), page_size=page_size
+    )
     await gateway.start()
     return gateway
 
