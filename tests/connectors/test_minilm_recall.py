@@ -135,7 +135,7 @@ async def test_width_mismatch_fails_at_start(tmp_path: Path) -> None:
     store = Store("s", config, make_connector(connector_spec(config)))
     try:
         with pytest.raises(
-            EngineConfigError, match="makes 384 dimensions; the index's vectors have 8"
+            EngineConfigError, match="gives 384-dimensional vectors; the index holds 8"
         ):
             await store.ensure_started()
         assert not store.started

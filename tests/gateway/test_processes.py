@@ -119,7 +119,13 @@ def test_a_locked_local_store_is_refused_at_start_with_its_path(
 
 def test_ctrl_c_on_serve_exits_quietly(tmp_path: Path) -> None:
     log = tmp_path / "serve.log"
-    server = start_gateway(None, tmp_path / "data", log)
+    # A shell's background job inherits SIGINT ignored, and so would the gateway (it then
+    # stops on Ctrl-C all the same, exit 0): give it the terminal's default, as Ctrl-C has.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        server = start_gateway(None, tmp_path / "data", log)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         assert httpx.get(f"{server.base_url}/healthz").status_code == 200
         server.proc.send_signal(signal.SIGINT)
