@@ -1,7 +1,9 @@
 """A pass-through HTTP proxy that records every request on its way to a real engine.
 
 The engine answers everything (the proxy only relays), so a test sees the exact
-requests a connector sends: method, path and JSON body.
+requests a connector sends: method, path, JSON body and the Authorization header.
+The test nodes run without security, so the credential is recorded here and not
+passed on.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 _HOP = frozenset({"host", "content-length", "connection", "transfer-encoding"})
+_NOT_RELAYED = _HOP | {"authorization"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +28,7 @@ class Recorded:
     path: str
     body: Any
     """The JSON body, or None when the request had none."""
+    authorization: str | None = None
 
 
 class _Relay(BaseHTTPRequestHandler):
@@ -36,8 +40,15 @@ class _Relay(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         data = self.rfile.read(length) if length else None
         with self.lock:
-            self.seen.append(Recorded(self.command, self.path, json.loads(data) if data else None))
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
+            self.seen.append(
+                Recorded(
+                    self.command,
+                    self.path,
+                    json.loads(data) if data else None,
+                    self.headers.get("authorization"),
+                )
+            )
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in _NOT_RELAYED}
         request = urllib.request.Request(
             self.upstream + self.path, data=data, method=self.command, headers=headers
         )
