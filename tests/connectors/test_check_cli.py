@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -13,6 +14,21 @@ import yaml
 from tests.connectors.conftest import Loaded
 
 pytestmark = [pytest.mark.integration]
+
+
+def _check(tmp_path: Path, config: dict[str, Any]) -> tuple[Any, str]:
+    """`a2m-gateway check` on ``config`` in a real process: its JSON and stderr once it exits 0."""
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    proc = subprocess.run(
+        [sys.executable, "-m", "gateway", "check", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), proc.stderr
 
 
 @pytest.mark.parametrize(
@@ -47,17 +63,7 @@ def test_check_prints_describe_and_three_mapped_records(
             }
         }
     }
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    proc = subprocess.run(
-        [sys.executable, "-m", "gateway", "check", "--config", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    out, stderr = _check(tmp_path, config)
     assert out["ok"] is True
     describe = out["describe"]
     assert describe["capabilities"] == ["core", "keys", "embeddings", "prompt"]
@@ -74,7 +80,7 @@ def test_check_prints_describe_and_three_mapped_records(
         # Only mapped fields leave the gateway: the index's `acl` field is not one of them.
         assert set(record) == {"id", "content", "key", "group", "created_at"}
     assert "warnings" not in out, "created_at is mapped: nothing to warn about"
-    assert "created_at_fallback" not in proc.stderr
+    assert "created_at_fallback" not in stderr
 
 
 @pytest.mark.parametrize(
@@ -105,20 +111,10 @@ def test_check_warns_when_records_take_the_created_at_fallback(
             }
         }
     }
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    proc = subprocess.run(
-        [sys.executable, "-m", "gateway", "check", "--config", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    out, stderr = _check(tmp_path, config)
     assert out["ok"] is True
     (warning,) = out["warnings"]
     assert "mapping.created_at_fallback" in warning
     assert "timeline order" in warning
-    assert "mapping.created_at_fallback" in proc.stderr, "logged as a warning too"
+    assert "mapping.created_at_fallback" in stderr, "logged as a warning too"
     assert [r["created_at"] for r in out["sample"]] == ["2020-01-01T00:00:00.000Z"] * 3
