@@ -22,7 +22,7 @@ from connectors.base import (
     SparseVector,
     TimeWindows,
 )
-from gateway.config import Backend, SearchMode, StoreConfig
+from gateway.config import QdrantSearchConfig, SearchMode, StoreConfig
 from gateway.errors import EmbeddingMismatch, InvalidParams
 from gateway.mapping import TIME_FIELDS, UNFILTERABLE_FIELDS, RecordMapper
 from gateway.params import WhereValue
@@ -45,12 +45,13 @@ class QueryPlanner:
         self.mapper = mapper
         self.scope = scope
         self._sparse_encoder: Any = None
-        if config.backend is Backend.QDRANT and config.search.sparse_vector:
+        search = config.search
+        if isinstance(search, QdrantSearchConfig) and search.sparse_vector:
             # The Qdrant index's sparse vectors must have been written with this same
             # encoding (gateway.embedders.lexical); nothing in the engine can say so.
             from gateway.embedders.lexical import LexicalSparseEncoder
 
-            self._sparse_encoder = LexicalSparseEncoder(analyzer=config.search.sparse_analyzer)
+            self._sparse_encoder = LexicalSparseEncoder(analyzer=search.sparse_analyzer)
 
     # -- limits -------------------------------------------------------------------
 
