@@ -13,6 +13,7 @@ from connectors.spec import (
     Secret,
 )
 from gateway.config import (
+    ConnectionConfig,
     ElasticsearchConnection,
     LuceneSearchConfig,
     OpenSearchConnection,
@@ -26,9 +27,7 @@ def _secret(value: SecretStr | None) -> Secret | None:
     return Secret(value.get_secret_value()) if value is not None else None
 
 
-def _connection(
-    c: ElasticsearchConnection | OpenSearchConnection | QdrantConnection,
-) -> ConnectionSpec:
+def _connection(c: ConnectionConfig) -> ConnectionSpec:
     if isinstance(c, QdrantConnection):
         return ConnectionSpec(
             url=c.url,

@@ -10,6 +10,7 @@ from gateway.config.auth import ApiKeyEntry, AuthConfig, FailedAuthLimit, JwtAlg
 from gateway.config.base import Backend, ConfigError, StrictModel, is_loopback
 from gateway.config.connection import (
     AwsSigV4,
+    ConnectionConfig,
     ElasticsearchConnection,
     OpenSearchConnection,
     QdrantConnection,
@@ -59,6 +60,7 @@ __all__ = [
     "Backend",
     "ClaimSource",
     "ConfigError",
+    "ConnectionConfig",
     "DemoConfig",
     "ElasticsearchConnection",
     "ElasticsearchStoreConfig",

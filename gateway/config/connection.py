@@ -94,3 +94,7 @@ class QdrantConnection(_Transport):
         if sum([bool(self.url), bool(self.path), bool(self.location)]) != 1:
             raise ValueError("connection: a qdrant store needs exactly one of url, path, location")
         return self
+
+
+ConnectionConfig = ElasticsearchConnection | OpenSearchConnection | QdrantConnection
+"""Any store's connection (a type for annotations; each store model holds its own)."""

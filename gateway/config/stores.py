@@ -15,6 +15,7 @@ from pydantic import Field, TypeAdapter, field_validator, model_validator
 
 from gateway.config.base import Backend, StrictModel
 from gateway.config.connection import (
+    ConnectionConfig,
     ElasticsearchConnection,
     OpenSearchConnection,
     QdrantConnection,
@@ -116,7 +117,7 @@ class StoreBase(StrictModel):
     backend: Backend
     index: str = Field(min_length=1, description="index (ES/OS) or collection (Qdrant)")
     description: str | None = None
-    connection: ElasticsearchConnection | OpenSearchConnection | QdrantConnection
+    connection: ConnectionConfig
     mapping: MappingConfig = Field(default_factory=MappingConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
