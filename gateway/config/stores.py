@@ -21,7 +21,7 @@ from gateway.config.connection import (
     QdrantConnection,
 )
 from gateway.config.mapping import MappingConfig
-from gateway.config.search import LuceneSearchConfig, QdrantSearchConfig, SearchConfig, SearchMode
+from gateway.config.search import LuceneSearchConfig, QdrantSearchConfig, SearchConfig
 
 
 class LimitsConfig(StrictModel):
@@ -130,11 +130,6 @@ class StoreBase(StrictModel):
             raise ValueError("mapping: a store needs content, content_template or uri")
         return self
 
-    @property
-    def has_vectors(self) -> bool:
-        """The index must hold a dense vector."""
-        return self.search.vector_field is not None
-
 
 class ElasticsearchStoreConfig(StoreBase):
     backend: Literal[Backend.ELASTICSEARCH]
@@ -162,11 +157,6 @@ class QdrantStoreConfig(StoreBase):
                 "(qdrant has no per-user document security to forward to)"
             )
         return self
-
-    @property
-    def has_vectors(self) -> bool:
-        # Dense and hybrid Qdrant stores may use the collection's unnamed default vector.
-        return self.search.vector_field is not None or self.search.mode is not SearchMode.LEXICAL
 
 
 LuceneStoreConfig = ElasticsearchStoreConfig | OpenSearchStoreConfig
