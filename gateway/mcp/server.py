@@ -128,7 +128,11 @@ class McpHttpApp:
         rest = path[len("/mcp") :].strip("/")
         if not rest:
             return Endpoint()
-        return Endpoint(rest) if rest in self._gateway.stores else None
+        return Endpoint(rest) if self._served(rest) else None
+
+    def _served(self, name: str) -> bool:
+        """A store or a federation of this gateway (both are MCP stores)."""
+        return name in self._gateway.stores or name in self._gateway.federations
 
     def _resource(self, scope: Scope, path: str) -> str:
         """The resource identifier (RFC 9728 §1.2) of an MCP path.
@@ -137,7 +141,7 @@ class McpHttpApp:
         is echoed into a quoted WWW-Authenticate parameter.
         """
         rest = path[len("/mcp") :].strip("/")
-        suffix = f"/{rest}" if rest in self._gateway.stores else ""
+        suffix = f"/{rest}" if self._served(rest) else ""
         if self._cfg.resource is not None:
             return self._cfg.resource.rstrip("/") + suffix
         headers = dict(scope.get("headers") or [])

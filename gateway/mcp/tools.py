@@ -28,10 +28,10 @@ from gateway.mcp.schemas import (
     OUTPUT_SCHEMAS,
     FetchArgs,
     SearchArgs,
+    Source,
     TimelineArgs,
     input_schema,
 )
-from gateway.methods import Capability
 from gateway.scopes import Caller
 from gateway.store import Store
 
@@ -53,7 +53,7 @@ ANNOTATIONS = types.ToolAnnotations(
 
 @dataclass(frozen=True)
 class Endpoint:
-    """What one MCP URL serves: one store, or every store (`store` is then an argument)."""
+    """What one MCP URL serves: one store or federation, or all (`store` is then an argument)."""
 
     store: str | None = None
 
@@ -78,9 +78,15 @@ class McpTools:
         )
         self._examples: dict[str, dict[str, Any]] = {}
 
-    def _stores(self, endpoint: Endpoint) -> list[Store]:
-        stores = self._gateway.stores
-        return list(stores.values()) if endpoint.store is None else [stores[endpoint.store]]
+    def _all(self) -> dict[str, Source]:
+        """Every store and federation, by the name a client passes as `store`."""
+        sources = {n: Source.of_store(s) for n, s in self._gateway.stores.items()}
+        sources.update({n: Source.of_federation(f) for n, f in self._gateway.federations.items()})
+        return sources
+
+    def _sources(self, endpoint: Endpoint) -> list[Source]:
+        sources = self._all()
+        return list(sources.values()) if endpoint.store is None else [sources[endpoint.store]]
 
     async def _learn_examples(self, store: Store) -> None:
         """First values of each exposed field, for the schema; unscoped stores only, once."""
@@ -102,14 +108,20 @@ class McpTools:
         self._examples[store.name] = examples
 
     async def list_tools(self, endpoint: Endpoint) -> list[types.Tool]:
-        stores = self._stores(endpoint)
-        for store in stores:
+        sources = self._sources(endpoint)
+        for store in dict.fromkeys(m for s in sources for m in s.members):
             await self._learn_examples(store)
+        first = sources[0]
         what = (
-            f"the '{stores[0].name}' store"
-            + (f" ({stores[0].config.description})" if stores[0].config.description else "")
+            f"the '{first.name}' store"
+            + (f" ({first.description})" if first.description else "")
+            + (
+                " (a federation of " + ", ".join(m.name for m in first.members) + ")"
+                if first.federated
+                else ""
+            )
             if not endpoint.multi
-            else "the stores " + ", ".join(s.name for s in stores)
+            else "the stores " + ", ".join(s.name for s in sources)
         )
         return [
             types.Tool(
@@ -118,7 +130,7 @@ class McpTools:
                     name
                 ],
                 description=DESCRIPTIONS[name].format(what=what),
-                input_schema=input_schema(name, stores, endpoint.multi, self._examples),
+                input_schema=input_schema(name, sources, endpoint.multi, self._examples),
                 output_schema=OUTPUT_SCHEMAS[name],
                 annotations=ANNOTATIONS,
             )
@@ -134,14 +146,14 @@ class McpTools:
             return _error(f"Unknown tool {name[:64]!r}: this server offers search, fetch, timeline")
         try:
             args = model.model_validate(dict(arguments or {}))
-            store, qualified, args = self._resolve(endpoint, args)
+            source, qualified, args = self._resolve(endpoint, args)
             if isinstance(args, SearchArgs):
-                structured = await self._search(store, qualified, args, caller)
+                structured = await self._search(source, qualified, args, caller)
             elif isinstance(args, TimelineArgs):
-                structured = await self._timeline(store, qualified, args, caller)
+                structured = await self._timeline(source, qualified, args, caller)
             else:
                 assert isinstance(args, FetchArgs)
-                structured = await self._fetch(store, qualified, args, caller)
+                structured = await self._fetch(source, qualified, args, caller)
         except ValidationError as exc:
             return _error(_describe_invalid(exc))
         except ToolError as exc:
@@ -155,9 +167,9 @@ class McpTools:
             structured_content=structured,
         )
 
-    def _resolve(self, endpoint: Endpoint, args: Any) -> tuple[Store, bool, Any]:
+    def _resolve(self, endpoint: Endpoint, args: Any) -> tuple[Source, bool, Any]:
         """The store a call reads, whether ids are store-qualified, and the args to use."""
-        stores = self._gateway.stores
+        stores = self._all()
         if not endpoint.multi:
             if args.store is not None and args.store != endpoint.store:
                 raise ToolError(
@@ -193,31 +205,35 @@ class McpTools:
         return params
 
     async def _search(
-        self, store: Store, qualified: bool, args: SearchArgs, caller: Caller
+        self, store: Source, qualified: bool, args: SearchArgs, caller: Caller
     ) -> dict[str, Any]:
         params = {"query": args.query, **self._read_params(args)}
         result = await self._gateway.dispatcher(store.name).dispatch(
             "memory/recall", params, caller
         )
-        return render.listing(result["records"], store.name, qualified, self._budget)
+        return render.listing(
+            result["records"], store.name, qualified, self._budget, result.get("left_out")
+        )
 
     async def _timeline(
-        self, store: Store, qualified: bool, args: TimelineArgs, caller: Caller
+        self, store: Source, qualified: bool, args: TimelineArgs, caller: Caller
     ) -> dict[str, Any]:
         result = await self._gateway.dispatcher(store.name).dispatch(
             "memory/timeline", self._read_params(args), caller
         )
-        return render.listing(result["records"], store.name, qualified, self._budget)
+        return render.listing(
+            result["records"], store.name, qualified, self._budget, result.get("left_out")
+        )
 
     async def _fetch(
-        self, store: Store, qualified: bool, args: FetchArgs, caller: Caller
+        self, store: Source, qualified: bool, args: FetchArgs, caller: Caller
     ) -> dict[str, Any]:
         dispatcher = self._gateway.dispatcher(store.name)
         result = await dispatcher.dispatch(
             "memory/recall", {"where": {"id": args.id}, "limit": 1}, caller
         )
         record = result["records"][0] if result["records"] else None
-        if record is None and store.declares(Capability.KEYS):
+        if record is None and store.keys:
             found = await dispatcher.dispatch("memory/fetch", {"key": args.id}, caller)
             record = found["record"]
         if record is None:

@@ -3,7 +3,8 @@
 URL scheme:
   POST /a2m/{store}                          A2M JSON-RPC for one store
   POST /a2m                                  the default (first configured) store
-  GET  /.well-known/a2m-server.json          the default store's describe, plus a `stores` map
+  GET  /.well-known/a2m-server.json          the default store's describe, plus `stores` and
+                                            `federations` maps
   GET  /a2m/{store}/.well-known/a2m-server.json   one store's describe
   GET  /healthz   process alive      GET /readyz   every engine reachable (503 otherwise)
   GET  /metrics   Prometheus text format
@@ -277,6 +278,8 @@ def create_app(
             return Response(error_body(None, err), status_code=status, media_type=JSON)
         if store is None:
             result = {**result, "stores": {n: f"/a2m/{n}" for n in gateway.stores}}
+            if gateway.federations:
+                result["federations"] = {n: f"/a2m/{n}" for n in gateway.federations}
         return Response(orjson.dumps(result), media_type=JSON)
 
     @app.get("/.well-known/a2m-server.json")
