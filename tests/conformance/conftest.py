@@ -208,8 +208,14 @@ class RpcError(AssertionError):
         self.error = error
 
 
-def assert_ranked(records: list[dict[str, Any]]) -> None:
-    """§5.3: scores SHOULD be in [0, 1] and MUST descend within a result."""
+def assert_scores(records: list[dict[str, Any]]) -> None:
+    """§5.3 on a non-empty result: each score a number in [0, 1], descending, each id once.
+
+    This is the shape of a ranked answer, not proof of ranking (the store sorts what it
+    returns): tests that rank compare with the engine's own order or name the record that
+    must come first.
+    """
+    assert records, "an empty result: nothing to check the scores of"
     scores = [r["score"] for r in records]
     for s in scores:
         assert isinstance(s, int | float), s

@@ -5,9 +5,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import httpx
 import pytest
 
-from tests.conformance.conftest import A2MClient, Corpus, assert_ranked, assert_timestamps
+from tests.conformance.conftest import (
+    BACKENDS,
+    QDRANT,
+    A2MClient,
+    Corpus,
+    Servers,
+    assert_scores,
+    assert_timestamps,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -33,12 +42,75 @@ def recall(client: A2MClient, **params: Any) -> list[dict[str, Any]]:
 def test_scores_in_unit_range_and_descending(client: A2MClient, query: str) -> None:
     records = recall(client, query=query, limit=20)
     assert records, f"nothing recalled for {query!r} from the demo corpus"
-    assert_ranked(records)
+    assert_scores(records)
     assert_timestamps(records)
     for r in records:
         assert isinstance(r["id"], str)
         assert r["id"]
         assert "embedding" not in r, "vectors are not returned by default (§3.7)"
+
+
+LUCENE_BACKENDS = [p for p in BACKENDS if p.values[0] != QDRANT]
+
+
+def _tie_groups(ranked: list[tuple[str, float]]) -> list[set[str]]:
+    """Ids grouped by equal score, in rank order: an engine may order ties either way."""
+    groups: list[tuple[float, set[str]]] = []
+    for doc_id, score in ranked:
+        if groups and groups[-1][0] == pytest.approx(score, rel=1e-9):
+            groups[-1][1].add(doc_id)
+        else:
+            groups.append((score, {doc_id}))
+    return [ids for _, ids in groups]
+
+
+@pytest.mark.parametrize("engine", LUCENE_BACKENDS)
+def test_recall_ranks_as_the_engine_does(
+    servers: Servers, request: pytest.FixtureRequest, engine: str
+) -> None:
+    """The gateway's order is the engine's BM25 order, and its score the engine's over the best.
+
+    The engine is asked directly with the query the store is configured for (a best_fields
+    multi_match over title^2 and content, tests/support/demo_loader.py).
+    """
+    backend = servers.backend(engine, request)
+    client = servers.http_client(backend)
+    assert backend.store is not None
+    url, index = backend.store["connection"]["hosts"][0], backend.store["index"]
+    compared = 0
+    for query in QUERIES:
+        body = {
+            "size": 30,
+            "query": {
+                "multi_match": {
+                    "query": query,
+                    "fields": ["title^2", "content"],
+                    "type": "best_fields",
+                }
+            },
+        }
+        hits = httpx.post(f"{url}/{index}/_search", json=body, timeout=30).json()["hits"]["hits"]
+        assert len(hits) >= 2, f"{engine}: {query!r} matches too little to compare rankings"
+        best = hits[0]["_score"]
+        groups = _tie_groups([(h["_id"], h["_score"]) for h in hits])
+        # Compare whole tie groups only: the one cut by the limit may be served in any order.
+        limit = 10
+        while sum(map(len, groups)) > limit:
+            groups.pop()
+        assert groups, f"{engine}: more than {limit} of {query!r}'s best hits tie"
+        want = sum(map(len, groups))
+        got = recall(client, query=query, limit=want)
+        assert len(got) == want, query
+        at = 0
+        for ids in groups:
+            served = got[at : at + len(ids)]
+            assert {r["id"] for r in served} == ids, f"{engine}: {query!r} ranked unlike the engine"
+            at += len(ids)
+        scores = {h["_id"]: h["_score"] / best for h in hits}
+        for r in got:
+            assert r["score"] == pytest.approx(scores[r["id"]], abs=1e-6), (query, r["id"])
+        compared += want
+    assert compared >= 4 * len(QUERIES)
 
 
 def test_a_records_own_words_recall_it(client: A2MClient, corpus: Corpus) -> None:
@@ -114,7 +186,7 @@ def test_absent_or_empty_query_returns_records_by_recency(
     assert "result" in response, response.get("error")
     records = response["result"]["records"]
     assert records
-    assert_ranked(records)
+    assert_scores(records)
     assert_timestamps(records)
     dates = [r["created_at"] for r in records if "created_at" in r]
     if len(dates) == len(records):
