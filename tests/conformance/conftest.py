@@ -763,5 +763,7 @@ def corpus(client: A2MClient, backend: StoreBackend, describe: dict[str, Any]) -
     if at not in _corpus_cache:
         limit = int(describe.get("limits", {}).get("max_recall_limit", 100))
         result = client.call("memory/timeline", {"limit": limit})
+        # Every loop over the corpus would pass on an empty store.
+        assert len(result["records"]) >= 20, "the demo corpus is missing from the store"
         _corpus_cache[at] = Corpus(result["records"], limit)
     return _corpus_cache[at]

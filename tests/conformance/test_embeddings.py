@@ -241,7 +241,9 @@ def test_vectors_only_when_asked(vec_client: A2MClient) -> None:
     plain = vec_client.call("memory/recall", {"query": "cluster nodes"})["records"]
     assert plain
     assert all("embedding" not in r for r in plain)
-    assert all("embedding" not in r for r in vec_client.call("memory/timeline")["records"])
+    timeline = vec_client.call("memory/timeline")["records"]
+    assert len(timeline) == len(TOPICS)
+    assert all("embedding" not in r for r in timeline)
 
 
 def _close(a: list[float], b: list[float]) -> bool:

@@ -248,6 +248,7 @@ async def test_scores_are_normalised_and_descending(
 
 async def test_payload_is_limited_to_mapped_fields(loaded: Loaded, conn: QdrantConnector) -> None:
     hits = await conn.search(_request(loaded, loaded.query_ids[0], "dense", limit=3))
+    assert len(hits) == 3
     mapped = {"content", "key", "group", "created_at", "title", "year", "judged"}
     for h in hits:
         assert set(h.source) <= mapped
@@ -276,6 +277,7 @@ async def test_with_vectors_returns_the_stored_dense_vector(
         assert len(h.vector) == 384
         assert h.vector == pytest.approx(loaded.sf.doc_vector(h.id), abs=1e-6)
     rows = await conn.ordered(OrderedRequest(limit=2, with_vectors=True))
+    assert len(rows) == 2
     assert all(r.vector is not None and len(r.vector) == 384 for r in rows)
 
 
