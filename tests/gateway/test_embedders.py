@@ -1,19 +1,15 @@
 """Query embedders: the factory, the OpenAI-compatible adapter against a real loopback
-HTTP peer of our own (speaking the /v1/embeddings shape), the local adapter, and the
-lexical sparse encoder."""
+HTTP peer (tests/support/http_peer.py, speaking the /v1/embeddings shape), the local
+adapter, and the lexical sparse encoder."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,82 +21,30 @@ from gateway.dispatcher import to_a2m_error
 from gateway.embedders import EmbedderUnavailable, QueryEmbedder, make_embedder
 from gateway.embedders.lexical import LexicalSparseEncoder, stem, stem_english, term_index
 from gateway.embedders.openai import OpenAICompatibleEmbedder
+from tests.support.http_peer import PeerHandler, PeerReply, PeerRequest, StartPeer
 
 # -- a loopback /v1/embeddings peer ---------------------------------------------------------
 
 
-@dataclass
-class Reply:
-    status: int = 200
-    body: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
-    hang: bool = False
-
-
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-
 class EmbeddingsPeer:
-    """An http.server speaking the OpenAI embeddings shape; `script` decides each reply."""
+    """The OpenAI embeddings shape on the shared loopback peer; `script` decides each reply."""
 
-    def __init__(self) -> None:
-        self.seen: list[Seen] = []
-        self.script: Callable[[Seen], Reply] = self.ok
-        self.release = threading.Event()
-        peer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                seen = Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, {})
-                seen.body = json.loads(raw or b"{}")
-                peer.seen.append(seen)
-                reply = peer.script(seen)
-                if reply.hang:
-                    peer.release.wait(10)
-                    return
-                payload = json.dumps(reply.body).encode()
-                self.send_response(reply.status)
-                for k, v in reply.headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+    def __init__(self, start: StartPeer) -> None:
+        self.script: PeerHandler = self.ok
+        self.http = start(lambda request: self.script(request))
+        self.seen = self.http.requests
+        self.base = f"{self.http.url}/v1"
 
     @staticmethod
-    def ok(seen: Seen) -> Reply:
-        dims = seen.body.get("dimensions", 4)
+    def ok(seen: PeerRequest) -> PeerReply:
+        dims = seen.json().get("dimensions", 4)
         vector = [float(i + 1) for i in range(dims)]  # |v| != 1: normalisation is visible
-        return Reply(body={"object": "list", "data": [{"index": 0, "embedding": vector}]})
-
-    def close(self) -> None:
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
+        return PeerReply.json({"object": "list", "data": [{"index": 0, "embedding": vector}]})
 
 
 @pytest.fixture
-def peer() -> Iterator[EmbeddingsPeer]:
-    p = EmbeddingsPeer()
-    yield p
-    p.close()
+def peer(http_peer: StartPeer) -> EmbeddingsPeer:
+    return EmbeddingsPeer(http_peer)
 
 
 def _embedder(peer: EmbeddingsPeer, **kw: Any) -> OpenAICompatibleEmbedder:
@@ -163,7 +107,7 @@ async def test_openai_posts_the_embeddings_shape(peer: EmbeddingsPeer) -> None:
     first = peer.seen[0]
     assert first.path == "/v1/embeddings"
     assert first.headers["authorization"] == "Bearer sk-test"
-    assert first.body == {
+    assert first.json() == {
         "model": "text-embedding-3-small",
         "input": "what is A2M?",
         "dimensions": 3,
@@ -180,12 +124,12 @@ async def test_openai_without_key_or_normalisation(peer: EmbeddingsPeer) -> None
     assert v == [1.0, 2.0, 3.0, 4.0]
     assert e.dimensions == 4  # learnt from the answer
     assert "authorization" not in peer.seen[0].headers
-    assert "dimensions" not in peer.seen[0].body
+    assert "dimensions" not in peer.seen[0].json()
     assert peer.seen[0].path == "/v1/embeddings"
 
 
 async def test_openai_5xx_is_retried_then_unavailable(peer: EmbeddingsPeer) -> None:
-    peer.script = lambda s: Reply(503, {"error": "busy"}, {"Retry-After": "4"})
+    peer.script = lambda s: PeerReply.json({"error": "busy"}, 503, {"Retry-After": "4"})
     e = _embedder(peer, api_key="sk-secret", retries=2)
     try:
         with pytest.raises(EmbedderUnavailable) as err:
@@ -199,7 +143,7 @@ async def test_openai_5xx_is_retried_then_unavailable(peer: EmbeddingsPeer) -> N
 
 
 async def test_openai_recovers_after_a_transient_failure(peer: EmbeddingsPeer) -> None:
-    peer.script = lambda s: Reply(500, {}) if len(peer.seen) == 1 else EmbeddingsPeer.ok(s)
+    peer.script = lambda s: PeerReply.json({}, 500) if len(peer.seen) == 1 else EmbeddingsPeer.ok(s)
     e = _embedder(peer, retries=2)
     try:
         assert len(await e.embed_query("q")) == 4
@@ -209,7 +153,7 @@ async def test_openai_recovers_after_a_transient_failure(peer: EmbeddingsPeer) -
 
 
 async def test_openai_4xx_is_not_retried(peer: EmbeddingsPeer) -> None:
-    peer.script = lambda s: Reply(401, {"error": {"message": "bad key sk-secret"}})
+    peer.script = lambda s: PeerReply.json({"error": {"message": "bad key sk-secret"}}, 401)
     e = _embedder(peer, api_key="sk-secret", retries=3)
     try:
         with pytest.raises(EmbedderUnavailable, match="HTTP 401") as err:
@@ -233,7 +177,7 @@ async def test_openai_4xx_is_not_retried(peer: EmbeddingsPeer) -> None:
     ],
 )
 async def test_openai_unreadable_answer(peer: EmbeddingsPeer, body: Any) -> None:
-    peer.script = lambda s: Reply(200, body)
+    peer.script = lambda s: PeerReply.json(body)
     e = _embedder(peer)
     try:
         with pytest.raises(EmbedderUnavailable, match="unreadable"):
@@ -243,7 +187,7 @@ async def test_openai_unreadable_answer(peer: EmbeddingsPeer, body: Any) -> None
 
 
 async def test_openai_wrong_width_is_refused(peer: EmbeddingsPeer) -> None:
-    peer.script = lambda s: Reply(200, {"data": [{"index": 0, "embedding": [1.0, 2.0]}]})
+    peer.script = lambda s: PeerReply.json({"data": [{"index": 0, "embedding": [1.0, 2.0]}]})
     e = _embedder(peer, dimensions=3)
     try:
         with pytest.raises(EmbedderUnavailable, match="dimensions"):
@@ -253,7 +197,7 @@ async def test_openai_wrong_width_is_refused(peer: EmbeddingsPeer) -> None:
 
 
 async def test_openai_timeout(peer: EmbeddingsPeer) -> None:
-    peer.script = lambda s: Reply(hang=True)
+    peer.script = lambda s: PeerReply(hang=True)
     e = _embedder(peer, timeout_s=0.3, retries=3)
     started = time.monotonic()
     try:

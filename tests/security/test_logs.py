@@ -236,6 +236,7 @@ def test_a_traceback_cannot_pose_as_a_record_line() -> None:
         record = logging.LogRecord("x", logging.ERROR, "f", 1, "failed", None, sys.exc_info())
     lines = formatter.format(record).split("\n")
     assert lines[0].endswith("failed")
+    assert len(lines) > 2, "the traceback is missing"
     assert all(line.startswith("| ") for line in lines[1:])
 
 
