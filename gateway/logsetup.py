@@ -112,5 +112,10 @@ def configure(fmt: str = "text", level: str = "info") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     # Client libraries log request URLs (hosts) at INFO; keep them quiet unless debugging.
-    for noisy in ("elastic_transport", "opensearch", "httpx", "httpcore", "urllib3"):
+    for noisy in ("httpx", "httpcore", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING if level != "debug" else logging.DEBUG)
+    # The engine clients log every failed attempt at WARNING with its traceback (measured by
+    # bench/soak: hundreds a second while a node is down); the audit line already says how
+    # each call ended.
+    for engine in ("elastic_transport", "opensearch", "elasticsearch"):
+        logging.getLogger(engine).setLevel(logging.ERROR if level != "debug" else logging.DEBUG)

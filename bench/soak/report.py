@@ -1,8 +1,9 @@
 """From the recorded calls and phases to the soak's report: a JSON-able dict and a table.
 
-A call belongs to the phase it started in. Recovery after a fault phase is the
-time from the phase's end (the node is back) to the end of the first call to
-that node's store that started after it and answered with a result.
+A call belongs to the phase it ended in (where its answer was seen). Recovery
+after a fault phase is the time from the phase's end (the node is back) to the
+end of the first call to that node's store that started after it and answered
+with a result.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def build(
     """The report: totals, one row per phase, wrong answers, RSS and the targets."""
     by_phase: dict[int, list[Call]] = {p.index: [] for p in phases}
     for call in calls:
-        by_phase[_phase_of(phases, call.started)].append(call)
+        by_phase[_phase_of(phases, call.started + call.elapsed)].append(call)
     rows = [_phase_row(p, by_phase[p.index], calls, store_of) for p in phases]
     wrong = [c for c in calls if not c.verdict.canonical and c.verdict.label != HANG]
     leaks = [c for c in calls if c.verdict.leak]
