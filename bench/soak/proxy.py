@@ -191,14 +191,14 @@ class FaultProxy:
         assert task is not None
         self._tasks.add(task)
         self._writers.add(writer)
-        upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        upstream = _Upstream()
         try:
             while True:
                 request = await _read_message(reader, request=True)
                 if request is None:
                     break
                 self.counts["seen"] += 1
-                upstream = await self._one(request, writer, upstream)
+                await self._one(request, writer, upstream)
                 if request.close:
                     break
         except (_Reset, OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
@@ -206,19 +206,15 @@ class FaultProxy:
         except ValueError:  # not HTTP: nothing to relay
             _reset(writer)
         finally:
-            if upstream is not None:
-                upstream[1].transport.abort()
+            upstream.close()
             self._writers.discard(writer)
             writer.close()
             self._tasks.discard(task)
 
     async def _one(
-        self,
-        request: _Message,
-        writer: asyncio.StreamWriter,
-        upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None,
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
-        """Handle one request; returns the upstream connection to keep for the next.
+        self, request: _Message, writer: asyncio.StreamWriter, upstream: _Upstream
+    ) -> None:
+        """Handle one request, on the client connection's own upstream connection.
 
         Raises:
             _Reset: the client connection is to be reset (a drop, or the node is gone).
@@ -228,28 +224,27 @@ class FaultProxy:
             self.counts[f"status_{fault.status}"] += 1
             writer.write(_status_answer(fault))
             await writer.drain()
-            return upstream
-        drop_at_once = False
+            return
         if fault.mode == "drop":
             self._drops += 1
             self.counts["dropped"] += 1
-            drop_at_once = self._drops % 2 == 1
-            if drop_at_once:
+            if self._drops % 2 == 1:
                 raise _Reset
         if fault.mode == "slow":
             self.counts["slowed"] += 1
             await asyncio.sleep(fault.delay_s)
-        if upstream is None:
+        if upstream.writer is None or upstream.reader is None:
             try:
-                upstream = await asyncio.open_connection(*self._upstream, limit=HEAD_LIMIT)
+                upstream.reader, upstream.writer = await asyncio.open_connection(
+                    *self._upstream, limit=HEAD_LIMIT
+                )
             except OSError:
                 self.counts["upstream_refused"] += 1
                 raise _Reset from None
-        up_reader, up_writer = upstream
-        up_writer.write(request.raw)
-        await up_writer.drain()
+        upstream.writer.write(request.raw)
+        await upstream.writer.drain()
         is_head = request.head.startswith(b"HEAD ")
-        answer = await _read_message(up_reader, request=False, no_body=is_head)
+        answer = await _read_message(upstream.reader, request=False, no_body=is_head)
         if answer is None:
             self.counts["upstream_closed"] += 1
             raise _Reset
@@ -261,6 +256,18 @@ class FaultProxy:
         writer.write(answer.raw)
         await writer.drain()
         if answer.close:
-            up_writer.close()
-            return None
-        return upstream
+            upstream.close()
+
+
+class _Upstream:
+    """A client connection's connection to the node, opened on its first relayed request."""
+
+    def __init__(self) -> None:
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.transport.abort()
+            self.writer.close()
+        self.reader = self.writer = None
