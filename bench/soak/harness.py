@@ -34,6 +34,10 @@ from tests.support import lucene_loader
 from tests.support.scifact import SciFact, load_scifact
 
 NODES = ("opensearch", "elasticsearch")
+ENGINE_OF: dict[str, lucene_loader.Engine] = {
+    "opensearch": "opensearch",
+    "elasticsearch": "elasticsearch",
+}
 DEFAULT_HOME = "/tmp/engines-soak"  # noqa: S108 - the private set's documented home
 TAIL = 10**6  # the healthy phase after the script, ended by the end of the load
 
@@ -125,7 +129,11 @@ def _rss_summary(
 
 
 async def _soak(
-    args: argparse.Namespace, urls: dict[str, str], private: PrivateNodes | None, work: Path
+    args: argparse.Namespace,
+    urls: dict[str, str],
+    private: PrivateNodes | None,
+    sf: SciFact,
+    work: Path,
 ) -> dict[str, Any]:
     proxies = {}
     for name, url in urls.items():
@@ -143,7 +151,6 @@ async def _soak(
     gateway = await asyncio.to_thread(start_gateway, config_path, work / "data", log_path)
     pid = gateway.proc.pid
     rss_ready = machine.rss_mib(pid)
-    sf = args.scifact_loaded
     keys = [f"scifact/{d}" for d in sf.corpus_ids[:: max(1, len(sf.corpus_ids) // 500)]]
     load = Load(
         gateway.base_url,
@@ -223,12 +230,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     home = Path(args.engines_home)
     private = None if shared else PrivateNodes(home)
     urls = shared or _private_nodes(home, names)
-    args.scifact_loaded = sf = load_scifact(Path(args.scifact))
+    sf = load_scifact(Path(args.scifact))
     for name, url in urls.items():
-        lucene_loader.load_index(name, url, args.index, sf)  # type: ignore[arg-type]
+        lucene_loader.load_index(ENGINE_OF[name], url, args.index, sf)
     try:
         with tempfile.TemporaryDirectory(prefix="a2m-soak-") as tmp:
-            report = asyncio.run(_soak(args, urls, private, Path(tmp)))
+            report = asyncio.run(_soak(args, urls, private, sf, Path(tmp)))
             log_text = (Path(tmp) / "gateway.log").read_text(errors="replace")
         if args.gateway_log:
             Path(args.gateway_log).write_text(log_text)
