@@ -104,18 +104,33 @@ class TextFormatter(logging.Formatter):
         return scrub(line)
 
 
+CLIENT_LOGGERS = ("elastic_transport", "opensearch", "httpx", "httpcore", "urllib3")
+"""Engine and HTTP client libraries; the gateway reports their failures itself."""
+
+
+class ClientTracebacks(logging.Filter):
+    """One line per failed engine request: the clients' own tracebacks only when debugging.
+
+    opensearch-py logs a WARNING with a 40-line traceback for every attempt against
+    a node that is down; the gateway already logs and answers the failure.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.name.split(".", 1)[0] in CLIENT_LOGGERS:
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
 def configure(fmt: str = "text", level: str = "info") -> None:
     """Send every log line to stderr (stdout belongs to the stdio transport)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    if level.lower() != "debug":
+        handler.addFilter(ClientTracebacks())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     # Client libraries log request URLs (hosts) at INFO; keep them quiet unless debugging.
-    for noisy in ("httpx", "httpcore", "urllib3"):
+    for noisy in CLIENT_LOGGERS:
         logging.getLogger(noisy).setLevel(logging.WARNING if level != "debug" else logging.DEBUG)
-    # The engine clients log every failed attempt at WARNING with its traceback (measured by
-    # bench/soak: hundreds a second while a node is down); the audit line already says how
-    # each call ended.
-    for engine in ("elastic_transport", "opensearch", "elasticsearch"):
-        logging.getLogger(engine).setLevel(logging.ERROR if level != "debug" else logging.DEBUG)
