@@ -188,7 +188,7 @@ class CircuitOpenError(_EngineTroubleError):
     """The store's circuit breaker is open; retry_after_ms is the time until its probe."""
 
     reason = EngineTrouble.CIRCUIT_OPEN
-    default_message = "The search engine behind this store is failing; calls are paused"
+    default_message = "The store's search engine keeps failing: its circuit breaker is open"
 
 
 class BackendOverloaded(_EngineTroubleError):
