@@ -34,6 +34,8 @@ T = TypeVar("T")
 
 _NO_DEADLINE_S = 30.0
 """The budget of a call made outside any deadline (start-up, `check`)."""
+_AT_DEADLINE_S = 0.05
+"""A cancellation this close to the deadline is the deadline's (loop clocks may be coarse)."""
 
 
 class GuardObserver(Protocol):
@@ -47,9 +49,9 @@ class GuardObserver(Protocol):
 def outcome_of(exc: BaseException) -> Outcome:
     """What a failed engine call says about the engine (see the module docstring)."""
     if isinstance(exc, asyncio.CancelledError):
-        # The store's deadline cancels the call exactly when it passes; anything else
+        # The store's deadline cancels the call when it passes; anything else
         # cancelling it (a client gone) says nothing of the engine.
-        return Outcome.FAILURE if remaining(_NO_DEADLINE_S) <= 0.001 else Outcome.NEUTRAL
+        return Outcome.FAILURE if remaining(_NO_DEADLINE_S) <= _AT_DEADLINE_S else Outcome.NEUTRAL
     if isinstance(exc, EngineTimeout | EngineUnavailable):
         return Outcome.FAILURE
     if isinstance(exc, EngineRejected | EngineConfigError):
