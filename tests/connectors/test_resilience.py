@@ -243,3 +243,34 @@ async def test_a_burst_on_a_slow_engine_is_shed_at_once_not_queued(
     finally:
         proxy.release()
         await gateway.close()
+
+
+@pytest.mark.opensearch
+@pytest.mark.integration
+@pytest.mark.parametrize("engine", ["opensearch"])
+async def test_a_federation_leaves_out_the_member_whose_breaker_is_open(
+    engine: str, proxy: FaultProxy, os_loaded: Loaded
+) -> None:
+    failing = _store(engine, proxy, breaker={"failure_threshold": 1})
+    healthy = _store(engine, proxy)
+    healthy["connection"]["hosts"] = [os_loaded.url]  # straight to the node
+    cfg = parse_config(
+        {
+            "stores": {"failing": failing, "healthy": healthy},
+            "federations": {"both": {"members": ["failing", "healthy"]}},
+        }
+    )
+    gateway = Gateway(cfg)
+    client = InProcessClient(gateway.dispatcher("both"))
+    try:
+        assert not (await client.call("memory/recall", QUERY)).get("left_out")
+        proxy.mode = "reset"
+        first = await client.call("memory/recall", QUERY)
+        assert first["left_out"] == [{"member": "failing", "reason": "engine_unavailable"}]
+        before = proxy.requests
+        second = await client.call("memory/recall", QUERY)
+        assert second["left_out"] == [{"member": "failing", "reason": "circuit_open"}]
+        assert second["records"]  # the healthy member still answers
+        assert proxy.requests == before
+    finally:
+        await gateway.close()
