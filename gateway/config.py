@@ -28,6 +28,8 @@ from pydantic import (
     model_validator,
 )
 
+from gateway.resilience.config import ResilienceConfig
+
 # `$${` is a literal `${` (as in docker compose); anything else `${...}` is a reference.
 _REF = re.compile(r"\$(\$)\{|\$\{(?:(file):)?([^}]+)\}")
 _STORE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -365,6 +367,7 @@ class StoreConfig(_Model):
     request_timeout_ms: int | None = Field(default=None, gt=0)
     scope: ScopeConfig = Field(default_factory=ScopeConfig)
     demo: DemoConfig | None = None
+    resilience: ResilienceConfig = Field(default_factory=ResilienceConfig)
 
     @model_validator(mode="after")
     def _consistent(self) -> StoreConfig:

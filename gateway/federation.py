@@ -52,6 +52,7 @@ from gateway.params import (
 )
 from gateway.prompt import check_options, render, wanted
 from gateway.records import Record, parse_timestamp
+from gateway.resilience import CircuitOpen, Overloaded
 from gateway.scopes import LOCAL, Caller
 from gateway.store import Store
 
@@ -305,6 +306,10 @@ class Federation:
                 reason, error = EngineTrouble.DEADLINE_EXCEEDED, EngineTimeout("deadline exceeded")
             except EngineTimeout as exc:
                 reason, error = EngineTrouble.DEADLINE_EXCEEDED, exc
+            except CircuitOpen as exc:
+                reason, error = EngineTrouble.CIRCUIT_OPEN, exc
+            except Overloaded as exc:
+                reason, error = EngineTrouble.OVERLOADED, exc
             except ConnectorError as exc:
                 reason, error = EngineTrouble.ENGINE_UNAVAILABLE, exc
             except EmbedderUnavailable as exc:

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from connectors.base import Connector, EngineInfo, Filter, Hit, OrderedRequest, SearchRequest
@@ -27,6 +28,7 @@ from gateway.params import DescribeParams, FetchParams, RecallParams, TimelinePa
 from gateway.planner import MatchesNothing, QueryPlanner, check_vector
 from gateway.profile import StoreProfile
 from gateway.records import Record
+from gateway.resilience import EngineGuard
 from gateway.scopes import LOCAL, Caller, CredentialForwarding, ScopePolicy
 from gateway.shaper import ResultShaper
 
@@ -54,6 +56,7 @@ class Store:
         default_timeout_ms: int = 10_000,
         engine_observers: list[EngineObserver] | None = None,
         bootstrap: Bootstrap | None = None,
+        guard: EngineGuard | None = None,
     ) -> None:
         self.name = name
         self.config = config
@@ -68,6 +71,8 @@ class Store:
         self._engine_observers = engine_observers or []
         self._bootstrap = bootstrap
         self._open_lock = asyncio.Lock()
+        # Every engine call of this store, opening included, passes its breaker and limit.
+        self.guard = guard or EngineGuard(name, config.resilience, config.connection.pool_maxsize)
 
     @property
     def info(self) -> EngineInfo | None:
@@ -120,7 +125,7 @@ class Store:
         if self._bootstrap is not None:  # start() called directly (tests, check)
             await self._bootstrap()
             self._bootstrap = None
-        info = await self.connector.open()
+        info = await self.guard.call(self.connector.open)
         self._check_embedder_width(info)
         self.profile.learn(info)
 
@@ -139,11 +144,15 @@ class Store:
         if self.embedder is not None:
             await self.embedder.aclose()
 
-    async def _engine(self, operation: str, call: Awaitable[T]) -> T:
+    async def _engine(self, operation: str, call: Callable[[], Awaitable[T]]) -> T:
+        # Calls the guard refuses never reach the engine: they are counted as shed, not timed.
+        return await self.guard.call(partial(self._observed, operation, call))
+
+    async def _observed(self, operation: str, call: Callable[[], Awaitable[T]]) -> T:
         start = time.perf_counter()
         error: str | None = None
         try:
-            return await call
+            return await call()
         except BaseException as exc:
             error = type(exc).__name__
             raise
@@ -246,7 +255,7 @@ class Store:
                 lexical_weight=probe.lexical_weight,
                 dense_weight=probe.dense_weight,
             )
-            hits = await self._engine("search", connector.search(request))
+            hits = await self._engine("search", partial(connector.search, request))
             records = self.shaper.records(hits, params.where, with_embedding=params.embeddings)
             if len(records) >= limit or len(hits) < size:
                 break
@@ -268,7 +277,7 @@ class Store:
             request = OrderedRequest(
                 limit=size, filter=flt, newest_first=newest_first, with_vectors=params.embeddings
             )
-            hits = await self._engine("ordered", connector.ordered(request))
+            hits = await self._engine("ordered", partial(connector.ordered, request))
             for hit in hits:
                 hit.score = None
             records = self.shaper.records(hits, params.where, with_embedding=params.embeddings)
@@ -319,7 +328,7 @@ class Store:
             return {"record": None}
         async with deadline_scope(self._timeout_s):
             hit = await self._engine(
-                "fetch", self._connector(caller).fetch(flt, with_vectors=params.embeddings)
+                "fetch", partial(self._connector(caller).fetch, flt, with_vectors=params.embeddings)
             )
         if hit is None:
             return {"record": None}
@@ -327,7 +336,8 @@ class Store:
         return {"record": self.mapper.to_record(hit, with_embedding=params.embeddings).to_wire()}
 
     async def ready(self) -> bool:
-        return await self.connector.ping()
+        """The engine answers a ping now; False without asking while the breaker is open."""
+        return await self.guard.ping(self.connector.ping)
 
     async def sample(self, n: int = 3) -> list[dict[str, Any]]:
         """The newest n mapped records: the onboarding preview of `a2m-gateway check`."""

@@ -190,6 +190,7 @@ def create_app(
     mcp = _mcp_app(gateway, server, admission)
     for federation in gateway.federations.values():
         federation.observe_left_out(metrics.observe_left_out)
+    metrics.watch_guards({name: store.guard for name, store in gateway.stores.items()})
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -308,6 +309,8 @@ def create_app(
         states = await gateway.ready()
         ok = all(states.values())
         body: dict[str, Any] = {"status": "ready" if ok else "not ready", "stores": states}
+        if breakers := gateway.breakers():
+            body["breakers"] = breakers
         if gateway.federations:
             body["federations"] = await gateway.federations_ready()
         return Response(orjson.dumps(body), status_code=200 if ok else 503, media_type=JSON)
