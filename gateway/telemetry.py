@@ -50,17 +50,16 @@ def install(tracing: Tracing | None) -> None:
     set_engine_tracer(tracing)
 
 
-def configure_from_env(environ: Mapping[str, str] | None = None) -> bool:
-    """Turn tracing on when the environment asks for it; True when it is on.
+def configure_from_env() -> bool:
+    """Turn tracing on when the process's environment asks for it; True when it is on.
 
-    Called once before the stores open (``serve``, ``stdio``). A missing extra
+    Called before the stores open (``serve``, ``stdio``, ``mcp``). A missing extra
     or an exporter that cannot be built is logged and the gateway runs untraced:
     traces are never worth refusing to serve.
     """
-    env = os.environ if environ is None else environ
     if _active is not None:
         return True
-    if not requested(env):
+    if not requested(os.environ):
         return False
     try:
         from gateway.tracing import tracing_from_env
@@ -71,7 +70,7 @@ def configure_from_env(environ: Mapping[str, str] | None = None) -> bool:
         )
         return False
     try:
-        tracing = tracing_from_env(env)
+        tracing = tracing_from_env()
     except ValueError as exc:
         log.warning("tracing stays off: %s", exc)
         return False

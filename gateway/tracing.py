@@ -13,6 +13,7 @@ instrumentation (elasticsearch-py's) stays a no-op and no request is traced twic
 from __future__ import annotations
 
 import importlib.metadata
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -224,12 +225,16 @@ def _exporter(name: str, environ: Mapping[str, str]) -> Any:
     raise ValueError(f"OTEL_TRACES_EXPORTER: no installed exporter is named {name[:40]!r}")
 
 
-def tracing_from_env(environ: Mapping[str, str]) -> Tracing:
-    """A Tracing exporting as the ``OTEL_*`` variables say (the SDK reads the rest).
+def tracing_from_env() -> Tracing:
+    """A Tracing exporting as the process's ``OTEL_*`` variables say.
+
+    The SDK and the exporters read their own variables from ``os.environ``, so
+    this reads nothing else.
 
     Raises:
         ValueError: an exporter named in OTEL_TRACES_EXPORTER is not installed.
     """
+    environ = os.environ
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
