@@ -20,11 +20,14 @@ from typing import Any
 
 from opentelemetry import context, propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from gateway.errors import ErrorCode
 from gateway.methods import METHOD_CAPABILITY
 
 TRACER_NAME = "a2m-gateway"
+_W3C = TraceContextTextMapPropagator()
+"""Engines get W3C trace context only: a caller's baggage is not theirs to read."""
 TOOLS = frozenset({"search", "fetch", "timeline"})
 _MODES = frozenset({"lexical", "dense", "hybrid"})
 
@@ -118,6 +121,7 @@ class Tracing:
         self._provider = provider
         self.exporters = exporters
         self._tracer = provider.get_tracer(TRACER_NAME, _version())
+        self._fields = tuple(propagate.get_global_textmap().fields)
 
     @contextmanager
     def incoming(
@@ -128,11 +132,17 @@ class Tracing:
         keep_current: a trace already current wins (MCP: the SDK has made the
         ``traceparent`` of the message's ``_meta`` current before the tool runs).
         """
-        current = trace.get_current_span().get_span_context().is_valid
-        if headers is None or (keep_current and current):
+        if headers is None or (
+            keep_current and trace.get_current_span().get_span_context().is_valid
+        ):
             yield
             return
-        token = context.attach(propagate.extract(headers))
+        # Only the propagators' own headers, read once each (a Starlette lookup scans them all).
+        carrier = {name: v for name in self._fields if (v := headers.get(name)) is not None}
+        if not carrier:
+            yield
+            return
+        token = context.attach(propagate.extract(carrier))
         try:
             yield
         finally:
@@ -185,7 +195,7 @@ class Tracing:
             set_status_on_exception=False,
         ) as span:
             carrier: dict[str, str] = {}
-            propagate.inject(carrier)
+            _W3C.inject(carrier)
             try:
                 yield carrier
             except BaseException as exc:

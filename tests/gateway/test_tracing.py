@@ -20,6 +20,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from gateway import telemetry
 from gateway.app import Gateway
 from gateway.auth import hash_api_key
 from gateway.config import AuthConfig, parse_config
@@ -273,3 +274,28 @@ async def test_no_span_holds_the_query_or_a_credential(
     encoded = base64.b64encode(ENGINE_KEY.encode()).decode()
     for secret in ("zebra", "hunter2", CALLER_KEY, ENGINE_KEY, encoded, "otel-bob"):
         assert not any(secret in t for t in texts), (secret, texts)
+
+
+def test_engines_get_the_trace_context_but_never_the_callers_baggage(
+    spans: InMemorySpanExporter,
+) -> None:
+    tracing = telemetry.active()
+    assert tracing is not None
+
+    class Store:
+        name = "s"
+
+    headers = {"traceparent": TRACEPARENT, "baggage": "user=zebra-7731"}
+    with tracing.incoming(headers):
+        call = tracing.call(Store(), "memory/recall", {"query": "q"})
+        with tracing.request("opensearch", "search", "idx") as sent:
+            sent = dict(sent)
+        call.end(0, 0)
+    assert sent["traceparent"].split("-")[1] == TRACE_ID
+    assert "baggage" not in sent
+    [engine, _] = spans.get_finished_spans()
+    assert sent["traceparent"].split("-")[2] == hex_span(engine)
+    # Outside a call nothing is traced and no header is sent.
+    with tracing.request("opensearch", "search", "idx") as outside:
+        assert dict(outside) == {}
+    assert len(spans.get_finished_spans()) == 2
