@@ -178,9 +178,19 @@ class Tracing:
         """One engine request, a child of the current call; yields its trace headers.
 
         Outside a traced call (readiness probes, opening a store) nothing is recorded.
+        Under an unsampled call no span is made but the trace context still travels.
         """
-        if not trace.get_current_span().get_span_context().is_valid:
+        parent = trace.get_current_span().get_span_context()
+        if not parent.is_valid:
             yield {}
+            return
+        if not parent.trace_flags.sampled:
+            # An unsampled call: its engine spans would not be recorded either, so none is
+            # made; the engine still learns the trace (flagged not sampled). The flag, not
+            # is_recording(): elasticsearch-py's no-op span wraps ours and never records.
+            carrier: dict[str, str] = {}
+            _W3C.inject(carrier)
+            yield carrier
             return
         with self._tracer.start_as_current_span(
             f"{operation} {index}",
@@ -194,7 +204,7 @@ class Tracing:
             record_exception=False,
             set_status_on_exception=False,
         ) as span:
-            carrier: dict[str, str] = {}
+            carrier = {}
             _W3C.inject(carrier)
             try:
                 yield carrier

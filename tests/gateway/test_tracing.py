@@ -50,6 +50,8 @@ LUCENE = [
 BACKENDS = [*LUCENE, pytest.param("qdrant", marks=pytest.mark.integration)]
 CALLER_KEY = "a2m_otel-caller-key-0123456789-abcdefghijklmnopqrs"
 ENGINE_KEY = "engine-api-key-otel-7f3a9c1e5b"
+OTHER_TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
+UNSAMPLED = f"00-{OTHER_TRACE_ID}-b7ad6b7169203331-00"
 SECRET_QUERY = "zebra-7731 password=hunter2 memory recall"
 
 
@@ -187,9 +189,16 @@ async def test_the_engine_receives_the_call_spans_trace_in_its_traceparent(
                 client, _recall({"query": "memory", "limit": 3}), {"traceparent": TRACEPARENT}
             )
             await _post(client, _recall({"query": "memory", "limit": 3}))
+            # A caller's unsampled trace: nothing recorded, the context still travels.
+            await _post(client, _recall({"query": "memory"}), {"traceparent": UNSAMPLED})
     searches = [r for r in seen[opened:] if "/_search" in r.path]
-    assert len(searches) == 2, seen[opened:]
+    assert len(searches) == 3, seen[opened:]
+    unsampled = searches.pop()
+    assert unsampled.traceparent is not None
+    assert unsampled.traceparent.startswith(f"00-{OTHER_TRACE_ID}-")
+    assert unsampled.traceparent.endswith("-00")
     finished = spans.get_finished_spans()
+    assert not any(hex_trace(s) == OTHER_TRACE_ID for s in finished)
     calls = named(finished, "memory/recall")
     assert len(calls) == 2
     for recorded, call in zip(searches, calls, strict=True):
