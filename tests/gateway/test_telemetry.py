@@ -12,17 +12,13 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from gateway.telemetry import requested
+from tests.support.otlp import otlp_collector, span_names
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
@@ -143,43 +139,9 @@ def test_an_unknown_exporter_is_logged_and_the_gateway_serves_untraced() -> None
     assert '"name"' not in out
 
 
-@contextmanager
-def _collector() -> Iterator[tuple[str, list[ExportTraceServiceRequest]]]:
-    """An OTLP/HTTP trace receiver on loopback: (its base URL, the requests it got)."""
-    got: list[ExportTraceServiceRequest] = []
-
-    class Receiver(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("content-length") or 0))
-            if self.path == "/v1/traces":
-                got.append(ExportTraceServiceRequest.FromString(body))
-            self.send_response(200)
-            self.send_header("content-type", "application/x-protobuf")
-            self.send_header("content-length", "0")
-            self.end_headers()
-
-        def log_message(self, format: str, *args: object) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", got
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_otlp_sends_the_spans_to_the_configured_endpoint() -> None:
-    with _collector() as (url, got):
+    with otlp_collector() as (url, got):
         summary, _, _ = _probe(OTEL_TRACES_EXPORTER="otlp", OTEL_EXPORTER_OTLP_ENDPOINT=url)
     assert summary["on"]
-    names = [
-        span.name
-        for request in got
-        for resource in request.resource_spans
-        for scope in resource.scope_spans
-        for span in scope.spans
-    ]
+    names = span_names(got)
     assert names == ["memory/recall"]
