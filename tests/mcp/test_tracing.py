@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx2
 import pytest
@@ -108,3 +109,17 @@ async def test_a_refused_tool_call_records_why_on_its_span(spans: InMemorySpanEx
     [call] = children(finished, tools[1])
     assert (call.attributes or {})["rpc.jsonrpc.error_code"] == ErrorCode.INVALID_PARAMS
     assert not any("zebra" in t for t in every_string(finished))
+
+
+async def test_a_traceparent_in_the_messages_meta_wins_over_the_http_header(
+    spans: InMemorySpanExporter,
+) -> None:
+    other_trace, other_parent = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+    meta: Any = {"traceparent": f"00-{other_trace}-{other_parent}-01"}
+    async with _mcp_client({"traceparent": TRACEPARENT}) as client:
+        spans.clear()
+        result = await client.call_tool("search", {"query": "memory"}, meta=meta)
+    assert not result.is_error, result
+    [tool] = named(spans.get_finished_spans(), "tools/call search")
+    assert hex_trace(tool) == other_trace
+    assert hex_parent(tool) == other_parent
