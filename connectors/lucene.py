@@ -50,6 +50,7 @@ from connectors.lucene_query import (
     QueryTranslator,
 )
 from connectors.retry import remaining, retry_read
+from connectors.tracing import trace_transport
 
 if TYPE_CHECKING:
     from connectors.spec import ConnectorSpec
@@ -302,6 +303,7 @@ class LuceneConnector(abc.ABC):
         if self._client is None:
             await self._prepare()
             self._client = self._make_client()
+            trace_transport(self._client.transport, self.engine_name, self._spec.index)
         try:
             mapping = await self._read(self._get_mapping, opening=True)
             fields = flatten_mapping(mapping)

@@ -18,6 +18,7 @@ from connectors.errors import EngineUnavailable
 from connectors.qdrant_errors import engine_errors, is_transient
 from connectors.qdrant_query import Translated, has_prefix
 from connectors.retry import remaining, retry_read
+from connectors.tracing import traced_client
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
@@ -66,7 +67,7 @@ class QdrantReader:
 
         async def attempt() -> T:
             async with asyncio.timeout(remaining(self._timeout_s)):
-                return await call(client)
+                return await call(traced_client(client, "qdrant", self._collection))
 
         with engine_errors():
             return await retry_read(attempt, transient=is_transient, attempts=self._retries)

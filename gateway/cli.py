@@ -181,8 +181,10 @@ def _hash_key(new: bool) -> int:
 
 async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
     from gateway.app import Gateway
+    from gateway.telemetry import configure_from_env
     from gateway.transports.stdio import serve_stdio
 
+    configure_from_env()
     gateway = Gateway(cfg)
     for served in gateway.served_stores(store):
         if served.config.scope.enforced:
@@ -206,7 +208,9 @@ async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
 async def _mcp_stdio(cfg: GatewayConfig, store: str | None) -> int:
     from gateway.app import Gateway
     from gateway.mcp.server import serve_stdio
+    from gateway.telemetry import configure_from_env
 
+    configure_from_env()
     gateway = Gateway(cfg)
     scoped = [n for n, s in gateway.stores.items() if s.config.scope.enforced]
     if scoped:

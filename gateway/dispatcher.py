@@ -41,6 +41,7 @@ from gateway.profile import gate_method
 from gateway.ratelimit import RateLimiter
 from gateway.resilience import CircuitOpen, Overloaded
 from gateway.scopes import LOCAL, Caller
+from gateway.telemetry import active as active_tracing
 
 log = logging.getLogger(__name__)
 audit = logging.getLogger("a2m.audit")
@@ -101,6 +102,8 @@ class Dispatcher:
         start = time.perf_counter()
         code = 0
         count: int | None = None
+        tracing = active_tracing()
+        span = tracing.call(self.store, method, params) if tracing is not None else None
         try:
             self._charge(caller)
             result = await self._dispatch(method, params, caller)
@@ -114,6 +117,8 @@ class Dispatcher:
                 raise
             raise err from exc
         finally:
+            if span is not None:
+                span.end(code, count)
             elapsed = time.perf_counter() - start
             for observe in self._observers:
                 observe(

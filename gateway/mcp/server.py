@@ -40,6 +40,7 @@ from gateway.errors import A2MError, InvalidRequest, ParseError
 from gateway.jsonrpc import error_body
 from gateway.mcp.tools import Endpoint, McpTools
 from gateway.scopes import LOCAL, Caller, Principal
+from gateway.telemetry import active as active_tracing
 from gateway.transports.admission import Admission
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,12 @@ def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         endpoint, caller = context(ctx)
-        return await tools.call(endpoint, params.name, params.arguments, caller)
+        tracing = active_tracing()
+        if tracing is None:
+            return await tools.call(endpoint, params.name, params.arguments, caller)
+        headers = ctx.request.headers if ctx.request is not None else None
+        with tracing.incoming(headers, keep_current=True):
+            return await tools.call(endpoint, params.name, params.arguments, caller)
 
     def no_header_params(name: str) -> None:
         # No tool argument is declared `x-mcp-header`, so there are no Mcp-Param-* headers to

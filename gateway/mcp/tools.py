@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import mcp_types as types
 from pydantic import ValidationError
@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from gateway.app import Gateway
 from gateway.config import McpConfig
 from gateway.dispatcher import to_a2m_error
-from gateway.errors import A2MError
+from gateway.errors import A2MError, ErrorCode
 from gateway.mcp import render
 from gateway.mcp.schemas import (
     ARGS,
@@ -34,6 +34,7 @@ from gateway.mcp.schemas import (
 )
 from gateway.scopes import Caller
 from gateway.store import Store
+from gateway.telemetry import active as active_tracing
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,25 @@ class Endpoint:
     @property
     def multi(self) -> bool:
         return self.store is None
+
+
+class _ToolOutcome(Protocol):
+    """What a tool call tells its span (gateway.tracing.ToolSpan, or nothing when untraced)."""
+
+    def store(self, name: str) -> None: ...
+
+    def failed(self, code: int | None) -> None: ...
+
+
+class _Untraced:
+    def store(self, name: str) -> None:
+        return None
+
+    def failed(self, code: int | None) -> None:
+        return None
+
+
+_UNTRACED = _Untraced()
 
 
 class ToolError(Exception):
@@ -141,12 +161,28 @@ class McpTools:
         self, endpoint: Endpoint, name: str, arguments: Mapping[str, Any] | None, caller: Caller
     ) -> types.CallToolResult:
         """Run one tool for `caller`; every failure is an isError result."""
+        tracing = active_tracing()
+        if tracing is None:
+            return await self._call(endpoint, name, arguments, caller, _UNTRACED)
+        with tracing.tool(name) as span:
+            return await self._call(endpoint, name, arguments, caller, span)
+
+    async def _call(
+        self,
+        endpoint: Endpoint,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        caller: Caller,
+        span: _ToolOutcome,
+    ) -> types.CallToolResult:
         model = ARGS.get(name)
         if model is None:
+            span.failed(None)
             return _error(f"Unknown tool {name[:64]!r}: this server offers search, fetch, timeline")
         try:
             args = model.model_validate(dict(arguments or {}))
             source, qualified, args = self._resolve(endpoint, args)
+            span.store(source.name)
             if isinstance(args, SearchArgs):
                 structured = await self._search(source, qualified, args, caller)
             elif isinstance(args, TimelineArgs):
@@ -155,13 +191,15 @@ class McpTools:
                 assert isinstance(args, FetchArgs)
                 structured = await self._fetch(source, qualified, args, caller)
         except ValidationError as exc:
+            span.failed(int(ErrorCode.INVALID_PARAMS))
             return _error(_describe_invalid(exc))
         except ToolError as exc:
+            span.failed(None)
             return _error(str(exc))
-        except A2MError as exc:
-            return _error(_describe_a2m(exc))
         except Exception as exc:  # the tool boundary: logged with its traceback, never sent
-            return _error(_describe_a2m(to_a2m_error(exc)))
+            err = to_a2m_error(exc)
+            span.failed(int(err.code))
+            return _error(_describe_a2m(err))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=render.text_of(structured, self._budget))],
             structured_content=structured,

@@ -44,6 +44,8 @@ from gateway.config import ServerConfig, is_loopback
 from gateway.errors import A2MError, ErrorCode, ProtocolNotSupported
 from gateway.jsonrpc import error_body, handle_message
 from gateway.metrics import Metrics
+from gateway.telemetry import active as active_tracing
+from gateway.telemetry import configure_from_env as configure_tracing
 from gateway.transports.admission import Admission, plain
 from gateway.transports.index_page import as_html, index_page, prefers_html
 
@@ -183,6 +185,7 @@ def create_app(
     Raises:
         ConfigError: the JWKS file of server.auth.jwt cannot be read.
     """
+    configure_tracing()  # before the stores open: their engine clients are traced from the start
     metrics = metrics or Metrics()
     guard = OriginGuard(server.allowed_origins)
     auth = authenticator or Authenticator(server.auth)
@@ -246,7 +249,12 @@ def create_app(
 
         metrics.inflight.inc()
         try:
-            out = await handle_message(body, dispatch)
+            tracing = active_tracing()
+            if tracing is None:
+                out = await handle_message(body, dispatch)
+            else:
+                with tracing.incoming(request.headers):  # the caller's traceparent
+                    out = await handle_message(body, dispatch)
         finally:
             metrics.inflight.dec()
         if out is None:

@@ -1,7 +1,8 @@
 """A pass-through HTTP proxy that records every request on its way to a real engine.
 
 The engine answers everything (the proxy only relays), so a test sees the exact
-requests a connector sends: method, path, JSON body and the Authorization header.
+requests a connector sends: method, path, JSON body, the Authorization header and the
+W3C ``traceparent``.
 The test nodes run without security, so the credential is recorded here and not
 passed on.
 """
@@ -29,6 +30,7 @@ class Recorded:
     body: Any
     """The JSON body, or None when the request had none."""
     authorization: str | None = None
+    traceparent: str | None = None
 
 
 class _Relay(BaseHTTPRequestHandler):
@@ -46,6 +48,7 @@ class _Relay(BaseHTTPRequestHandler):
                     self.path,
                     json.loads(data) if data else None,
                     self.headers.get("authorization"),
+                    self.headers.get("traceparent"),
                 )
             )
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _NOT_RELAYED}
