@@ -507,13 +507,14 @@ def chart(report: Report, path: Path) -> None:
 
 
 def profile_gateway(
-    ways: Ways, pid: int, items: Sequence[Item], seconds: float, out_dir: Path
+    ways: Ways, pid: int, items: Sequence[Item], seconds: float, out_dir: Path, concurrency: int
 ) -> str:
-    """py-spy on the gateway while it serves concurrency-32 load; returns the summary text."""
+    """py-spy on the gateway while it serves ``concurrency`` load; returns the summary text."""
     from bench.latency.profile import summarise_file
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    raw = out_dir / "gateway-pyspy.txt"
+    suffix = "" if concurrency == 32 else f"-c{concurrency}"
+    raw = out_dir / f"gateway-pyspy{suffix}.txt"
     spy = subprocess.Popen(
         [
             "py-spy",
@@ -535,12 +536,12 @@ def profile_gateway(
     )
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and spy.poll() is None:
-        asyncio.run(ways.block("gateway", items, [], 32))
+        asyncio.run(ways.block("gateway", items, [], concurrency))
     _, err = spy.communicate(timeout=seconds + 60)
     if not raw.is_file():
         raise RuntimeError(f"py-spy wrote no profile: {err.decode(errors='replace')[-500:]}")
-    text = summarise_file(raw).text()
-    (out_dir / "gateway-profile.txt").write_text(text + "\n")
+    text = f"concurrency {concurrency}: " + summarise_file(raw).text()
+    (out_dir / f"gateway-profile{suffix}.txt").write_text(text + "\n")
     return text
 
 
@@ -629,8 +630,16 @@ def run(args: argparse.Namespace) -> Report:
             if peer is not None:
                 report.peer_rss_mib = machine.rss_mib(peer.proc.pid)
             if args.profile:
-                report.profile = profile_gateway(
-                    clients, gateway.proc.pid, items, args.profile_seconds, Path(args.profile)
+                report.profile = "\n\n".join(
+                    profile_gateway(
+                        clients,
+                        gateway.proc.pid,
+                        items,
+                        args.profile_seconds,
+                        Path(args.profile),
+                        c,
+                    )
+                    for c in args.profile_concurrency
                 )
         finally:
             stop_server(gateway.proc)
@@ -674,6 +683,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--profile", help="directory for a py-spy profile of the gateway under load")
     p.add_argument("--profile-seconds", type=float, default=20.0)
+    p.add_argument(
+        "--profile-concurrency",
+        type=int,
+        nargs="+",
+        default=[32],
+        help="the load(s) profiled, one py-spy run each (default 32)",
+    )
     p.add_argument("--out", help="write the raw report (every latency) as JSON here")
     p.add_argument("--chart", help="write the PNG chart here")
     p.add_argument(

@@ -36,8 +36,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("connector + retries", ("connectors/", "tenacity/")),
     ("store + mapper", ("gateway/store", "gateway/mapping", "gateway/records", "gateway/prompt")),
     ("dispatcher + JSON-RPC", ("gateway/dispatcher", "gateway/jsonrpc", "gateway/methods")),
+    # Before the app's layer: the gateway's protocol guards and the one write per response.
+    (
+        "HTTP server (uvicorn/httptools)",
+        ("uvicorn/", "httptools", "h11/", "transports/coalesce", "transports/h11_guard"),
+    ),
     ("HTTP app (FastAPI/Starlette)", ("fastapi/", "starlette/", "gateway/transports")),
-    ("HTTP server (uvicorn/httptools)", ("uvicorn/", "httptools", "h11/")),
     ("event loop (asyncio/uvloop)", ("asyncio/", "uvloop", "selectors")),
 )
 
