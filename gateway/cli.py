@@ -155,6 +155,14 @@ def _serve_workers(args: argparse.Namespace, cfg: GatewayConfig) -> int:
 
     host = args.host or cfg.server.host
     port = cfg.server.port if args.port is None else args.port
+    locked = [n for n, s in cfg.stores.items() if s.connection.path is not None]
+    if locked:
+        sys.stderr.write(
+            f"a2m-gateway: --workers needs stores every process can open; {', '.join(locked)} "
+            "use qdrant local mode on disk (one process per path): serve a Qdrant server "
+            "(connection.url) or run one worker\n"
+        )
+        return 2
     try:
         return serve_workers(args.config, host, port, args.workers, cfg.server.shutdown_grace_s)
     except OSError as exc:

@@ -207,3 +207,13 @@ def test_serve_workers_2_runs_two_processes_that_answer_and_stop_on_sigterm(
     assert code == -signal.SIGTERM, text
     assert "Traceback" not in text
     assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+
+
+def test_serve_workers_refuses_a_local_store_on_disk(locked_store: tuple[Path, Path]) -> None:
+    cfg, _ = locked_store
+    proc = _gateway("serve", "--config", str(cfg), "--port", "0", "--workers", "2")
+    assert proc.returncode == 2, proc.stderr
+    assert "--workers needs stores every process can open; notes use qdrant local mode" in (
+        proc.stderr
+    )
+    assert "Traceback" not in proc.stderr
