@@ -372,7 +372,11 @@ def _cpu(blocks: Sequence[Block], way: str) -> str:
         if name in ("gateway", "peer") and name not in names:
             parts.append("-")
         elif values:
-            parts.append(f"{statistics.median(values):.2f}")
+            part = f"{statistics.median(values):.2f}"
+            kernel = [b.cpu_ms["gateway-sys"] for b in blocks if "gateway-sys" in b.cpu_ms]
+            if name == "gateway" and kernel:
+                part += f" (sys {statistics.median(kernel):.2f})"
+            parts.append(part)
         else:
             parts.append("n/a")
     return " / ".join(parts)
@@ -390,7 +394,7 @@ def _span(values: Sequence[float], fmt: str) -> str:
 def markdown(report: Report) -> str:
     lines = [
         "| way | concurrency | p50 ms | p99 ms | throughput req/s | requests | errors "
-        "| load (1 min) | CPU ms/req (gateway / peer / engine) |",
+        "| load (1 min) | CPU ms/req (gateway (kernel share) / peer / engine) |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for c in report.concurrency:
@@ -612,8 +616,14 @@ def run(args: argparse.Namespace) -> Report:
                     for way in order:
                         load = machine.load_average()[0]
                         before = {k: machine.cpu_seconds(p) for k, p in pids.items()}
+                        sys_before = machine.cpu_seconds(gateway.proc.pid, system_only=True)
                         lat, wall, errors = asyncio.run(clients.block(way, items, warm, c))
                         block = Block(way, c, rnd, lat, wall, errors, load)
+                        sys_now = machine.cpu_seconds(gateway.proc.pid, system_only=True)
+                        if sys_now is not None and sys_before is not None:
+                            block.cpu_ms["gateway-sys"] = (
+                                1000 * (sys_now - sys_before) / (len(lat) + len(warm))
+                            )
                         for k, p in pids.items():
                             now, then = machine.cpu_seconds(p), before[k]
                             if now is not None and then is not None:
