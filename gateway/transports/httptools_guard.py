@@ -28,7 +28,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     _head_timer: asyncio.TimerHandle | None = None
     _awaiting_head: bool = True
     _head_bytes: int = 0
-    _heads: int = 0
+    _boundaries: int = 0
 
     def _arm(self) -> None:
         self._disarm()
@@ -50,12 +50,13 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._arm()
 
     def data_received(self, data: bytes) -> None:
-        heads = self._heads
+        boundaries = self._boundaries
         super().data_received(data)
         if self._awaiting_head and self.parser is not None:
-            # A head completed in this chunk: the chunk's rest may begin the next head and goes
+            # A head or a body ended in this chunk: its rest may begin the next head and goes
             # uncounted (an undercount of one read); otherwise all of it is the pending head's.
-            self._head_bytes = 0 if self._heads != heads else self._head_bytes + len(data)
+            changed = self._boundaries != boundaries
+            self._head_bytes = 0 if changed else self._head_bytes + len(data)
             if self._head_bytes > self.max_header_bytes and not self.transport.is_closing():
                 self._disarm()
                 self.send_400_response("Invalid HTTP request received.")
@@ -63,13 +64,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._awaiting_head = False
         self._head_bytes = 0
-        self._heads += 1
+        self._boundaries += 1
         self._disarm()  # the head is in; the body has its own deadline
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
         self._awaiting_head = True  # the next bytes are the next request's head
+        self._boundaries += 1
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

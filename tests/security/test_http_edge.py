@@ -188,9 +188,14 @@ async def test_the_header_deadline_is_rearmed_after_each_response(protocol: str)
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_a_head_over_max_header_bytes_is_refused(protocol: str) -> None:
     async with served({"http": {"max_header_bytes": 2048}}, protocol) as (port, _):
-        body = json.dumps(rpc("memory/describe", {})).encode()
+        # Under the limit, then a body 50 times its size in reads of its own (sent once the
+        # server asks for it with 100 Continue): only heads count.
+        body = json.dumps(rpc("memory/describe", {"pad": "a" * 100_000})).encode()
         r, w = await asyncio.open_connection("127.0.0.1", port)
-        w.write(post_head(len(body), f"x-pad: {'a' * 1500}\r\n") + body)  # under the limit
+        w.write(post_head(len(body), f"expect: 100-continue\r\nx-pad: {'a' * 1500}\r\n"))
+        async with asyncio.timeout(DEADLINE_S):
+            assert await r.readuntil(b"\r\n\r\n") == b"HTTP/1.1 100 Continue\r\n\r\n"
+        w.write(body)
         head, _ = await read_response(r)
         assert head.startswith(b"HTTP/1.1 200")
         w.close()
