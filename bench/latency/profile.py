@@ -48,8 +48,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 # Top frames where py-spy sees the thread inside a system call that hands the CPU to another
 # process (a socket send wakes its reader, epoll waits): on a loaded machine the thread sits
-# there runnable, so these samples are mostly time off the CPU (the gateway's system time
-# from /proc is a fifth of them or less). "Python work" leaves them out.
+# there runnable, so these samples are mostly time off the CPU (/proc puts the gateway's
+# system time at about a tenth of its CPU). "Python work" leaves them out.
 WAITING = (
     "_SelectorSocketTransport.write",
     "EpollSelector.select",
