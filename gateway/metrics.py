@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Iterator, Mapping
 
@@ -48,6 +49,13 @@ class Metrics:
         self.inflight = Gauge(
             "a2m_inflight_requests", "HTTP requests being served", registry=self.registry
         )
+        # With `serve --workers N` each worker has its own registry: a scrape reads one.
+        self.worker = Gauge(
+            "a2m_worker_pid",
+            "Process id of the gateway worker that answered",
+            registry=self.registry,
+        )
+        self.worker.set(os.getpid())
         self.http_responses = Counter(
             "a2m_http_responses",
             "HTTP responses by status",

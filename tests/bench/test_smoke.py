@@ -146,6 +146,9 @@ def test_latency_harness_direct_gateway_and_mcp(
         assert all(0 < x < 30 for x in block["latencies_s"])
         assert block["wall_s"] > 0
     assert report["gateway_ready_s"] > 0
+    # The gateway's kernel share of its CPU is measured beside the total, never above it.
+    cpu = blocks[("gateway", 4)]["cpu_ms"]
+    assert 0 <= cpu["gateway-sys"] <= cpu["gateway"]
     assert "| gateway | 4 |" in table
     assert "| gateway / direct | 1 |" in table
     assert "| mcp | 4 |" in table
