@@ -26,7 +26,13 @@ from connectors.base import (
 from connectors.errors import EngineConfigError, EngineRejected
 from connectors.fusion import normalise_by_max
 from connectors.lucene_client import LuceneClient, msearch_responses
-from connectors.lucene_hybrid import HybridPlanner, leg_depth, msearch_lines
+from connectors.lucene_hybrid import (
+    HybridPlanner,
+    leg_depth,
+    msearch_lines,
+    reread_body,
+    with_documents,
+)
 from connectors.lucene_mapping import (
     check_fields,
     flatten_mapping,
@@ -134,8 +140,8 @@ class LuceneConnector(LuceneClient):
     async def search(self, request: SearchRequest) -> list[Hit]:
         """Ranked hits, best first, scores in [0, 1]; text + vector are fused by weighted RRF.
 
-        A hybrid search is one engine round trip: both legs in one ``_msearch``,
-        each returning its documents, fused here (:mod:`connectors.lucene_hybrid`).
+        A hybrid search sends both legs in one ``_msearch``, fused here; deep legs
+        return ids only and the fused page is re-read (:mod:`connectors.lucene_hybrid`).
 
         Raises:
             EngineRejected: a sparse vector (Qdrant only) or neither text nor vector.
@@ -153,14 +159,7 @@ class LuceneConnector(LuceneClient):
         if limit == 0:
             return []
         if lexical and dense:
-            assert self._hybrid is not None
-            legs = self._hybrid.legs(request, limit)
-            lines = msearch_lines([leg.body for leg in legs])
-
-            async def call(seconds: float) -> list[dict[str, Any]]:
-                return msearch_responses(await self._msearch(lines, seconds), len(legs))
-
-            return self._hybrid.fuse(legs, await self._read(call), request, limit)
+            return await self._hybrid_search(request, limit)
         if lexical:
             response = await self._search_read(t.lexical(request, limit))
             return normalise_by_max(t.hits(response, with_vectors=request.with_vectors))
@@ -171,6 +170,22 @@ class LuceneConnector(LuceneClient):
                 h.score = self._knn_score(h.score) if h.score is not None else 0.0
             return hits
         raise EngineRejected("a search needs query text or a query vector")
+
+    async def _hybrid_search(self, request: SearchRequest, limit: int) -> list[Hit]:
+        """One ``_msearch`` of the legs, fused; then the re-read when the plan needs it."""
+        assert self._hybrid is not None
+        plan = self._hybrid.plan(request, limit)
+        lines = msearch_lines([leg.body for leg in plan.legs])
+
+        async def call(seconds: float) -> list[dict[str, Any]]:
+            return msearch_responses(await self._msearch(lines, seconds), len(plan.legs))
+
+        fused = self._hybrid.fuse(plan.legs, await self._read(call), request, limit)
+        if not plan.reread or not fused:
+            return fused
+        body = reread_body(self._t, fused, request.filter, with_vectors=request.with_vectors)
+        docs = self._t.hits(await self._search_read(body), with_vectors=request.with_vectors)
+        return with_documents(fused, docs)
 
     async def ordered(self, request: OrderedRequest) -> list[Hit]:
         """Hits in (created_at, tie-break) order, newest first when asked, read in pages.

@@ -92,7 +92,8 @@ def parse_text_fields(specs: Iterable[str]) -> tuple[TextField, ...]:
     return tuple(out)
 
 
-def _any_of(clauses: list[Body]) -> Body:
+def any_of(clauses: list[Body]) -> Body:
+    """Any of the clauses (none: nothing matches)."""
     if not clauses:
         return {"match_none": {}}
     if len(clauses) == 1:
@@ -165,7 +166,7 @@ class QueryTranslator:
         if cond.field in self._text_only or (cond.phrase and cond.field not in self._exact):
             # Analysed text without a keyword sub-field: a term query would compare against
             # tokens, so match the phrase here; the store checks exact equality after.
-            return _any_of([{"match_phrase": {cond.field: str(v)}} for v in cond.values])
+            return any_of([{"match_phrase": {cond.field: str(v)}} for v in cond.values])
         field = self.exact(cond.field)
         if len(cond.values) == 1:
             return {"term": {field: {"value": cond.values[0]}}}
@@ -174,7 +175,7 @@ class QueryTranslator:
     def time_windows(self, times: TimeWindows) -> Body:
         """A date field inside any of the windows (ISO 8601 values, whatever the field format)."""
         field = self.exact(times.field)
-        return _any_of(
+        return any_of(
             [
                 {"range": {field: {"gte": gte, "lt": lt, "format": "strict_date_optional_time"}}}
                 for gte, lt in times.windows

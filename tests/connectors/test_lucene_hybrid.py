@@ -6,11 +6,17 @@ from typing import Any
 
 import pytest
 
-from connectors.base import Condition, Filter, SearchRequest
+from connectors.base import Condition, Filter, Hit, SearchRequest
 from connectors.elasticsearch import ElasticsearchConnector
 from connectors.errors import EngineRejected, EngineUnavailable, QueryTooLarge
 from connectors.lucene_client import LegFailed, msearch_responses
-from connectors.lucene_hybrid import HybridPlanner, leg_depth, msearch_lines
+from connectors.lucene_hybrid import (
+    HybridPlanner,
+    leg_depth,
+    msearch_lines,
+    reread_body,
+    with_documents,
+)
 from connectors.lucene_query import QueryTranslator
 from connectors.opensearch import OpenSearchConnector
 from tests.connectors.test_lucene import store
@@ -40,17 +46,88 @@ def _knn_filters(body: dict[str, Any]) -> list[Any]:
 
 
 @pytest.mark.parametrize("engine", ["elasticsearch", "opensearch"])
-def test_both_legs_carry_the_scope_and_return_the_mapped_fields(engine: str) -> None:
-    legs = _planner(engine).legs(_request(candidates=40), 10)
+def test_shallow_legs_carry_the_scope_and_return_the_mapped_fields(engine: str) -> None:
+    legs = _planner(engine).plan(_request(candidates=20), 10).legs
     assert [leg.kind for leg in legs] == ["lexical", "knn"]
     lexical, knn = (leg.body for leg in legs)
     assert SCOPE in lexical["query"]["bool"]["filter"]
     assert SCOPE in _knn_filters(knn)
     for body in (lexical, knn):
-        assert body["size"] == 40
+        assert body["size"] == 20
         assert body["_source"] == {
             "includes": ["text", "key", "group", "created_at", "doc_id", "title"]
         }
+
+
+@pytest.mark.parametrize("engine", ["elasticsearch", "opensearch"])
+def test_deep_legs_return_ids_only_and_the_page_is_re_read(engine: str) -> None:
+    shallow = _planner(engine).plan(_request(candidates=2 * 10), 10)
+    assert not shallow.reread
+    deep = _planner(engine).plan(_request(candidates=2 * 10 + 1), 10)
+    assert deep.reread
+    for leg in deep.legs:
+        assert leg.body["_source"] is False
+        assert leg.body["size"] == 21
+    assert SCOPE in deep.legs[0].body["query"]["bool"]["filter"]
+    assert SCOPE in _knn_filters(deep.legs[1].body)
+    # Collapsing across the legs needs each hit's group.
+    folded = _planner(engine, collapse_group=True).plan(_request(), 10)
+    assert all(leg.body["_source"] == {"includes": ["group"]} for leg in folded.legs)
+
+
+def test_the_re_read_carries_the_scope_and_names_index_routing_and_id() -> None:
+    t = QueryTranslator(store())
+    scope = Filter(must=(Condition("acl", ("team-a",)),))
+    hits = [Hit("b", {}, index="i1", routing="A"), Hit("a", {}, index="i2")]
+    hits.append(Hit("c", {}, index="i1", routing="A"))
+    docs = reread_body(t, hits, scope, with_vectors=False)
+    assert docs["query"] == {
+        "bool": {
+            "filter": [
+                SCOPE,
+                {
+                    "bool": {
+                        "should": [
+                            {
+                                "bool": {
+                                    "filter": [
+                                        {"ids": {"values": ["b", "c"]}},
+                                        {"term": {"_index": "i1"}},
+                                        {"term": {"_routing": "A"}},
+                                    ]
+                                }
+                            },
+                            {
+                                "bool": {
+                                    "filter": [
+                                        {"ids": {"values": ["a"]}},
+                                        {"term": {"_index": "i2"}},
+                                        {"bool": {"must_not": [{"exists": {"field": "_routing"}}]}},
+                                    ]
+                                }
+                            },
+                        ],
+                        "minimum_should_match": 1,
+                    }
+                },
+            ]
+        }
+    }
+    assert docs["size"] == 3
+    assert docs["_source"] == t.source(with_vectors=False)
+
+
+def test_re_read_documents_keep_the_fused_order_and_drop_the_deleted() -> None:
+    fused = [Hit("b", {}, score=1.0, index="i"), Hit("a", {}, score=0.5, index="i")]
+    fused.append(Hit("gone", {}, score=0.2, index="i"))
+    docs = [Hit("a", {"text": "ta"}, index="i"), Hit("b", {"text": "tb"}, index="i")]
+    # Another index's copy of the same id is another document: it fills nothing.
+    docs.append(Hit("gone", {"text": "other tenant"}, index="j"))
+    out = with_documents(fused, docs)
+    assert [(h.id, h.source, h.score) for h in out] == [
+        ("b", {"text": "tb"}, 1.0),
+        ("a", {"text": "ta"}, 0.5),
+    ]
 
 
 def test_a_leg_is_as_deep_as_candidates_but_never_shallower_than_limit() -> None:
@@ -70,7 +147,7 @@ def test_a_leg_is_as_deep_as_candidates_but_never_shallower_than_limit() -> None
 )
 def test_a_zero_weight_drops_its_leg(weights: tuple[float, float], kinds: list[str]) -> None:
     lw, dw = weights
-    legs = _planner("opensearch").legs(_request(lexical_weight=lw, dense_weight=dw), 10)
+    legs = _planner("opensearch").plan(_request(lexical_weight=lw, dense_weight=dw), 10).legs
     assert [leg.kind for leg in legs] == kinds
 
 
@@ -90,7 +167,7 @@ def _hit(doc: str, score: float, group: str) -> dict[str, Any]:
 def test_fusion_keeps_each_legs_documents_and_collapses_across_legs() -> None:
     planner = _planner("elasticsearch", collapse_group=True)
     request = _request()
-    legs = planner.legs(request, 3)
+    legs = planner.plan(request, 3).legs
     lexical = {"hits": {"hits": [_hit("a", 9.0, "g1"), _hit("b", 5.0, "g2")]}}
     knn = {"hits": {"hits": [_hit("c", 0.9, "g1"), _hit("d", 0.8, "g3"), _hit("b", 0.7, "g2")]}}
     hits = planner.fuse(legs, [lexical, knn], request, 3)

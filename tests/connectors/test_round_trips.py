@@ -2,7 +2,8 @@
 
 The proxy sits between the connector and the real node; the connector opens
 through it (mapping, version), then the count starts. A hybrid search is one
-``_msearch`` holding both legs, each returning its documents: no re-read.
+``_msearch`` holding both legs; legs up to 2 x limit deep return their documents
+(one round trip), deeper ones ids only, and the fused page is re-read (two).
 """
 
 from __future__ import annotations
@@ -65,11 +66,11 @@ def _paths(seen: list[Recorded]) -> list[str]:
     return [r.path.split("?")[0].rsplit("/", 1)[-1] for r in seen]
 
 
-async def test_a_hybrid_search_is_one_msearch_of_two_legs_with_their_documents(
+async def test_a_shallow_hybrid_search_is_one_msearch_of_two_legs_with_their_documents(
     counted: tuple[LuceneConnector, list[Recorded], Loaded],
 ) -> None:
     conn, seen, loaded = counted
-    hits = await conn.search(_request(loaded))
+    hits = await conn.search(_request(loaded, candidates=20))
     assert len(hits) == 10
     assert _paths(seen) == ["_msearch"]
     lines = seen[0].body
@@ -79,11 +80,24 @@ async def test_a_hybrid_search_is_one_msearch_of_two_legs_with_their_documents(
     assert all(h.source.get("key") and h.source.get("text") for h in hits)
 
 
+async def test_a_deep_hybrid_search_is_one_msearch_of_id_legs_and_one_re_read(
+    counted: tuple[LuceneConnector, list[Recorded], Loaded],
+) -> None:
+    conn, seen, loaded = counted
+    hits = await conn.search(_request(loaded, candidates=100))
+    assert _paths(seen) == ["_msearch", "_search"]
+    lines = seen[0].body
+    assert isinstance(lines, list)
+    assert [line["_source"] for line in lines[1::2]] == [False, False]
+    assert len(hits) == 10
+    assert all(h.source.get("key") and h.source.get("text") for h in hits)
+
+
 async def test_a_one_sided_weight_is_one_msearch_of_one_leg(
     counted: tuple[LuceneConnector, list[Recorded], Loaded],
 ) -> None:
     conn, seen, loaded = counted
-    hits = await conn.search(_request(loaded, lexical_weight=0.0, dense_weight=1.0))
+    hits = await conn.search(_request(loaded, lexical_weight=0.0, dense_weight=1.0, candidates=20))
     assert hits
     assert _paths(seen) == ["_msearch"]
     assert isinstance(seen[0].body, list)
