@@ -28,9 +28,17 @@ class Recorded:
     method: str
     path: str
     body: Any
-    """The JSON body, or None when the request had none."""
+    """The JSON body, or None when the request had none; an NDJSON body (``_msearch``,
+    ``_bulk``) as the list of its lines."""
     authorization: str | None = None
     traceparent: str | None = None
+
+
+def _decode(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:  # NDJSON: one JSON value per line
+        return [json.loads(line) for line in data.splitlines() if line.strip()]
 
 
 class _Relay(BaseHTTPRequestHandler):
@@ -46,7 +54,7 @@ class _Relay(BaseHTTPRequestHandler):
                 Recorded(
                     self.command,
                     self.path,
-                    json.loads(data) if data else None,
+                    _decode(data) if data else None,
                     self.headers.get("authorization"),
                     self.headers.get("traceparent"),
                 )
