@@ -208,16 +208,18 @@ async def _mcp_stdio(cfg: GatewayConfig, store: str | None) -> int:
     from gateway.mcp.server import serve_stdio
 
     gateway = Gateway(cfg)
-    scoped = [n for n, s in gateway.stores.items() if s.config.scope.enforced]
+    # With --store, only that endpoint is served: another store's engine is not ours.
+    served = gateway.served_stores(store) if store else list(gateway.stores.values())
+    scoped = [s.name for s in served if s.config.scope.enforced]
     if scoped:
         log.warning(
             "stores %s are scoped by caller claims; stdio has no authenticated caller, "
             "so every read of them answers nothing",
             ", ".join(scoped),
         )
-    if not await _open_local_stores(gateway):
+    if not await _open_local_stores(gateway, store):
         return 2
-    await gateway.start(strict=False)
+    await gateway.start(strict=False, only=store)
     try:
         await serve_stdio(gateway, store)
     finally:
