@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing as mp
+import os
 import tempfile
 import time
 from dataclasses import dataclass
@@ -36,6 +37,22 @@ PROBE_EVERY_S = 0.010
 def long_query(seed: int) -> str:
     words = " ".join(TOPICS[seed % len(TOPICS) :] + TOPICS[: seed % len(TOPICS)])
     return ((words + " ") * (LONG_QUERY_CHARS // len(words) + 1))[:LONG_QUERY_CHARS]
+
+
+def thread_cpu_seconds(pid: int) -> dict[str, float]:
+    """CPU seconds per thread of a process, keyed "loop" (the main thread, which runs
+    the event loop) and by thread name for the others, summed (Linux /proc)."""
+    out: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended meanwhile
+        key = "loop" if task.name == str(pid) else name.rstrip("0123456789_-")
+        out[key] = out.get(key, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -130,11 +147,13 @@ def main(argv: list[str] | None = None) -> int:
             idle_proc.join()
             load_before = load_text()
             cpu0 = cpu_seconds(gw.proc.pid)
+            threads0 = thread_cpu_seconds(gw.proc.pid)
             busy_proc, busy_pipe = probe(gw.base_url, args.seconds)
             load = asyncio.run(drive(gw.base_url, args.seconds, args.concurrency, args.long_every))
             busy = busy_pipe.recv()
             busy_proc.join()
             cpu1 = cpu_seconds(gw.proc.pid)
+            threads1 = thread_cpu_seconds(gw.proc.pid)
             load_after = load_text()
         finally:
             stop_server(gw.proc)
@@ -159,6 +178,11 @@ def main(argv: list[str] | None = None) -> int:
         p50, p99 = percentile(values, 50), percentile(values, 99)
         print(f"| {name} | {p50:.2f} | {p99:.2f} | {len(values)} |")
     print(f"errors: {load.errors}; gateway CPU per recall: {cpu:.2f} ms" if cpu else "")
+    spent = {k: v - threads0.get(k, 0.0) for k, v in threads1.items()}
+    per_call = ", ".join(
+        f"{k} {v / calls * 1000.0:.2f}" for k, v in sorted(spent.items(), key=lambda kv: -kv[1])
+    )
+    print(f"CPU ms per recall by thread (loop = the event loop's thread): {per_call}")
     return 1 if load.errors else 0
 
 

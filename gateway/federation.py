@@ -45,6 +45,7 @@ from gateway.federation_fanout import (
 from gateway.federation_fusion import fuse_legs, merge_by_score, merge_calibrated, merge_rrf
 from gateway.federation_profile import FederationProfile
 from gateway.methods import Capability
+from gateway.paging import off_loop_if_large
 from gateway.params import DescribeParams, FetchParams, PromptOptions, RecallParams, TimelineParams
 from gateway.prompt import render, wanted
 from gateway.records import Record, parse_timestamp
@@ -160,7 +161,8 @@ class Federation:
                 records = merge_rrf(ranked, k=self.config.rrf_k, limit=limit)
         if params.min_score is not None:
             records = [r for r in records if r["score"] >= params.min_score]
-        return {**_result(records, options), **extra}
+        shaped = await off_loop_if_large(len(records), lambda: _result(records, options))
+        return {**shaped, **extra}
 
     @staticmethod
     def _ranked(ok: Sequence[Outcome]) -> list[tuple[list[dict[str, Any]], float]]:
@@ -266,7 +268,10 @@ class Federation:
         # The wire form of created_at is fixed-width RFC 3339 UTC: it sorts as text.
         merged = list(heapq.merge(*streams, key=lambda r: r["created_at"]))
         records = merged[-limit:] if limit else []
-        return {**_result(records, options, prefer_newest=True), **extra}
+        shaped = await off_loop_if_large(
+            len(records), lambda: _result(records, options, prefer_newest=True)
+        )
+        return {**shaped, **extra}
 
     # -- fetch --------------------------------------------------------------------------
 
