@@ -136,6 +136,10 @@ async def _serve_http(gateway: Gateway, server: uvicorn.Server) -> int:
 async def _open_local_stores(gateway: Gateway, only: str | None = None) -> bool:
     """Open the in-process stores before serving; False (reported on stderr) if one cannot."""
     from gateway.app import StoreStartFailed
+    from gateway.threads import favour_the_loop
+
+    served = gateway.served_stores(only) if only else gateway.stores.values()
+    favour_the_loop(s.config for s in served)
 
     try:
         await gateway.open_local_stores(only)
