@@ -71,7 +71,7 @@ from connectors.qdrant_layout import METRICS, inspect_collection
 from connectors.qdrant_local import LocalClient, open_local
 from connectors.qdrant_query import MatchesNothing, has_prefix, translate_filter, with_ids
 from connectors.qdrant_reader import QdrantReader
-from connectors.qdrant_search import check_legs, normalise, ranked_query, vector_of
+from connectors.qdrant_search import check_legs, legs, normalise, ranked_query, vector_of
 from connectors.qdrant_sparse import LexicalSparseEncoder
 from connectors.retry import remaining
 
@@ -214,8 +214,8 @@ class QdrantConnector(QdrantReader):
         except MatchesNothing:
             return []
         check_legs(request, self._layout)
-        ranked = ranked_query(request, await self._sparse(request), self._layout, tr.qfilter)
-        if ranked is None:
+        ranked_legs = legs(request, await self._sparse(request), self._layout)
+        if not ranked_legs:
             return []  # e.g. a query of stopwords only: nothing to rank by
 
         limit = request.limit
@@ -227,6 +227,7 @@ class QdrantConnector(QdrantReader):
                 tr = with_ids(tr, ids)  # exact: the engine ranks only prefixed points
             else:
                 limit = max(request.limit, request.candidates)  # broad prefix: over-fetch
+        ranked = ranked_query(request, ranked_legs, tr.qfilter)  # the prefix's ids included
         with_vectors = self._with_vectors(request.with_vectors)
         response = await self._read(
             lambda c: c.query_points(

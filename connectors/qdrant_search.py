@@ -44,34 +44,40 @@ def check_legs(request: SearchRequest, layout: Layout) -> None:
         raise EngineRejected("this collection has no dense vector")
 
 
-def ranked_query(
-    request: SearchRequest,
-    sparse: SparseVector | None,
-    layout: Layout,
-    qfilter: models.Filter | None,
-) -> RankedQuery | None:
-    """The query for the request's legs, or None when no leg can rank (stopwords only)."""
+Leg = tuple[Kind, Any, str | None, float]
+"""(kind, query vector, the collection's vector name, weight)."""
+
+
+def legs(request: SearchRequest, sparse: SparseVector | None, layout: Layout) -> list[Leg]:
+    """The legs to rank by; none when nothing can rank (a query of stopwords only)."""
     from qdrant_client.http import models
 
-    legs: list[tuple[Kind, Any, str | None, float]] = []
+    out: list[Leg] = []
     if sparse is not None and sparse.indices:
         vector = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-        legs.append(("sparse", vector, layout.sparse_name, request.lexical_weight))
+        out.append(("sparse", vector, layout.sparse_name, request.lexical_weight))
     if request.dense is not None:
         dense = [float(x) for x in request.dense]
-        legs.append(("dense", dense, layout.dense_name, request.dense_weight))
-    if len(legs) == 2 and any(w > 0 for *_, w in legs):
-        legs = [leg for leg in legs if leg[3] > 0]  # weight 0: the leg cannot count
-    if not legs:
-        return None
-    if len(legs) == 1:
-        kind, query, using, _ = legs[0]
+        out.append(("dense", dense, layout.dense_name, request.dense_weight))
+    if len(out) == 2 and any(w > 0 for *_, w in out):
+        out = [leg for leg in out if leg[3] > 0]  # weight 0: the leg cannot count
+    return out
+
+
+def ranked_query(
+    request: SearchRequest, ranked_legs: list[Leg], qfilter: models.Filter | None
+) -> RankedQuery:
+    """The query for one or two legs; two are prefetched under the same filter and fused."""
+    from qdrant_client.http import models
+
+    if len(ranked_legs) == 1:
+        kind, query, using, _ = ranked_legs[0]
         return RankedQuery(kind=kind, query=query, using=using)
     prefetch = [
         models.Prefetch(query=q, using=name, limit=request.candidates, filter=qfilter)
-        for _, q, name, _ in legs
+        for _, q, name, _ in ranked_legs
     ]
-    weights = [w for *_, w in legs]
+    weights = [w for *_, w in ranked_legs]
     rrf = models.Rrf(k=request.rrf_k, weights=None if weights == [1.0, 1.0] else weights)
     return RankedQuery(kind="rrf", query=models.RrfQuery(rrf=rrf), prefetch=prefetch)
 
