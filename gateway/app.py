@@ -12,9 +12,10 @@ from gateway.config import Backend, GatewayConfig, StoreConfig
 from gateway.connector_spec import connector_spec
 from gateway.dispatcher import Dispatcher, Observer
 from gateway.federation import Federation, Member
+from gateway.paging import EngineObserver
 from gateway.ratelimit import RateLimiter
 from gateway.resilience import BreakerState
-from gateway.store import Bootstrap, EngineObserver, Store
+from gateway.store import Bootstrap, Store
 
 log = logging.getLogger(__name__)
 

@@ -176,6 +176,10 @@ def _serve_workers(args: argparse.Namespace, cfg: GatewayConfig) -> int:
 async def _open_local_stores(gateway: Gateway, only: str | None = None) -> bool:
     """Open the in-process stores before serving; False (reported on stderr) if one cannot."""
     from gateway.app import StoreStartFailed
+    from gateway.threads import favour_the_loop
+
+    served = gateway.served_stores(only) if only else gateway.stores.values()
+    favour_the_loop(s.config for s in served)
 
     try:
         await gateway.open_local_stores(only)
@@ -252,16 +256,18 @@ async def _mcp_stdio(cfg: GatewayConfig, store: str | None) -> int:
 
     configure_from_env()
     gateway = Gateway(cfg)
-    scoped = [n for n, s in gateway.stores.items() if s.config.scope.enforced]
+    # With --store, only that endpoint is served: another store's engine is not ours.
+    served = gateway.served_stores(store) if store else list(gateway.stores.values())
+    scoped = [s.name for s in served if s.config.scope.enforced]
     if scoped:
         log.warning(
             "stores %s are scoped by caller claims; stdio has no authenticated caller, "
             "so every read of them answers nothing",
             ", ".join(scoped),
         )
-    if not await _open_local_stores(gateway):
+    if not await _open_local_stores(gateway, store):
         return 2
-    await gateway.start(strict=False)
+    await gateway.start(strict=False, only=store)
     try:
         await serve_stdio(gateway, store)
     finally:

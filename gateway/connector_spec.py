@@ -61,6 +61,7 @@ def connector_spec(config: StoreConfig) -> ConnectorSpec:
             text_fields=tuple(s.text_fields),
             vector_field=s.vector_field,
             sparse_vector=s.sparse_vector,
+            sparse_analyzer=s.sparse_analyzer,
             collapse_group=s.collapse_group,
             highlight=s.highlight,
             highlight_fragment_size=s.highlight_fragment_size,

@@ -192,3 +192,25 @@ def test_federated_quality_harness_on_three_engines(
     for mode in ("bm25", "hybrid"):
         assert rows[("federated", mode)]["ndcg10"] > 0.0
         assert f"| {mode} | federated vs slowest member" in table
+
+
+@pytest.mark.integration
+def test_loop_block_harness_on_the_demo() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.loop_block", "--seconds", "2", "--concurrency", "2"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=4 * TIMEOUT_S,  # a fresh data directory: the demo is indexed at start
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = {line.split(" | ")[0] for line in result.stdout.splitlines() if line.startswith("| ")}
+    assert rows >= {
+        "| /healthz, idle",
+        "| /healthz, under recall load",
+        "| recall, short query",
+        "| recall, 4,000-character query",
+    }
+    assert "errors: 0;" in result.stdout
+    assert "loop " in result.stdout.split("by thread")[1]

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.embedders.lexical import LexicalSparseEncoder
+from connectors.qdrant_sparse import LexicalSparseEncoder
 from tests.conformance.conftest import (
     PROTOCOL,
     QDRANT,

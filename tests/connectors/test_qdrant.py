@@ -8,6 +8,7 @@ HTTP answers) is checked against a tiny HTTP peer of our own on loopback.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -25,12 +26,17 @@ from connectors.base import (
     SearchRequest,
     SparseVector,
 )
-from connectors.errors import EngineConfigError, EngineTimeout, EngineUnavailable
-from connectors.qdrant import QdrantConnector
+from connectors.errors import (
+    EngineConfigError,
+    EngineRejected,
+    EngineTimeout,
+    EngineUnavailable,
+)
+from connectors.qdrant import ENCODE_INLINE_CHARS, QdrantConnector
 from connectors.qdrant_query import prefix_words, translate_filter
+from connectors.qdrant_sparse import LexicalSparseEncoder
 from connectors.retry import deadline_scope
 from connectors.spec import ConnectorSpec
-from gateway.embedders.lexical import LexicalSparseEncoder
 from tests.connectors.specs import merged, spec_of
 from tests.support.http_peer import HttpPeer, PeerReply, StartPeer
 from tests.support.scifact import SciFact, documents, load_qdrant, load_scifact, subset
@@ -265,6 +271,51 @@ async def test_zero_weight_drops_a_leg(loaded: Loaded, conn: QdrantConnector) ->
 
 async def test_empty_sparse_query_finds_nothing(conn: QdrantConnector) -> None:
     assert await conn.search(SearchRequest(limit=5, sparse=SparseVector((), ()))) == []
+
+
+async def test_query_text_is_encoded_by_the_connector(
+    loaded: Loaded, conn: QdrantConnector
+) -> None:
+    text = loaded.sf.queries[loaded.query_ids[2]]
+    by_text = await conn.search(SearchRequest(limit=10, text=text))
+    by_vector = await conn.search(SearchRequest(limit=10, sparse=loaded.encoder.encode_query(text)))
+    assert by_text, "a real query finds documents"
+    assert [(h.id, h.score) for h in by_text] == [(h.id, h.score) for h in by_vector]
+    assert await conn.search(SearchRequest(limit=5, text="the of and")) == []
+
+
+async def test_a_long_query_text_is_encoded_off_the_event_loop(
+    loaded: Loaded, conn: QdrantConnector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    encoder = conn._encoder
+    assert encoder is not None
+    threads: list[int] = []
+    encode = encoder.encode_query
+
+    def recording(text: str) -> SparseVector:
+        threads.append(threading.get_ident())
+        return encode(text)
+
+    monkeypatch.setattr(encoder, "encode_query", recording)
+    short = loaded.sf.queries[loaded.query_ids[3]]
+    long = (short + " ") * (ENCODE_INLINE_CHARS // len(short) + 2)
+    assert len(short) <= ENCODE_INLINE_CHARS < len(long)
+    await conn.search(SearchRequest(limit=5, text=short))
+    hits = await conn.search(SearchRequest(limit=5, text=long))
+    loop_thread = threading.get_ident()
+    assert threads[0] == loop_thread  # short: inline, a thread hop would cost more
+    assert threads[1] != loop_thread  # long: on a worker thread
+    assert hits, "the long query still ranks"
+
+
+async def test_text_without_a_sparse_vector_is_rejected(loaded: Loaded) -> None:
+    c = QdrantConnector(store(loaded.path, search={"mode": "dense", "sparse_vector": None}))
+    await c.open()
+    try:
+        with pytest.raises(EngineRejected, match="no sparse vector"):
+            await c.search(SearchRequest(limit=5, text="vitamin d"))
+    finally:
+        await c.close()
 
 
 async def test_with_vectors_returns_the_stored_dense_vector(
