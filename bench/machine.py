@@ -76,14 +76,18 @@ def rss_mib(pid: int) -> float | None:
     return None
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time a process has used so far (Linux /proc); None elsewhere."""
+def cpu_seconds(pid: int, *, system_only: bool = False) -> float | None:
+    """User + system CPU time a process has used so far (Linux /proc); None elsewhere.
+
+    ``system_only``: the kernel's share alone (system calls: socket sends and receives).
+    """
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
     # After the command name: state is field 3, utime 14 and stime 15 (1-based).
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = int(fields[12]) if system_only else int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def engine_pid(engine: str) -> int | None:

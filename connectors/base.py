@@ -81,7 +81,8 @@ class SparseVector:
 class SearchRequest:
     """A ranked search. At least one of text, dense, sparse is set.
 
-    text: lexical (BM25) query text, ES/OS only. sparse: Qdrant's lexical leg.
+    text: lexical (BM25) query text: ES/OS analyse it, Qdrant encodes it into its sparse
+    leg. sparse: a ready sparse vector for Qdrant's lexical leg (wins over text).
     dense: a query vector. When a lexical leg and dense are both present the
     connector fuses them by reciprocal rank fusion with the given k and weights.
     """

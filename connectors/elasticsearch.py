@@ -7,7 +7,7 @@ What differs from OpenSearch, and lives here:
   both, a 9.x client does not talk to 8.x: docs/engines.md).
 - ``similarity`` cosine / dot_product / l2_norm give a ``_score`` already in
   [0, 1] ((1 + cos) / 2, (1 + dot) / 2, 1 / (1 + l2²)); max_inner_product is
-  unbounded and is mapped back (see :func:`connectors.lucene.inner_product_score`).
+  unbounded and is mapped back (see :func:`connectors.fusion.inner_product_score`).
 - Ordered reads with the engine ``_id`` as record id run in a point in time
   and break ties on ``_shard_doc`` (fielddata on ``_id`` is off in 8.x).
 - Readiness is cluster health and the version comes from the local node's
@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from connectors.base import Metric, SearchRequest, VectorInfo
 from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
-from connectors.lucene import EngineFailure, LuceneConnector, error_causes, retry_after_ms
-from connectors.lucene_query import PAGE_SIZE, PIT_KEEP_ALIVE, Body, QueryTranslator
+from connectors.lucene import LuceneConnector
+from connectors.lucene_client import EngineFailure, error_causes, retry_after_ms
+from connectors.lucene_order import PIT_KEEP_ALIVE
+from connectors.lucene_query import PAGE_SIZE, Body, QueryTranslator
 
 if TYPE_CHECKING:
     from elasticsearch import AsyncElasticsearch
@@ -167,6 +169,10 @@ class ElasticsearchConnector(LuceneConnector):
             response = await client.search(index=self._spec.index, body=body)
         return dict(response.body)
 
+    async def _msearch(self, lines: Sequence[Body], seconds: float) -> Mapping[str, Any]:
+        response = await self._timed(seconds).msearch(index=self._spec.index, searches=lines)
+        return dict(response.body)
+
     async def _get_mapping(self, seconds: float) -> dict[str, Any]:
         response = await self._es.options(request_timeout=seconds).indices.get_mapping(
             index=self._spec.index
@@ -200,18 +206,12 @@ class ElasticsearchConnector(LuceneConnector):
         await self._es.options(request_timeout=seconds).close_point_in_time(id=pit_id)
 
     def _knn_body(
-        self,
-        translator: QueryTranslator,
-        request: SearchRequest,
-        size: int,
-        depth: int,
-        *,
-        ids_only: bool = False,
+        self, translator: QueryTranslator, request: SearchRequest, size: int, depth: int
     ) -> Body:
         field = self._spec.search.vector_field
         assert field is not None
         assert request.dense is not None
-        body = translator.knn_common(request, size, ids_only=ids_only)
+        body = translator.knn_common(request, size)
         # k is the depth too, and `size` cuts: 9.x quantises 384+ dims to bbq_hnsw and
         # rescores oversample x k candidates, so a smaller k ranks a kNN-only search
         # differently (worse) than the same query's hybrid leg.

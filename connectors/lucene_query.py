@@ -11,20 +11,17 @@ Pure (no I/O), so unit tests need no engine. Rules the translator keeps:
   the sub-field (found in the mapping at open()).
 - ``_source`` carries only ``fields.read``: nothing unmapped ever
   leaves the engine.
-- Ordered reads sort on ``mapping.created_at`` and break ties on a unique key
-  (see :class:`OrderPlan`), paging with ``search_after``.
 - Every body carries the request's filter, which holds the caller's scope:
-  searches, kNN legs, ordered pages, fetches and the hybrid re-read alike.
-- Hybrid legs fetch ids and scores only (``candidates`` deep each); the fused
-  top hits' documents come in one query that names each hit by index, routing
-  and id (an ``_id`` is unique only within one index and routing value) and
-  still carries the filter.
+  searches, kNN legs, ordered pages and fetches alike.
+
+Ordered reads and fetches are built in :mod:`connectors.lucene_order`, hybrid
+legs planned in :mod:`connectors.lucene_hybrid`; both build on this class.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,14 +30,13 @@ from connectors.base import (
     Condition,
     Filter,
     Hit,
-    OrderedRequest,
     SearchRequest,
     TimeWindows,
 )
 from connectors.errors import EngineConfigError, QueryTooLarge
 
 if TYPE_CHECKING:
-    from connectors.spec import ConnectorSpec
+    from connectors.spec import ConnectorSpec, FieldsSpec
 
 Body = dict[str, Any]
 
@@ -49,10 +45,6 @@ PAGE_SIZE = 1000
 
 MAX_WINDOW = 10_000
 """The engines' default ``index.max_result_window`` and their ceiling for kNN ``k``."""
-
-PIT_KEEP_ALIVE = "1m"
-"""A point in time lives for one ordered read only; a minute covers its pages."""
-
 
 MAX_PREFIX_QUERY = 1000
 """The longest key prefix the engines match (Lucene's automaton limit, ``max_regex_length``)."""
@@ -100,54 +92,8 @@ def parse_text_fields(specs: Iterable[str]) -> tuple[TextField, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
-class EngineIdOrder:
-    """A dialect's tie-break for stores whose record id is the engine's ``_id``.
-
-    ``_id`` itself cannot be sorted on without fielddata (off in Elasticsearch
-    8, deprecated with a warning per request in OpenSearch), so the read runs in
-    a point in time and breaks ties on a per-document sort key of the engine.
-    """
-
-    tiebreak: str
-    search_after: bool
-    """True when the key is unique across shards (Elasticsearch's ``_shard_doc``);
-    False when it is only unique within a shard (OpenSearch's ``_doc``), where
-    pages are taken by ``from`` inside the PIT instead (see :class:`OrderPlan`)."""
-
-
-ES_ENGINE_ID_ORDER = EngineIdOrder("_shard_doc", search_after=True)
-
-
-@dataclass(frozen=True, slots=True)
-class OrderPlan:
-    """How ordered reads sort: ``primary`` (created_at, or None) then a unique ``tiebreak``.
-
-    The tie-break makes the order total, which ``search_after`` paging needs: a
-    page boundary inside a run of equal timestamps must neither skip nor repeat
-    documents. It is ``mapping.id`` when that is a source field (unique by the
-    mapping's contract). With the engine's own ``_id`` as the record id the read
-    runs in a point in time (``pit``), see :class:`EngineIdOrder`:
-
-    - Elasticsearch breaks ties on ``_shard_doc``, unique across shards in a PIT.
-    - OpenSearch (2.x has no ``_shard_doc``) sorts on ``_doc``, unique only per
-      shard: ``search_after`` on it could skip a tie on another shard, so pages
-      are taken with ``from``. Inside one PIT the shards' merge order is fixed
-      (ties go by shard, then document), so ``from`` pages are consistent; they
-      reach ``MAX_WINDOW`` (``index.max_result_window``) documents, the most a
-      store's limits allow.
-
-    Without created_at the tie-break alone is the order: the id ascending, or
-    index order (roughly insertion order), stable while the index is unchanged.
-    """
-
-    primary: str | None
-    tiebreak: str
-    pit: bool
-    search_after: bool = True
-
-
-def _any_of(clauses: list[Body]) -> Body:
+def any_of(clauses: list[Body]) -> Body:
+    """Any of the clauses (none: nothing matches)."""
     if not clauses:
         return {"match_none": {}}
     if len(clauses) == 1:
@@ -168,7 +114,6 @@ class QueryTranslator:
         *,
         exact_fields: Mapping[str, str] | None = None,
         text_only_fields: Collection[str] = (),
-        engine_id_order: EngineIdOrder = ES_ENGINE_ID_ORDER,
         multi_match_type: str = "best_fields",
     ) -> None:
         """
@@ -176,7 +121,6 @@ class QueryTranslator:
             spec: the store's connector spec.
             exact_fields: text field → keyword sub-field (from the index mapping).
             text_only_fields: analysed text fields with no keyword sub-field.
-            engine_id_order: the dialect's tie-break when ``mapping.id`` is the engine id.
             multi_match_type: ``best_fields`` unless the store asks otherwise.
 
         Raises:
@@ -190,26 +134,17 @@ class QueryTranslator:
         self._text_fields = parse_text_fields(spec.search.text_fields)
         self._multi_match_type = multi_match_type
         self._source_fields = list(spec.fields.read)
-        m = spec.fields
-        if m.id != ID_FIELD:
-            self.order = OrderPlan(
-                primary=self.exact(m.created_at) if m.created_at else None,
-                tiebreak=self.exact(m.id),
-                pit=False,
-            )
-        else:
-            self.order = OrderPlan(
-                primary=self.exact(m.created_at) if m.created_at else None,
-                tiebreak=engine_id_order.tiebreak,
-                pit=True,
-                search_after=engine_id_order.search_after,
-            )
 
     # ---- pieces
 
     def exact(self, field: str) -> str:
         """The field to filter/sort/collapse on for ``field`` (its keyword sub-field if text)."""
         return self._exact.get(field, field)
+
+    @property
+    def fields(self) -> FieldsSpec:
+        """The store's fields (what is read, ordered, grouped)."""
+        return self._mapping
 
     @property
     def text_fields(self) -> tuple[TextField, ...]:
@@ -231,7 +166,7 @@ class QueryTranslator:
         if cond.field in self._text_only or (cond.phrase and cond.field not in self._exact):
             # Analysed text without a keyword sub-field: a term query would compare against
             # tokens, so match the phrase here; the store checks exact equality after.
-            return _any_of([{"match_phrase": {cond.field: str(v)}} for v in cond.values])
+            return any_of([{"match_phrase": {cond.field: str(v)}} for v in cond.values])
         field = self.exact(cond.field)
         if len(cond.values) == 1:
             return {"term": {field: {"value": cond.values[0]}}}
@@ -240,7 +175,7 @@ class QueryTranslator:
     def time_windows(self, times: TimeWindows) -> Body:
         """A date field inside any of the windows (ISO 8601 values, whatever the field format)."""
         field = self.exact(times.field)
-        return _any_of(
+        return any_of(
             [
                 {"range": {field: {"gte": gte, "lt": lt, "format": "strict_date_optional_time"}}}
                 for gte, lt in times.windows
@@ -322,34 +257,26 @@ class QueryTranslator:
             "fields": {content: {"fragment_size": size, "number_of_fragments": 1}},
         }
 
-    def _leg_source(self) -> Body | bool:
-        """A hybrid leg's ``_source``: none, or only the group when results collapse."""
-        if self.collapse_field and self._mapping.group:
-            return {"includes": [self._mapping.group]}
-        return False
-
-    def _common(self, size: int, *, with_vectors: bool, ids_only: bool = False) -> Body:
+    def common(self, size: int, *, with_vectors: bool) -> Body:
+        """What every body shares: its size and ``_source``, and no total count."""
         return {
             "size": size,
-            "_source": self._leg_source() if ids_only else self.source(with_vectors=with_vectors),
+            "_source": self.source(with_vectors=with_vectors),
             # Totals are never used; counting them costs on large indexes.
             "track_total_hits": False,
         }
 
     # ---- whole bodies
 
-    def lexical(self, request: SearchRequest, size: int, *, ids_only: bool = False) -> Body:
+    def lexical(self, request: SearchRequest, size: int) -> Body:
         """A BM25 search body for ``request.text``, ``size`` hits deep.
-
-        ``ids_only`` is for a hybrid leg: ids and scores only, the documents are
-        read for the fused top hits alone (see :meth:`by_ids`).
 
         Raises:
             EngineConfigError: the store has no ``search.text_fields``.
         """
         if request.text is None:
             raise ValueError("lexical() needs request.text")
-        body = self._common(size, with_vectors=request.with_vectors, ids_only=ids_only)
+        body = self.common(size, with_vectors=request.with_vectors)
         body["query"] = self.filtered(request.filter, self.multi_match(request.text))
         collapse = self.collapse_field
         if collapse:
@@ -360,83 +287,13 @@ class QueryTranslator:
             body["highlight"] = hl
         return body
 
-    def knn_common(self, request: SearchRequest, size: int, *, ids_only: bool = False) -> Body:
+    def knn_common(self, request: SearchRequest, size: int) -> Body:
         """The non-kNN part of a vector search body (the dialect adds its kNN clause)."""
-        body = self._common(size, with_vectors=request.with_vectors, ids_only=ids_only)
+        body = self.common(size, with_vectors=request.with_vectors)
         collapse = self.collapse_field
         if collapse:
             body["collapse"] = {"field": collapse}
         return body
-
-    def sort(self, *, descending: bool) -> list[Body]:
-        """The total order of ordered reads (see :class:`OrderPlan`)."""
-        order = "desc" if descending else "asc"
-        keys = [self.order.primary] if self.order.primary else []
-        keys.append(self.order.tiebreak)
-        return [{key: {"order": order}} for key in keys]
-
-    def ordered_page(
-        self,
-        request: OrderedRequest,
-        size: int,
-        *,
-        search_after: Sequence[Any] | None = None,
-        offset: int = 0,
-        pit_id: str | None = None,
-    ) -> Body:
-        """One page of an ordered read: after the previous page's last ``sort``
-        values, or at ``offset`` when the plan pages by ``from``."""
-        body = self._common(size, with_vectors=request.with_vectors)
-        body["query"] = self.filtered(request.filter)
-        body["sort"] = self.sort(descending=request.newest_first)
-        if search_after is not None:
-            body["search_after"] = list(search_after)
-        if offset:
-            body["from"] = offset
-        if pit_id is not None:
-            body["pit"] = {"id": pit_id, "keep_alive": PIT_KEEP_ALIVE}
-        return body
-
-    def fetch(self, flt: Filter, *, with_vectors: bool = False) -> Body:
-        """The first document matching ``flt``: the newest one when created_at is mapped."""
-        body = self._common(1, with_vectors=with_vectors)
-        body["query"] = self.filtered(flt)
-        if self.order.primary:
-            body["sort"] = [{self.order.primary: {"order": "desc"}}]
-        return body
-
-    def by_ids(self, hits: Sequence[Hit], flt: Filter, *, with_vectors: bool) -> Body:
-        """The documents of the fused top hits of a hybrid search, under the request's filter.
-
-        Each hit is named by its index, routing and id: the same ``_id`` can be held
-        once per routing value, and once per index behind an alias, by documents of
-        different tenants. The filter (which carries the caller's scope) is applied
-        again, so the re-read can never return what the legs could not.
-        """
-        body = self._common(len(hits), with_vectors=with_vectors)
-        body["query"] = {"bool": {"filter": [*self.filter_clauses(flt), self.located(hits)]}}
-        return body
-
-    def located(self, hits: Sequence[Hit]) -> Body:
-        """A clause matching exactly the documents the hits name (index, routing, id).
-
-        One clause per (index, routing) pair, holding that pair's ids: a handful
-        of clauses however many hits, far below the engines' clause limits.
-        """
-        groups: dict[tuple[str | None, str | None], list[str]] = {}
-        for h in hits:
-            groups.setdefault((h.index, h.routing), []).append(h.id)
-        clauses: list[Body] = []
-        for (index, routing), ids in groups.items():
-            parts: list[Body] = [{"ids": {"values": ids}}]
-            if index is not None:
-                parts.append({"term": {"_index": index}})
-            if routing is not None:
-                parts.append({"term": {"_routing": routing}})
-            else:
-                parts.append({"bool": {"must_not": [{"exists": {"field": "_routing"}}]}})
-            clauses.append({"bool": {"filter": parts}})
-        return _any_of(clauses)
 
     # ---- responses
 

@@ -10,7 +10,7 @@ What differs from Elasticsearch, and lives here:
   scores ``1 / (1 + d)``; innerproduct is unbounded and mapped back like
   Elasticsearch's max_inner_product.
 - Ordered reads of stores keyed by the engine ``_id`` page by ``from`` inside
-  a point in time, sorted on ``_doc`` (see :class:`connectors.lucene.OrderPlan`).
+  a point in time, sorted on ``_doc`` (see :class:`connectors.lucene_order.OrderPlan`).
 - Connections may be signed with AWS SigV4 (Amazon OpenSearch Service or
   Serverless) through opensearch-py's signer and boto3's credential chain;
   boto3 is the optional ``aws`` extra, imported only when configured.
@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from connectors.base import Metric, SearchRequest, VectorInfo
 from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
-from connectors.lucene import EngineFailure, LuceneConnector, error_causes
-from connectors.lucene_query import PAGE_SIZE, PIT_KEEP_ALIVE, Body, EngineIdOrder, QueryTranslator
+from connectors.lucene import LuceneConnector
+from connectors.lucene_client import EngineFailure, error_causes
+from connectors.lucene_order import PIT_KEEP_ALIVE, EngineIdOrder
+from connectors.lucene_query import PAGE_SIZE, Body, QueryTranslator
 
 if TYPE_CHECKING:
     from connectors.spec import ConnectorSpec
@@ -172,6 +174,12 @@ class OpenSearchConnector(LuceneConnector):
             )
         return dict(response)
 
+    async def _msearch(self, lines: Sequence[Body], seconds: float) -> Mapping[str, Any]:
+        response = await self._client.msearch(
+            body=list(lines), index=self._spec.index, request_timeout=seconds
+        )
+        return dict(response)
+
     async def _get_mapping(self, seconds: float) -> dict[str, Any]:
         response = await self._client.indices.get_mapping(
             index=self._spec.index, request_timeout=seconds
@@ -198,18 +206,12 @@ class OpenSearchConnector(LuceneConnector):
         await self._client.delete_pit(body={"pit_id": [pit_id]}, request_timeout=seconds)
 
     def _knn_body(
-        self,
-        translator: QueryTranslator,
-        request: SearchRequest,
-        size: int,
-        depth: int,
-        *,
-        ids_only: bool = False,
+        self, translator: QueryTranslator, request: SearchRequest, size: int, depth: int
     ) -> Body:
         field = self._spec.search.vector_field
         assert field is not None
         assert request.dense is not None
-        body = translator.knn_common(request, size, ids_only=ids_only)
+        body = translator.knn_common(request, size)
         # k is the candidate depth per shard (OpenSearch has no num_candidates);
         # size keeps the best `size` of the merged candidates.
         knn: Body = {"vector": [float(x) for x in request.dense], "k": max(depth, size)}

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from connectors.errors import EngineUnavailable
 from connectors.qdrant_errors import engine_errors, is_transient
+from connectors.qdrant_layout import Layout
 from connectors.qdrant_query import Translated, has_prefix
 from connectors.retry import remaining, retry_read
+from connectors.tracing import traced_client
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
@@ -46,9 +48,8 @@ class QdrantReader:
         self._created_at = spec.fields.created_at
         self._retries = spec.connection.retries
         self._timeout_s = spec.connection.timeout_ms / 1000.0
-        # Fixed by the connector's open(): which dense vector exists.
-        self._dense_name: str | None = None
-        self._has_dense = False
+        # Fixed by the connector's open(): which vectors the collection holds.
+        self._layout = Layout()
 
     def _server_timeout(self) -> int:
         """Whole seconds for the server's own timeout (it takes an int), at least 1."""
@@ -66,15 +67,16 @@ class QdrantReader:
 
         async def attempt() -> T:
             async with asyncio.timeout(remaining(self._timeout_s)):
-                return await call(client)
+                return await call(traced_client(client, "qdrant", self._collection))
 
         with engine_errors():
             return await retry_read(attempt, transient=is_transient, attempts=self._retries)
 
     def _with_vectors(self, wanted: bool) -> bool | list[str]:
-        if not wanted or not self._has_dense:
+        if not wanted or not self._layout.has_dense:
             return False
-        return [self._dense_name] if self._dense_name is not None else True
+        name = self._layout.dense_name
+        return [name] if name is not None else True
 
     # -- ordered reads -----------------------------------------------------------------
 

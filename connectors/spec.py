@@ -77,6 +77,8 @@ class SearchSpec:
     text_fields: tuple[str, ...] = ()
     vector_field: str | None = None
     sparse_vector: str | None = None
+    sparse_analyzer: Literal["light", "english"] = "light"
+    """Qdrant: the analyzer the sparse vector was indexed with (connectors.qdrant_sparse)."""
     collapse_group: bool = False
     highlight: bool = False
     highlight_fragment_size: int = 300

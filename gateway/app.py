@@ -12,8 +12,10 @@ from gateway.config import GatewayConfig, QdrantStoreConfig, StoreConfig
 from gateway.connector_spec import connector_spec
 from gateway.dispatcher import Dispatcher, Observer
 from gateway.federation import Federation, Member
+from gateway.paging import EngineObserver
 from gateway.ratelimit import RateLimiter
-from gateway.store import Bootstrap, EngineObserver, Store
+from gateway.resilience import BreakerState
+from gateway.store import Bootstrap, Store
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +182,7 @@ class Gateway:
         raise UnknownStore(name)
 
     async def ready(self) -> dict[str, bool]:
-        """Per store: opened and its engine answers a ping now."""
+        """Per store: opened and its engine answers a ping now (never while its breaker is open)."""
         names = list(self.stores)
 
         async def one(store: Store) -> bool:
@@ -192,6 +194,14 @@ class Gateway:
 
         states = await asyncio.gather(*(one(self.stores[n]) for n in names))
         return dict(zip(names, states, strict=True))
+
+    def breakers(self) -> dict[str, str]:
+        """The stores whose circuit breaker is not closed, and its state."""
+        return {
+            name: store.guard.state.label
+            for name, store in self.stores.items()
+            if store.guard.state is not BreakerState.CLOSED
+        }
 
     async def federations_ready(self) -> dict[str, dict[str, object]]:
         """Per federation: ready when one member is, and each member's state."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import socket
 import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -91,7 +92,14 @@ def _start_failure(name: str, store: StoreConfig, exc: ConnectorError) -> str:
     return f"store {name} ({store.backend.value}, {_address(store)}): {exc}"
 
 
-def _serve(cfg: GatewayConfig, host: str | None, port: int | None) -> int:
+def _serve(
+    cfg: GatewayConfig,
+    host: str | None,
+    port: int | None,
+    *,
+    sockets: list[socket.socket] | None = None,
+) -> int:
+    """One gateway process on HTTP; ``sockets``: already listening (a ``--workers`` worker)."""
     import uvicorn
 
     from gateway.app import Gateway
@@ -128,23 +136,63 @@ def _serve(cfg: GatewayConfig, host: str | None, port: int | None) -> int:
     )
     try:
         with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
-            return runner.run(_serve_http(gateway, server))
+            return runner.run(_serve_http(gateway, server, sockets))
     except KeyboardInterrupt:
         # uvicorn has already shut down gracefully; it re-raises SIGINT on the way out.
         sys.stderr.write("a2m-gateway: interrupted (Ctrl-C), stopped\n")
         return EXIT_INTERRUPTED
 
 
-async def _serve_http(gateway: Gateway, server: uvicorn.Server) -> int:
+async def _serve_http(
+    gateway: Gateway, server: uvicorn.Server, sockets: list[socket.socket] | None
+) -> int:
     if not await _open_local_stores(gateway):
         return 2
-    await server.serve()
+    await server.serve(sockets=sockets)
     return 0
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def _serve_workers(args: argparse.Namespace, cfg: GatewayConfig) -> int:
+    from gateway.workers import serve_workers
+
+    host = args.host or cfg.server.host
+    port = cfg.server.port if args.port is None else args.port
+    locked = [
+        n
+        for n, s in cfg.stores.items()
+        if isinstance(s.connection, QdrantConnection) and s.connection.path is not None
+    ]
+    if locked:
+        sys.stderr.write(
+            f"a2m-gateway: --workers needs stores every process can open; {', '.join(locked)} "
+            "use qdrant local mode on disk (one process per path): serve a Qdrant server "
+            "(connection.url) or run one worker\n"
+        )
+        return 2
+    try:
+        return serve_workers(args.config, host, port, args.workers, cfg.server.shutdown_grace_s)
+    except OSError as exc:
+        sys.stderr.write(f"a2m-gateway: cannot listen on {host}:{port}: {exc.strerror}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("a2m-gateway: interrupted (Ctrl-C), stopped\n")
+        return EXIT_INTERRUPTED
 
 
 async def _open_local_stores(gateway: Gateway, only: str | None = None) -> bool:
     """Open the in-process stores before serving; False (reported on stderr) if one cannot."""
     from gateway.app import StoreStartFailed
+    from gateway.threads import favour_the_loop
+
+    served = gateway.served_stores(only) if only else gateway.stores.values()
+    favour_the_loop(s.config for s in served)
 
     try:
         await gateway.open_local_stores(only)
@@ -190,8 +238,10 @@ def _hash_key(new: bool) -> int:
 
 async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
     from gateway.app import Gateway
+    from gateway.telemetry import configure_from_env
     from gateway.transports.stdio import serve_stdio
 
+    configure_from_env()
     gateway = Gateway(cfg)
     for served in gateway.served_stores(store):
         if served.config.scope.enforced:
@@ -215,18 +265,22 @@ async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
 async def _mcp_stdio(cfg: GatewayConfig, store: str | None) -> int:
     from gateway.app import Gateway
     from gateway.mcp.server import serve_stdio
+    from gateway.telemetry import configure_from_env
 
+    configure_from_env()
     gateway = Gateway(cfg)
-    scoped = [n for n, s in gateway.stores.items() if s.config.scope.enforced]
+    # With --store, only that endpoint is served: another store's engine is not ours.
+    served = gateway.served_stores(store) if store else list(gateway.stores.values())
+    scoped = [s.name for s in served if s.config.scope.enforced]
     if scoped:
         log.warning(
             "stores %s are scoped by caller claims; stdio has no authenticated caller, "
             "so every read of them answers nothing",
             ", ".join(scoped),
         )
-    if not await _open_local_stores(gateway):
+    if not await _open_local_stores(gateway, store):
         return 2
-    await gateway.start(strict=False)
+    await gateway.start(strict=False, only=store)
     try:
         await serve_stdio(gateway, store)
     finally:
@@ -384,6 +438,13 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         help="TCP port (default: server.port from the config, 8080 when unset)",
     )
+    p_serve.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        help="gateway processes sharing the port, each with its own engine connections and "
+        "metrics (default 1; on Kubernetes keep 1 and scale replicas: docs/helm.md)",
+    )
     p_stdio = sub.add_parser(
         "stdio",
         help="serve one store over stdin/stdout (for an agent that spawns the gateway)",
@@ -452,6 +513,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, cfg: GatewayConfig) -> int:
     if args.command == "serve":
+        if args.workers > 1:
+            return _serve_workers(args, cfg)
         return _serve(cfg, args.host, args.port)
     store = getattr(args, "store", None)
     if store is not None and store not in cfg.stores and store not in cfg.federations:

@@ -79,6 +79,7 @@ def connector_spec(config: StoreConfig) -> ConnectorSpec:
             text_fields=tuple(lucene.text_fields) if lucene else (),
             vector_field=s.vector_field,
             sparse_vector=sparse,
+            sparse_analyzer=s.sparse_analyzer if isinstance(s, QdrantSearchConfig) else "light",
             collapse_group=lucene.collapse_group if lucene else False,
             highlight=lucene.highlight if lucene else False,
             highlight_fragment_size=lucene.highlight_fragment_size if lucene else 300,

@@ -18,9 +18,11 @@ from connectors.errors import (
 from gateway.embedders import EmbedderUnavailable
 from gateway.errors import (
     A2MError,
+    BackendOverloaded,
     BackendTimeout,
     BackendUnavailable,
     CapabilityNotSupported,
+    CircuitOpenError,
     InternalError,
     InvalidParams,
     MethodNotFound,
@@ -37,7 +39,9 @@ from gateway.params import (
 )
 from gateway.profile import gate_method
 from gateway.ratelimit import RateLimiter
+from gateway.resilience import CircuitOpen, Overloaded
 from gateway.scopes import LOCAL, Caller
+from gateway.telemetry import active as active_tracing
 
 log = logging.getLogger(__name__)
 audit = logging.getLogger("a2m.audit")
@@ -98,6 +102,8 @@ class Dispatcher:
         start = time.perf_counter()
         code = 0
         count: int | None = None
+        tracing = active_tracing()
+        span = tracing.call(self.store, method, params) if tracing is not None else None
         try:
             self._charge(caller)
             result = await self._dispatch(method, params, caller)
@@ -111,6 +117,8 @@ class Dispatcher:
                 raise
             raise err from exc
         finally:
+            if span is not None:
+                span.end(code, count)
             elapsed = time.perf_counter() - start
             for observe in self._observers:
                 observe(
@@ -180,10 +188,11 @@ class Dispatcher:
 def to_a2m_error(exc: BaseException) -> A2MError:
     """The single exception-to-wire boundary: any exception becomes an A2MError.
 
-    Engine trouble (unreachable, failing after retries, past the deadline) is a
-    retryable -32603 with `data.reason`; a deterministic refusal of the query is
-    -32602, not retryable (DECISIONS.md §2). Anything unexpected is logged here
-    with its traceback and leaves as a bare INTERNAL_ERROR.
+    Engine trouble (unreachable, failing after retries, past the deadline, its
+    breaker open, its calls shed) is a retryable -32603 with `data.reason`; a
+    deterministic refusal of the query is -32602, not retryable (DECISIONS.md §2).
+    Anything unexpected is logged here with its traceback and leaves as a bare
+    INTERNAL_ERROR.
     """
     if isinstance(exc, A2MError):
         return exc
@@ -196,6 +205,10 @@ def to_a2m_error(exc: BaseException) -> A2MError:
             "The store's query embedder refused the request",
             data={"reason": "embedder_refused", "retryable": False},
         )
+    if isinstance(exc, CircuitOpen):
+        return CircuitOpenError(retry_after_ms=exc.retry_after_ms)
+    if isinstance(exc, Overloaded):
+        return BackendOverloaded(retry_after_ms=exc.retry_after_ms)
     if isinstance(exc, EngineUnavailable):
         return BackendUnavailable(retry_after_ms=exc.retry_after_ms)
     if isinstance(exc, EngineTimeout):

@@ -13,7 +13,8 @@ Exception tree (engine and embedder failures become these at one boundary,
 
   A2MError(code, message, data)
    ├─ ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError
-   │   └─ InternalError: BackendUnavailable, BackendTimeout (engine trouble, retryable)
+   │   └─ InternalError: BackendUnavailable, BackendTimeout, CircuitOpenError,
+   │      BackendOverloaded (engine trouble, retryable)
    └─ UnknownRecord, UnknownTier, CapabilityNotSupported, ReadOnly, ScopeDenied,
       QuotaExceeded, ProtocolNotSupported, EmbeddingMismatch
 
@@ -63,6 +64,10 @@ class EngineTrouble(StrEnum):
 
     ENGINE_UNAVAILABLE = "engine_unavailable"
     DEADLINE_EXCEEDED = "deadline_exceeded"
+    CIRCUIT_OPEN = "circuit_open"
+    """The store's breaker is open after repeated engine failures: the engine was not called."""
+    OVERLOADED = "overloaded"
+    """The store's engine calls in flight are at their bound: shed, the engine was not called."""
 
 
 DEFAULT_RETRY_AFTER_MS = 1000
@@ -177,6 +182,20 @@ class BackendTimeout(_EngineTroubleError):
 
     reason = EngineTrouble.DEADLINE_EXCEEDED
     default_message = "The search engine did not answer in time"
+
+
+class CircuitOpenError(_EngineTroubleError):
+    """The store's circuit breaker is open; retry_after_ms is the time until its probe."""
+
+    reason = EngineTrouble.CIRCUIT_OPEN
+    default_message = "The store's search engine keeps failing: its circuit breaker is open"
+
+
+class BackendOverloaded(_EngineTroubleError):
+    """Too many engine calls in flight for this store: refused rather than queued."""
+
+    reason = EngineTrouble.OVERLOADED
+    default_message = "The store is overloaded; try again shortly"
 
 
 DOCUMENTED_CODES = frozenset(int(c) for c in ErrorCode)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import weakref
+from collections.abc import Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from connectors import retry
+from gateway.resilience import BreakerState, EngineGuard
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
@@ -44,6 +49,13 @@ class Metrics:
         self.inflight = Gauge(
             "a2m_inflight_requests", "HTTP requests being served", registry=self.registry
         )
+        # With `serve --workers N` each worker has its own registry: a scrape reads one.
+        self.worker = Gauge(
+            "a2m_worker_pid",
+            "Process id of the gateway worker that answered",
+            registry=self.registry,
+        )
+        self.worker.set(os.getpid())
         self.http_responses = Counter(
             "a2m_http_responses",
             "HTTP responses by status",
@@ -54,6 +66,18 @@ class Metrics:
             "a2m_federation_left_out",
             "Federated calls answered without a member, by reason",
             ["federation", "member", "reason"],
+            registry=self.registry,
+        )
+        self.breaker_transitions = Counter(
+            "a2m_engine_breaker_transitions",
+            "Circuit breaker state changes, by store",
+            ["store", "from", "to"],
+            registry=self.registry,
+        )
+        self.shed_calls = Counter(
+            "a2m_engine_shed_calls",
+            "Engine calls refused without calling the engine (circuit_open, overloaded)",
+            ["store", "reason"],
             registry=self.registry,
         )
         _LIVE.add(self)
@@ -94,8 +118,40 @@ class Metrics:
     def observe_left_out(self, federation: str, member: str, reason: str) -> None:
         self.left_out.labels(federation, member, reason).inc()
 
+    def watch_guards(self, guards: Mapping[str, EngineGuard]) -> None:
+        """Report each store's breaker and in-flight calls (read when scraped: no hot-path cost)."""
+        self.registry.register(_GuardCollector(dict(guards)))
+        for guard in guards.values():
+            guard.observe(self)
+
+    def breaker_transition(self, store: str, before: BreakerState, after: BreakerState) -> None:
+        self.breaker_transitions.labels(store, before.label, after.label).inc()
+
+    def shed(self, store: str, reason: str) -> None:
+        self.shed_calls.labels(store, reason).inc()
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _GuardCollector(Collector):
+    def __init__(self, guards: dict[str, EngineGuard]) -> None:
+        self._guards = guards
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        state = GaugeMetricFamily(
+            "a2m_engine_breaker_state",
+            "Circuit breaker per store: 0 closed, 1 half-open, 2 open",
+            labels=["store"],
+        )
+        inflight = GaugeMetricFamily(
+            "a2m_engine_inflight_calls", "Engine calls in flight, by store", labels=["store"]
+        )
+        for name, guard in self._guards.items():
+            state.add_metric([name], float(guard.state))
+            inflight.add_metric([name], float(guard.inflight))
+        yield state
+        yield inflight
 
 
 # connectors.retry keeps its hooks for the process: one hook, registered once, counts each

@@ -12,17 +12,15 @@ import dataclasses
 import math
 from array import array
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from connectors.base import (
     Condition,
     EngineInfo,
     Filter,
     SearchRequest,
-    SparseVector,
     TimeWindows,
 )
-from gateway.config import QdrantSearchConfig, SearchMode, StoreConfig
+from gateway.config import SearchMode, StoreConfig
 from gateway.errors import EmbeddingMismatch, InvalidParams
 from gateway.mapping import TIME_FIELDS, UNFILTERABLE_FIELDS, RecordMapper
 from gateway.params import WhereValue
@@ -44,14 +42,6 @@ class QueryPlanner:
         self.config = config
         self.mapper = mapper
         self.scope = scope
-        self._sparse_encoder: Any = None
-        search = config.search
-        if isinstance(search, QdrantSearchConfig) and search.sparse_vector:
-            # The Qdrant index's sparse vectors must have been written with this same
-            # encoding (gateway.embedders.lexical); nothing in the engine can say so.
-            from gateway.embedders.lexical import LexicalSparseEncoder
-
-            self._sparse_encoder = LexicalSparseEncoder(analyzer=search.sparse_analyzer)
 
     # -- limits -------------------------------------------------------------------
 
@@ -206,28 +196,20 @@ class QueryPlanner:
         """The ranked request for a query text and/or vector.
 
         Raises:
-            MatchesNothing: nothing rankable in the query (only stopwords or punctuation).
+            MatchesNothing: neither a text the engine can rank by nor a vector.
         """
         s = self.config.search
         lexical = bool(text) and (s.mode in (SearchMode.LEXICAL, SearchMode.HYBRID) or given_vector)
         if info is not None and not info.lexical:
             lexical = False
-        sparse: SparseVector | None = None
-        lex_text: str | None = None
-        if lexical:
-            if self._sparse_encoder is not None:
-                sparse = self._sparse_encoder.encode_query(text)
-                if not sparse.indices:
-                    sparse = None
-            else:
-                lex_text = text
-        if dense is None and sparse is None and lex_text is None:
+        # Qdrant encodes the text into its sparse leg itself (connectors.qdrant_sparse).
+        lex_text = text if lexical else None
+        if dense is None and lex_text is None:
             raise MatchesNothing
         return SearchRequest(
             limit=limit,
             filter=flt,
             text=lex_text,
-            sparse=sparse,
             dense=dense,
             with_vectors=with_vectors,
             candidates=max(s.candidates, limit),

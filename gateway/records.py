@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from functools import lru_cache
 from typing import Any
 
 
@@ -54,8 +55,12 @@ class Record:
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+@lru_cache(maxsize=4096)
 def format_timestamp(ts: datetime) -> str:
-    """'2026-07-28T10:15:30.123Z' (§3.3); naive datetimes are taken as UTC."""
+    """'2026-07-28T10:15:30.123Z' (§3.3); naive datetimes are taken as UTC.
+
+    Cached: a page often repeats a timestamp (a store's created_at fallback on every record).
+    """
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)
     ts = ts.astimezone(UTC)

@@ -11,31 +11,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any
 
-from connectors.base import Connector, EngineInfo, Filter, Hit, OrderedRequest, SearchRequest
+from connectors.base import Connector, EngineInfo, Hit, OrderedRequest
 from connectors.errors import EngineConfigError
 from connectors.retry import deadline_scope
 from gateway.config import StoreConfig
 from gateway.embedders import QueryEmbedder, make_embedder
-from gateway.errors import InternalError
 from gateway.mapping import RecordMapper
 from gateway.methods import Capability
+from gateway.paging import EngineObserver, RecordPager, off_loop_if_large
 from gateway.params import DescribeParams, FetchParams, RecallParams, TimelineParams
 from gateway.planner import MatchesNothing, QueryPlanner, check_vector
 from gateway.profile import StoreProfile
-from gateway.records import Record
+from gateway.query_vectors import check_width, embed_query
+from gateway.resilience import EngineGuard
 from gateway.scopes import LOCAL, Caller, CredentialForwarding, ScopePolicy
 from gateway.shaper import ResultShaper
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-EngineObserver = Callable[[str, str, float, str | None], None]
-"""(store, operation, seconds, error kind or None): the metrics module registers one."""
 
 Bootstrap = Callable[[], Awaitable[None]]
 """Run once before the engine is opened (the demo store indexes its corpus)."""
@@ -54,6 +50,7 @@ class Store:
         default_timeout_ms: int = 10_000,
         engine_observers: list[EngineObserver] | None = None,
         bootstrap: Bootstrap | None = None,
+        guard: EngineGuard | None = None,
     ) -> None:
         self.name = name
         self.config = config
@@ -65,7 +62,9 @@ class Store:
         self.planner = QueryPlanner(config, self.mapper, self.scope)
         self.shaper = ResultShaper(self.mapper, config.limits.max_prompt_budget)
         self._timeout_s = (config.request_timeout_ms or default_timeout_ms) / 1000.0
-        self._engine_observers = engine_observers or []
+        # Every engine call of this store, opening included, passes its breaker and limit.
+        self.guard = guard or EngineGuard(name, config.resilience, config.connection.pool_maxsize)
+        self.pager = RecordPager(name, self.planner, self.shaper, self.guard, engine_observers)
         self._bootstrap = bootstrap
         self._open_lock = asyncio.Lock()
 
@@ -120,36 +119,14 @@ class Store:
         if self._bootstrap is not None:  # start() called directly (tests, check)
             await self._bootstrap()
             self._bootstrap = None
-        info = await self.connector.open()
-        self._check_embedder_width(info)
+        info = await self.guard.call(self.connector.open)
+        check_width(self.name, self.embedder, info)
         self.profile.learn(info)
-
-    def _check_embedder_width(self, info: EngineInfo) -> None:
-        if self.embedder is None or info.vectors is None or info.vectors.dimensions is None:
-            return
-        width = self.embedder.dimensions
-        if width is not None and width != info.vectors.dimensions:
-            raise EngineConfigError(
-                f"stores.{self.name}.search.embedder: it gives {width}-dimensional vectors; "
-                f"the index holds {info.vectors.dimensions}"
-            )
 
     async def close(self) -> None:
         await self.connector.close()
         if self.embedder is not None:
             await self.embedder.aclose()
-
-    async def _engine(self, operation: str, call: Awaitable[T]) -> T:
-        start = time.perf_counter()
-        error: str | None = None
-        try:
-            return await call
-        except BaseException as exc:
-            error = type(exc).__name__
-            raise
-        finally:
-            for observe in self._engine_observers:
-                observe(self.name, operation, time.perf_counter() - start, error)
 
     def _connector(self, caller: Caller) -> Connector:
         """The connector, or a view of it that sends the caller's credential (forwarding)."""
@@ -189,13 +166,21 @@ class Store:
 
         async with deadline_scope(self._timeout_s):
             if not text and params.embedding is None:
-                records = await self._read(
-                    connector, flt, params, limit, newest_first=True, ranked_by_recency=True
+                records = await self.pager.ordered(
+                    connector,
+                    flt,
+                    params.where,
+                    limit,
+                    newest_first=True,
+                    with_embedding=params.embeddings,
                 )
+                # No query: recency order; the score states that rank, nothing more.
+                for rank, r in enumerate(records):
+                    r.score = round(1.0 / (1 + rank), 6)
             else:
                 dense = params.embedding
                 if plan.needs_embedding(text, dense):
-                    dense = await self._embed(text)
+                    dense = await embed_query(self.name, self.embedder, text, self.info)
                 try:
                     probe = plan.search_request(
                         text,
@@ -208,77 +193,11 @@ class Store:
                     )
                 except MatchesNothing:
                     return self.shaper.result([], options)
-                records = await self._search(connector, probe, params, limit)
-        return self.shaper.result(self.shaper.ranked(records, params.min_score, limit), options)
-
-    async def _embed(self, text: str) -> list[float]:
-        assert self.embedder is not None  # config validation requires one for these modes
-        dense = await self.embedder.embed_query(text)
-        assert self.info is not None
-        assert self.info.vectors is not None
-        dims = self.info.vectors.dimensions
-        if dims is not None and len(dense) != dims:
-            # The server's own embedder disagrees with the index: not the caller's fault.
-            log.error(
-                "store %s: embedder gave %d dimensions, index has %d", self.name, len(dense), dims
-            )
-            raise InternalError(
-                "The store's query embedder does not match its index",
-                data={"reason": "embedder_mismatch", "retryable": False},
-            )
-        check_vector(dense, self.info)
-        return dense
-
-    async def _search(
-        self, connector: Connector, probe: SearchRequest, params: RecallParams, limit: int
-    ) -> list[Record]:
-        records: list[Record] = []
-        for size in self.planner.fetch_sizes(limit, params.where):
-            request = SearchRequest(
-                limit=size,
-                filter=probe.filter,
-                text=probe.text,
-                sparse=probe.sparse,
-                dense=probe.dense,
-                with_vectors=probe.with_vectors,
-                candidates=max(probe.candidates, size),
-                rrf_k=probe.rrf_k,
-                lexical_weight=probe.lexical_weight,
-                dense_weight=probe.dense_weight,
-            )
-            hits = await self._engine("search", connector.search(request))
-            records = self.shaper.records(hits, params.where, with_embedding=params.embeddings)
-            if len(records) >= limit or len(hits) < size:
-                break
-        return records
-
-    async def _read(
-        self,
-        connector: Connector,
-        flt: Filter,
-        params: RecallParams | TimelineParams,
-        limit: int,
-        *,
-        newest_first: bool,
-        ranked_by_recency: bool = False,
-    ) -> list[Record]:
-        """An ordered read, asking again for more until `limit` records meet `where`."""
-        records: list[Record] = []
-        for size in self.planner.fetch_sizes(limit, params.where):
-            request = OrderedRequest(
-                limit=size, filter=flt, newest_first=newest_first, with_vectors=params.embeddings
-            )
-            hits = await self._engine("ordered", connector.ordered(request))
-            for hit in hits:
-                hit.score = None
-            records = self.shaper.records(hits, params.where, with_embedding=params.embeddings)
-            if len(records) >= limit or len(hits) < size:
-                break
-        if ranked_by_recency:
-            # No query: recency order; the score states that rank, nothing more.
-            for rank, r in enumerate(records):
-                r.score = round(1.0 / (1 + rank), 6)
-        return records[:limit]
+                records = await self.pager.search(
+                    connector, probe, params.where, limit, with_embedding=params.embeddings
+                )
+            ranked = self.shaper.ranked(records, params.min_score, limit)
+            return await off_loop_if_large(len(ranked), lambda: self.shaper.result(ranked, options))
 
     # -- timeline -------------------------------------------------------------------
 
@@ -299,11 +218,18 @@ class Store:
         except MatchesNothing:
             return self.shaper.result([], options)
         async with deadline_scope(self._timeout_s):
-            records = await self._read(
-                self._connector(caller), flt, params, limit, newest_first=True
+            records = await self.pager.ordered(
+                self._connector(caller),
+                flt,
+                params.where,
+                limit,
+                newest_first=True,
+                with_embedding=params.embeddings,
             )
-        records.reverse()
-        return self.shaper.result(records, options, prefer_newest=True)
+            records.reverse()
+            return await off_loop_if_large(
+                len(records), lambda: self.shaper.result(records, options, prefer_newest=True)
+            )
 
     # -- fetch ------------------------------------------------------------------------
 
@@ -318,8 +244,8 @@ class Store:
         except MatchesNothing:
             return {"record": None}
         async with deadline_scope(self._timeout_s):
-            hit = await self._engine(
-                "fetch", self._connector(caller).fetch(flt, with_vectors=params.embeddings)
+            hit = await self.pager.engine(
+                "fetch", partial(self._connector(caller).fetch, flt, with_vectors=params.embeddings)
             )
         if hit is None:
             return {"record": None}
@@ -327,7 +253,8 @@ class Store:
         return {"record": self.mapper.to_record(hit, with_embedding=params.embeddings).to_wire()}
 
     async def ready(self) -> bool:
-        return await self.connector.ping()
+        """The engine answers a ping now; False without asking while the breaker is open."""
+        return await self.guard.ping(self.connector.ping)
 
     async def sample(self, n: int = 3) -> list[dict[str, Any]]:
         """The newest n mapped records: the onboarding preview of `a2m-gateway check`."""

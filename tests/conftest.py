@@ -2,30 +2,55 @@
 
 Engines are started outside pytest by ``tests/engines/engines.py start`` (the
 test command in README.md does it) and found through A2M_TEST_*_URL. A missing
-engine skips its tests on a developer's machine, but fails them when
-A2M_REQUIRE_ENGINES=1 (set by the test command), so CI can never pass by
-skipping.
+engine or a missing SciFact file skips its tests on a developer's machine, but
+fails them when A2M_REQUIRE_ENGINES=1 (set by the test command) or CI is set,
+so CI can never pass by skipping.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.http_peer import HttpPeer, PeerHandler, StartPeer
+
 SCIFACT_DIR = Path(
     os.environ.get("A2M_SCIFACT_DIR", Path(__file__).resolve().parents[2] / "shared/data/scifact")
 )
+SCIFACT_FILES = (
+    "corpus.jsonl",
+    "corpus-ids.txt",
+    "corpus-minilm.npy",
+    "queries-train.jsonl",
+    "queries-train-ids.txt",
+    "queries-train-minilm.npy",
+    "qrels/train.tsv",
+)
+"""Every file a test reads from the collection (tests/support/scifact.py and the embedder test)."""
+
+
+def must_not_skip() -> bool:
+    """True where a missing prerequisite is a failure: the test command and CI."""
+    ci = os.environ.get("CI", "").strip().lower()
+    return os.environ.get("A2M_REQUIRE_ENGINES") == "1" or ci not in ("", "0", "false", "no")
+
+
+def missing(reason: str) -> None:
+    """Skip on a developer's machine, fail under the test command or CI."""
+    if must_not_skip():
+        pytest.fail(f"{reason} (A2M_REQUIRE_ENGINES=1 or CI is set: a failure, not a skip)")
+    pytest.skip(reason)
 
 
 def _engine_url(var: str) -> str:
     url = os.environ.get(var)
-    if url:
-        return url
-    if os.environ.get("A2M_REQUIRE_ENGINES") == "1":
-        pytest.fail(f"{var} is not set but A2M_REQUIRE_ENGINES=1: the engine was not started")
-    pytest.skip(f"{var} not set (start engines with: python tests/engines/engines.py start)")
+    if not url:
+        missing(f"{var} not set (start engines with: python tests/engines/engines.py start)")
+    assert url
+    return url
 
 
 @pytest.fixture(scope="session")
@@ -38,10 +63,29 @@ def elasticsearch_url() -> str:
     return _engine_url("A2M_TEST_ELASTICSEARCH_URL")
 
 
+def scifact_missing(root: Path) -> list[str]:
+    return [name for name in SCIFACT_FILES if not (root / name).is_file()]
+
+
 @pytest.fixture(scope="session")
 def scifact_dir() -> Path:
-    if not (SCIFACT_DIR / "corpus.jsonl").is_file():
-        if os.environ.get("A2M_REQUIRE_ENGINES") == "1":
-            pytest.fail(f"SciFact not found at {SCIFACT_DIR}")
-        pytest.skip(f"SciFact not found at {SCIFACT_DIR} (set A2M_SCIFACT_DIR)")
+    absent = scifact_missing(SCIFACT_DIR)
+    if absent:
+        missing(
+            f"SciFact incomplete at {SCIFACT_DIR}: no {', '.join(absent)} (set A2M_SCIFACT_DIR)"
+        )
     return SCIFACT_DIR
+
+
+@pytest.fixture
+def http_peer() -> Iterator[StartPeer]:
+    """Start loopback HTTP peers (tests/support/http_peer.py); all are closed after the test."""
+    peers: list[HttpPeer] = []
+
+    def start(handler: PeerHandler) -> HttpPeer:
+        peers.append(HttpPeer(handler))
+        return peers[-1]
+
+    yield start
+    for peer in peers:
+        peer.close()

@@ -372,7 +372,11 @@ def _cpu(blocks: Sequence[Block], way: str) -> str:
         if name in ("gateway", "peer") and name not in names:
             parts.append("-")
         elif values:
-            parts.append(f"{statistics.median(values):.2f}")
+            part = f"{statistics.median(values):.2f}"
+            kernel = [b.cpu_ms["gateway-sys"] for b in blocks if "gateway-sys" in b.cpu_ms]
+            if name == "gateway" and kernel:
+                part += f" (sys {statistics.median(kernel):.2f})"
+            parts.append(part)
         else:
             parts.append("n/a")
     return " / ".join(parts)
@@ -390,7 +394,7 @@ def _span(values: Sequence[float], fmt: str) -> str:
 def markdown(report: Report) -> str:
     lines = [
         "| way | concurrency | p50 ms | p99 ms | throughput req/s | requests | errors "
-        "| load (1 min) | CPU ms/req (gateway / peer / engine) |",
+        "| load (1 min) | CPU ms/req (gateway (kernel share) / peer / engine) |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for c in report.concurrency:
@@ -507,13 +511,14 @@ def chart(report: Report, path: Path) -> None:
 
 
 def profile_gateway(
-    ways: Ways, pid: int, items: Sequence[Item], seconds: float, out_dir: Path
+    ways: Ways, pid: int, items: Sequence[Item], seconds: float, out_dir: Path, concurrency: int
 ) -> str:
-    """py-spy on the gateway while it serves concurrency-32 load; returns the summary text."""
+    """py-spy on the gateway while it serves ``concurrency`` load; returns the summary text."""
     from bench.latency.profile import summarise_file
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    raw = out_dir / "gateway-pyspy.txt"
+    suffix = "" if concurrency == 32 else f"-c{concurrency}"
+    raw = out_dir / f"gateway-pyspy{suffix}.txt"
     spy = subprocess.Popen(
         [
             "py-spy",
@@ -535,12 +540,12 @@ def profile_gateway(
     )
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and spy.poll() is None:
-        asyncio.run(ways.block("gateway", items, [], 32))
+        asyncio.run(ways.block("gateway", items, [], concurrency))
     _, err = spy.communicate(timeout=seconds + 60)
     if not raw.is_file():
         raise RuntimeError(f"py-spy wrote no profile: {err.decode(errors='replace')[-500:]}")
-    text = summarise_file(raw).text()
-    (out_dir / "gateway-profile.txt").write_text(text + "\n")
+    text = f"concurrency {concurrency}: " + summarise_file(raw).text()
+    (out_dir / f"gateway-profile{suffix}.txt").write_text(text + "\n")
     return text
 
 
@@ -611,8 +616,14 @@ def run(args: argparse.Namespace) -> Report:
                     for way in order:
                         load = machine.load_average()[0]
                         before = {k: machine.cpu_seconds(p) for k, p in pids.items()}
+                        sys_before = machine.cpu_seconds(gateway.proc.pid, system_only=True)
                         lat, wall, errors = asyncio.run(clients.block(way, items, warm, c))
                         block = Block(way, c, rnd, lat, wall, errors, load)
+                        sys_now = machine.cpu_seconds(gateway.proc.pid, system_only=True)
+                        if sys_now is not None and sys_before is not None:
+                            block.cpu_ms["gateway-sys"] = (
+                                1000 * (sys_now - sys_before) / (len(lat) + len(warm))
+                            )
                         for k, p in pids.items():
                             now, then = machine.cpu_seconds(p), before[k]
                             if now is not None and then is not None:
@@ -629,8 +640,16 @@ def run(args: argparse.Namespace) -> Report:
             if peer is not None:
                 report.peer_rss_mib = machine.rss_mib(peer.proc.pid)
             if args.profile:
-                report.profile = profile_gateway(
-                    clients, gateway.proc.pid, items, args.profile_seconds, Path(args.profile)
+                report.profile = "\n\n".join(
+                    profile_gateway(
+                        clients,
+                        gateway.proc.pid,
+                        items,
+                        args.profile_seconds,
+                        Path(args.profile),
+                        c,
+                    )
+                    for c in args.profile_concurrency
                 )
         finally:
             stop_server(gateway.proc)
@@ -674,6 +693,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--profile", help="directory for a py-spy profile of the gateway under load")
     p.add_argument("--profile-seconds", type=float, default=20.0)
+    p.add_argument(
+        "--profile-concurrency",
+        type=int,
+        nargs="+",
+        default=[32],
+        help="the load(s) profiled, one py-spy run each (default 32)",
+    )
     p.add_argument("--out", help="write the raw report (every latency) as JSON here")
     p.add_argument("--chart", help="write the PNG chart here")
     p.add_argument(

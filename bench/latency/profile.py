@@ -36,9 +36,26 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("connector + retries", ("connectors/", "tenacity/")),
     ("store + mapper", ("gateway/store", "gateway/mapping", "gateway/records", "gateway/prompt")),
     ("dispatcher + JSON-RPC", ("gateway/dispatcher", "gateway/jsonrpc", "gateway/methods")),
+    # Before the app's layer: the gateway's protocol guards and the one write per response.
+    (
+        "HTTP server (uvicorn/httptools)",
+        ("uvicorn/", "httptools", "h11/", "transports/coalesce", "transports/h11_guard"),
+    ),
     ("HTTP app (FastAPI/Starlette)", ("fastapi/", "starlette/", "gateway/transports")),
-    ("HTTP server (uvicorn/httptools)", ("uvicorn/", "httptools", "h11/")),
     ("event loop (asyncio/uvloop)", ("asyncio/", "uvloop", "selectors")),
+)
+
+
+# Top frames where py-spy sees the thread inside a system call that hands the CPU to another
+# process (a socket send wakes its reader, epoll waits): on a loaded machine the thread sits
+# there runnable, so these samples are mostly time off the CPU (/proc puts the gateway's
+# system time at about a tenth of its CPU). "Python work" leaves them out.
+WAITING = (
+    "_SelectorSocketTransport.write",
+    "EpollSelector.select",
+    "Runner.run (asyncio/runners.py)",
+    "CoalescingTransport._flush",
+    "StreamWriter._writelines",
 )
 
 
@@ -48,11 +65,18 @@ class Summary:
     inclusive: list[tuple[str, float]]
     self_time: list[tuple[str, float]]
     layers: list[tuple[str, float]]
+    work_samples: int = 0
+    work_layers: tuple[tuple[str, float], ...] = ()
 
     def text(self, top: int = 20) -> str:
         out = [f"{self.samples} samples"]
         out.append("\nby layer (self time, top frame classified):")
         out += [f"  {share:5.1f}%  {name}" for name, share in self.layers]
+        out.append(
+            f"\nPython work only ({self.work_samples} samples: socket sends, epoll and the "
+            "event loop's run left out):"
+        )
+        out += [f"  {share:5.1f}%  {name}" for name, share in self.work_layers]
         out.append(f"\ntop {top} self:")
         out += [f"  {share:5.1f}%  {name}" for name, share in self.self_time[:top]]
         out.append(f"\ntop {top} inclusive (gateway and connectors code):")
@@ -85,6 +109,7 @@ def summarise(lines: Iterable[str]) -> Summary:
     inclusive: Counter[str] = Counter()
     self_time: Counter[str] = Counter()
     layers: Counter[str] = Counter()
+    work: Counter[str] = Counter()
     total = 0
     for line in lines:
         line = line.rstrip("\n")
@@ -103,14 +128,25 @@ def summarise(lines: Iterable[str]) -> Summary:
         for name in set(frames):
             inclusive[name] += count
         self_time[frames[-1]] += count
-        layers[_layer(frames)] += count
+        layer = _layer(frames)
+        layers[layer] += count
+        if not any(w in frames[-1] for w in WAITING):
+            work[layer] += count
     if total == 0:
         return Summary(0, [], [], [])
 
-    def shares(c: Counter[str]) -> list[tuple[str, float]]:
-        return [(name, 100.0 * n / total) for name, n in c.most_common()]
+    def shares(c: Counter[str], of: int = total) -> list[tuple[str, float]]:
+        return [(name, 100.0 * n / of) for name, n in c.most_common()]
 
-    return Summary(total, shares(inclusive), shares(self_time), shares(layers))
+    worked = sum(work.values())
+    return Summary(
+        total,
+        shares(inclusive),
+        shares(self_time),
+        shares(layers),
+        worked,
+        tuple(shares(work, worked)) if worked else (),
+    )
 
 
 def summarise_file(path: Path) -> Summary:

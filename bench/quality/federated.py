@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import sys
 import tempfile
 import time
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ from bench.process import start_gateway, stop_server
 from bench.quality.collection import Split, load_split
 from bench.quality.engines import Loaded, Tuning, load_lucene, load_qdrant
 from bench.quality.evaluate import evaluate
-from bench.quality.harness import MODES, SCIFACT, _recall_all, subset_split
+from bench.quality.harness import MODES, SCIFACT, _recall_all, _restrict, subset_split
 
 SHARDS = {"es": "elasticsearch", "os": "opensearch", "qd": "qdrant"}
 FEDERATION = "federated"
@@ -83,6 +84,8 @@ def run(args: argparse.Namespace) -> tuple[list[Row], str]:
     split = load_split(
         Path(args.corpus), Path(args.queries), Path(args.qrels), limit_queries=args.limit_queries
     )
+    if args.sample_docs is not None:
+        split = _restrict(split, args.sample_docs)
     fp = split.fingerprint()
     n = len(split.sf.corpus_ids)
     stores: dict[str, dict[str, Any]] = {}
@@ -198,6 +201,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--only-federation", action="store_true", help="query the federation only (no table)"
     )
     p.add_argument("--limit-queries", type=int)
+    p.add_argument(
+        "--sample-docs",
+        type=int,
+        help="load only the judged documents of the evaluated queries plus N others (smoke runs)",
+    )
+    p.add_argument("--out", help="write the rows as JSON here")
     p.add_argument("--concurrency", type=int, default=1)
     p.add_argument("--elasticsearch-url", default=os.environ.get("A2M_TEST_ELASTICSEARCH_URL"))
     p.add_argument("--opensearch-url", default=os.environ.get("A2M_TEST_OPENSEARCH_URL"))
@@ -208,6 +217,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     rows, note = run(args)
+    if args.out:
+        Path(args.out).write_text(json.dumps({"rows": [asdict(r) for r in rows], "note": note}))
     if args.only_federation:
         return 1 if any(r.errors for r in rows) else 0
     table = markdown(rows, note, args.whole)

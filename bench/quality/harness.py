@@ -100,14 +100,16 @@ class Report:
     started: str
     loads: dict[str, str] = field(default_factory=dict)
     cells: list[Cell] = field(default_factory=list)
+    limit: int = LIMIT
+    """Results asked per call (R@100 needs 100; tuning ``candidates`` needs an agent's 10)."""
 
 
-def _params(mode: str, text: str, vector: list[float]) -> dict[str, Any]:
+def _params(mode: str, text: str, vector: list[float], limit: int = LIMIT) -> dict[str, Any]:
     if mode == "bm25" or mode in EMBEDDED:
-        return {"query": text, "limit": LIMIT}
+        return {"query": text, "limit": limit}
     if mode == "dense":
-        return {"embedding": vector, "limit": LIMIT}
-    return {"query": text, "embedding": vector, "limit": LIMIT}
+        return {"embedding": vector, "limit": limit}
+    return {"query": text, "embedding": vector, "limit": limit}
 
 
 async def _recall_all(
@@ -116,6 +118,7 @@ async def _recall_all(
     mode: str,
     split: Split,
     concurrency: int,
+    limit: int = LIMIT,
 ) -> tuple[dict[str, list[str]], list[float], int]:
     """Every evaluated query through POST /a2m/<store>: rankings, latencies, error count."""
     rankings: dict[str, list[str]] = {}
@@ -134,7 +137,7 @@ async def _recall_all(
                     qid = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                params = _params(mode, split.sf.queries[qid], split.sf.query_vector(qid))
+                params = _params(mode, split.sf.queries[qid], split.sf.query_vector(qid), limit)
                 body = {"jsonrpc": "2.0", "id": qid, "method": "memory/recall", "params": params}
                 start = time.perf_counter()
                 try:
@@ -262,6 +265,7 @@ def run(args: argparse.Namespace) -> Report:
         load_before=machine.load_text(),
         load_after="",
         started=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        limit=args.limit,
     )
     with tempfile.TemporaryDirectory(prefix="a2m-quality-") as tmp:
         work = Path(tmp)
@@ -284,6 +288,7 @@ def run(args: argparse.Namespace) -> Report:
                             mode,
                             split,
                             args.concurrency,
+                            args.limit,
                         )
                     )
                     scores = evaluate(split.qrels, rankings, split.query_ids)
@@ -336,7 +341,7 @@ def markdown(report: Report) -> str:
         "",
         f"{report.documents} documents, {report.evaluated_queries} judged queries "
         f"(`{Path(report.queries).name}`, `{Path(report.qrels).name}`); "
-        f"limit {LIMIT}; text_fields {', '.join(t['text_fields'])}; rrf_k {t['rrf_k']}; "
+        f"limit {report.limit}; text_fields {', '.join(t['text_fields'])}; rrf_k {t['rrf_k']}; "
         f"candidates {t['candidates']}. BEIR paper, BM25 (Elasticsearch) on the *test* split: "
         f"{BEIR_BM25_TEST}.",
         f"Run {report.started} on {report.machine}; load average (1/5/15 min) "
@@ -412,6 +417,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--text-fields", default="title,text", help="ES/OS lexical fields, ^boosts ok")
     p.add_argument("--rrf-k", type=int, default=60)
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=LIMIT,
+        help="results per call (default 100 for R@100; 10 to tune candidates as agents call)",
+    )
     p.add_argument("--candidates", type=int, default=100, help="depth of each hybrid leg")
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--embed", action="store_true", help="compute missing vectors (MiniLM)")
@@ -439,6 +450,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--keep-log", help="copy the gateway's log here")
     args = p.parse_args(argv)
+    if not 1 <= args.limit <= LIMIT:
+        p.error(f"--limit must be 1..{LIMIT}")
     if args.limit_queries is not None and args.limit_queries < 1:
         p.error("--limit-queries must be positive")
     return args

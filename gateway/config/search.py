@@ -119,7 +119,7 @@ class QdrantSearchConfig(SearchConfig):
     sparse_analyzer: Literal["light", "english"] = Field(
         default="light",
         description="how query text becomes sparse terms; must be the analyzer the collection "
-        "was indexed with (gateway.embedders.lexical)",
+        "was indexed with (connectors.qdrant_sparse)",
     )
 
     def _check_engine_keys(self) -> None:

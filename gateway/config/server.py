@@ -37,6 +37,10 @@ class HttpLimits(StrictModel):
         default=1000, gt=0, description="beyond this, requests are answered 503"
     )
     max_header_bytes: int = Field(default=16_384, ge=1024, description="request line + headers")
+    protocol: Literal["httptools", "h11"] = Field(
+        default="httptools",
+        description="uvicorn's HTTP/1.1 parser: httptools (fast, C) or h11 (pure Python)",
+    )
     max_inflight_body_bytes: int = Field(
         default=64 * 1_048_576,
         gt=0,

@@ -22,6 +22,7 @@ from gateway.config.connection import (
 )
 from gateway.config.mapping import MappingConfig
 from gateway.config.search import LuceneSearchConfig, QdrantSearchConfig, SearchConfig
+from gateway.resilience.config import ResilienceConfig
 
 
 class LimitsConfig(StrictModel):
@@ -123,6 +124,7 @@ class StoreBase(StrictModel):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     request_timeout_ms: int | None = Field(default=None, gt=0)
     scope: ScopeConfig = Field(default_factory=ScopeConfig)
+    resilience: ResilienceConfig = Field(default_factory=ResilienceConfig)
 
     @model_validator(mode="after")
     def _something_to_show(self) -> StoreBase:

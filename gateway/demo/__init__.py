@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from connectors.errors import EngineConfigError
+from connectors.qdrant_sparse import LexicalSparseEncoder
 from gateway.config import (
     Backend,
     DemoConfig,
@@ -44,7 +45,6 @@ from gateway.config import (
     SearchMode,
     StoreConfig,
 )
-from gateway.embedders.lexical import LexicalSparseEncoder
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient

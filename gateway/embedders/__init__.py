@@ -1,8 +1,8 @@
 """Pluggable query embedders (none, all-MiniLM-L6-v2, a sentence-transformers model, any
 OpenAI-compatible endpoint).
 
-Also home of the lexical sparse encoder (:mod:`gateway.embedders.lexical`),
-Qdrant's lexical leg, which needs no model at all.
+Qdrant's lexical sparse encoder is not here: it lives with the connector that
+uses it (:mod:`connectors.qdrant_sparse`).
 """
 
 from gateway.embedders.base import EmbedderUnavailable, MissingExtra, QueryEmbedder

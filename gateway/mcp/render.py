@@ -93,6 +93,9 @@ def _listing_text(listing: dict[str, Any]) -> str:
             f"({listing['omitted']} more results omitted to fit the output budget: "
             "lower `limit`, narrow `where`, or fetch a result by id.)"
         )
+    if listing.get("left_out"):
+        missing = ", ".join(f"{m['member']} ({m['reason']})" for m in listing["left_out"])
+        lines.append(f"(Federation members left out of this answer: {missing}.)")
     return "\n".join(lines)
 
 
@@ -115,11 +118,20 @@ def _size(structured: dict[str, Any], budget: Budget) -> int:
 
 
 def listing(
-    records: list[dict[str, Any]], store: str, qualified: bool, budget: Budget
+    records: list[dict[str, Any]],
+    store: str,
+    qualified: bool,
+    budget: Budget,
+    left_out: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The structured result of search / timeline, trimmed to the budget."""
+    """The structured result of search / timeline, trimmed to the budget.
+
+    left_out: a federation's members that did not answer (its A2M result's `left_out`).
+    """
     results = [_result(r, store, i + 1, qualified, budget) for i, r in enumerate(records)]
     out: dict[str, Any] = {"results": results, "truncated": False, "omitted": 0}
+    if left_out:
+        out["left_out"] = [{"member": m["member"], "reason": m["reason"]} for m in left_out]
     while _size(out, budget) > budget.max_chars and len(results) > 1:
         results.pop()
         out["omitted"] += 1

@@ -3,16 +3,20 @@
 The input schema of ``search`` and ``timeline`` lists the ``where`` fields the
 store's mapping exposes (the only ones A2M filters on), with example values
 when they were cheap to learn (an unscoped store's first records: a scoped
-store's values could name another tenant's data, so it gets none).
+store's values could name another tenant's data, so it gets none). A
+federation is one MCP store too (a ``Source`` over its members): its fields
+are those any member exposes, its limits the tightest member's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.federation import Federation
 from gateway.mapping import FILTERABLE_FIELDS
 from gateway.params import WhereValue
 from gateway.store import Store
@@ -60,21 +64,74 @@ def where_fields(store: Store) -> list[str]:
     return names
 
 
+@dataclass(frozen=True)
+class Source:
+    """What one MCP store name reads: a store, or a federation over its member stores."""
+
+    name: str
+    description: str | None
+    members: tuple[Store, ...]
+    """The store itself, or the federation's members (their mappings make the schema)."""
+    federated: bool = False
+
+    @classmethod
+    def of_store(cls, store: Store) -> Source:
+        return cls(store.name, store.config.description, (store,))
+
+    @classmethod
+    def of_federation(cls, federation: Federation) -> Source:
+        members = tuple(m.store for m in federation.members)
+        return cls(federation.name, federation.config.description, members, federated=True)
+
+    @property
+    def max_limit(self) -> int:
+        # A federation refuses a limit above its tightest member's (gateway.federation).
+        return min(s.config.limits.max_recall_limit for s in self.members)
+
+    def default_limit(self, tool: str) -> int:
+        attr = "default_recall_limit" if tool == "search" else "default_timeline_limit"
+        return min(int(getattr(s.config.limits, attr)) for s in self.members)
+
+    @property
+    def max_query_length(self) -> int:
+        return min(s.config.limits.max_query_length for s in self.members)
+
+    @property
+    def keys(self) -> bool:
+        """Records have keys (key_prefix, fetch by key): a federation only if every member's do."""
+        return all(s.config.mapping.key for s in self.members)
+
+    def fields(self) -> dict[str, list[str]]:
+        """Each `where` field, with the members exposing it (a federation's: any member's)."""
+        found: dict[str, list[str]] = {}
+        for store in self.members:
+            for name in where_fields(store):
+                found.setdefault(name, []).append(store.name)
+        return found
+
+
 def _where_schema(
-    stores: Sequence[Store], examples: Mapping[str, Mapping[str, Any]]
+    sources: Sequence[Source], examples: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
     props: dict[str, Any] = {}
-    for store in stores:
-        for name in where_fields(store):
-            prop = props.setdefault(name, {**_WHERE_VALUE, "x-stores": []})
-            prop["x-stores"].append(store.name)
-            example = examples.get(store.name, {}).get(name)
-            if example is not None:
-                prop.setdefault("examples", []).append(example)
-    for prop in props.values():
-        names = prop.pop("x-stores")
+    where: dict[str, list[str]] = {}
+    for source in sources:
+        for name, members in source.fields().items():
+            prop = props.setdefault(name, dict(_WHERE_VALUE))
+            # Stores on the all-stores endpoint; members on one federation's endpoint.
+            where.setdefault(name, []).extend(
+                members if len(sources) == 1 and source.federated else [source.name]
+            )
+            for member in members:
+                example = examples.get(member, {}).get(name)
+                if example is not None and example not in prop.setdefault("examples", []):
+                    prop["examples"].append(example)
+    many = len(sources) > 1 or any(s.federated and len(s.members) > 1 for s in sources)
+    for name, prop in props.items():
+        if not prop.get("examples"):
+            prop.pop("examples", None)
         prop["description"] = "equals this value (a list: any of them)" + (
-            f"; in stores {', '.join(names)}" if len(stores) > 1 else ""
+            f"; in stores {', '.join(dict.fromkeys(where[name]))}" if many else ""
         )
     return {
         "type": "object",
@@ -85,26 +142,25 @@ def _where_schema(
     }
 
 
-def _store_schema(stores: Sequence[Store]) -> dict[str, Any]:
+def _store_schema(sources: Sequence[Source]) -> dict[str, Any]:
     return {
         "type": "string",
-        "enum": [s.name for s in stores],
-        "description": "the store to read (default: " + stores[0].name + ")",
+        "enum": [s.name for s in sources],
+        "description": "the store to read (default: " + sources[0].name + ")",
     }
 
 
 def input_schema(
-    tool: str, stores: Sequence[Store], multi: bool, examples: Mapping[str, Mapping[str, Any]]
+    tool: str, sources: Sequence[Source], multi: bool, examples: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
-    """The inputSchema of `tool` over `stores` (`multi`: the all-stores endpoint, with `store`)."""
-    top = max(s.config.limits.max_recall_limit for s in stores)
+    """The inputSchema of `tool` over `sources` (`multi`: the all-stores endpoint, with `store`)."""
     props: dict[str, Any] = {}
     required: list[str] = []
     if tool == "search":
         props["query"] = {
             "type": "string",
             "minLength": 1,
-            "maxLength": max(s.config.limits.max_query_length for s in stores),
+            "maxLength": max(s.max_query_length for s in sources),
             "description": "what to look for, in natural language or keywords",
         }
         required.append("query")
@@ -116,24 +172,21 @@ def input_schema(
         }
         required.append("id")
     else:
-        default = stores[0].config.limits
         props["limit"] = {
             "type": "integer",
             "minimum": 1,
-            "maximum": top,
-            "default": default.default_recall_limit
-            if tool == "search"
-            else default.default_timeline_limit,
+            "maximum": max(s.max_limit for s in sources),
+            "default": sources[0].default_limit(tool),
             "description": "how many records at most",
         }
-        props["where"] = _where_schema(stores, examples)
-        if any(s.config.mapping.key for s in stores):
+        props["where"] = _where_schema(sources, examples)
+        if any(s.keys for s in sources):
             props["key_prefix"] = {
                 "type": "string",
                 "description": "only records whose key starts with this",
             }
     if multi:
-        props["store"] = _store_schema(stores)
+        props["store"] = _store_schema(sources)
     return {
         "type": "object",
         "properties": props,
@@ -167,6 +220,15 @@ _LISTING: dict[str, Any] = {
             "description": "true when results were dropped or cut to fit the output budget",
         },
         "omitted": {"type": "integer", "minimum": 0, "description": "results dropped"},
+        "left_out": {
+            "type": "array",
+            "description": "federation members that did not answer (absent when all did)",
+            "items": {
+                "type": "object",
+                "properties": {"member": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["member", "reason"],
+            },
+        },
     },
     "required": ["results", "truncated", "omitted"],
 }

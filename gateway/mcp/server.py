@@ -40,6 +40,7 @@ from gateway.errors import A2MError, InvalidRequest, ParseError
 from gateway.jsonrpc import error_body
 from gateway.mcp.tools import Endpoint, McpTools
 from gateway.scopes import LOCAL, Caller, Principal
+from gateway.telemetry import active as active_tracing
 from gateway.transports.admission import Admission
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,12 @@ def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         endpoint, caller = context(ctx)
-        return await tools.call(endpoint, params.name, params.arguments, caller)
+        tracing = active_tracing()
+        if tracing is None:
+            return await tools.call(endpoint, params.name, params.arguments, caller)
+        headers = ctx.request.headers if ctx.request is not None else None
+        with tracing.incoming(headers, keep_current=True):
+            return await tools.call(endpoint, params.name, params.arguments, caller)
 
     def no_header_params(name: str) -> None:
         # No tool argument is declared `x-mcp-header`, so there are no Mcp-Param-* headers to
@@ -128,7 +134,11 @@ class McpHttpApp:
         rest = path[len("/mcp") :].strip("/")
         if not rest:
             return Endpoint()
-        return Endpoint(rest) if rest in self._gateway.stores else None
+        return Endpoint(rest) if self._served(rest) else None
+
+    def _served(self, name: str) -> bool:
+        """A store or a federation of this gateway (both are MCP stores)."""
+        return name in self._gateway.stores or name in self._gateway.federations
 
     def _resource(self, scope: Scope, path: str) -> str:
         """The resource identifier (RFC 9728 §1.2) of an MCP path.
@@ -137,7 +147,7 @@ class McpHttpApp:
         is echoed into a quoted WWW-Authenticate parameter.
         """
         rest = path[len("/mcp") :].strip("/")
-        suffix = f"/{rest}" if rest in self._gateway.stores else ""
+        suffix = f"/{rest}" if self._served(rest) else ""
         if self._cfg.resource is not None:
             return self._cfg.resource.rstrip("/") + suffix
         headers = dict(scope.get("headers") or [])

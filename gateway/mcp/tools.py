@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import mcp_types as types
 from pydantic import ValidationError
@@ -21,19 +21,20 @@ from pydantic import ValidationError
 from gateway.app import Gateway
 from gateway.config import McpConfig
 from gateway.dispatcher import to_a2m_error
-from gateway.errors import A2MError
+from gateway.errors import A2MError, ErrorCode
 from gateway.mcp import render
 from gateway.mcp.schemas import (
     ARGS,
     OUTPUT_SCHEMAS,
     FetchArgs,
     SearchArgs,
+    Source,
     TimelineArgs,
     input_schema,
 )
-from gateway.methods import Capability
 from gateway.scopes import Caller
 from gateway.store import Store
+from gateway.telemetry import active as active_tracing
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +54,32 @@ ANNOTATIONS = types.ToolAnnotations(
 
 @dataclass(frozen=True)
 class Endpoint:
-    """What one MCP URL serves: one store, or every store (`store` is then an argument)."""
+    """What one MCP URL serves: one store or federation, or all (`store` is then an argument)."""
 
     store: str | None = None
 
     @property
     def multi(self) -> bool:
         return self.store is None
+
+
+class _ToolOutcome(Protocol):
+    """What a tool call tells its span (gateway.tracing.ToolSpan, or nothing when untraced)."""
+
+    def store(self, name: str) -> None: ...
+
+    def failed(self, code: int | None) -> None: ...
+
+
+class _Untraced:
+    def store(self, name: str) -> None:
+        return None
+
+    def failed(self, code: int | None) -> None:
+        return None
+
+
+_UNTRACED = _Untraced()
 
 
 class ToolError(Exception):
@@ -78,9 +98,15 @@ class McpTools:
         )
         self._examples: dict[str, dict[str, Any]] = {}
 
-    def _stores(self, endpoint: Endpoint) -> list[Store]:
-        stores = self._gateway.stores
-        return list(stores.values()) if endpoint.store is None else [stores[endpoint.store]]
+    def _all(self) -> dict[str, Source]:
+        """Every store and federation, by the name a client passes as `store`."""
+        sources = {n: Source.of_store(s) for n, s in self._gateway.stores.items()}
+        sources.update({n: Source.of_federation(f) for n, f in self._gateway.federations.items()})
+        return sources
+
+    def _sources(self, endpoint: Endpoint) -> list[Source]:
+        sources = self._all()
+        return list(sources.values()) if endpoint.store is None else [sources[endpoint.store]]
 
     async def _learn_examples(self, store: Store) -> None:
         """First values of each exposed field, for the schema; unscoped stores only, once."""
@@ -102,14 +128,20 @@ class McpTools:
         self._examples[store.name] = examples
 
     async def list_tools(self, endpoint: Endpoint) -> list[types.Tool]:
-        stores = self._stores(endpoint)
-        for store in stores:
+        sources = self._sources(endpoint)
+        for store in dict.fromkeys(m for s in sources for m in s.members):
             await self._learn_examples(store)
+        first = sources[0]
         what = (
-            f"the '{stores[0].name}' store"
-            + (f" ({stores[0].config.description})" if stores[0].config.description else "")
+            f"the '{first.name}' store"
+            + (f" ({first.description})" if first.description else "")
+            + (
+                " (a federation of " + ", ".join(m.name for m in first.members) + ")"
+                if first.federated
+                else ""
+            )
             if not endpoint.multi
-            else "the stores " + ", ".join(s.name for s in stores)
+            else "the stores " + ", ".join(s.name for s in sources)
         )
         return [
             types.Tool(
@@ -118,7 +150,7 @@ class McpTools:
                     name
                 ],
                 description=DESCRIPTIONS[name].format(what=what),
-                input_schema=input_schema(name, stores, endpoint.multi, self._examples),
+                input_schema=input_schema(name, sources, endpoint.multi, self._examples),
                 output_schema=OUTPUT_SCHEMAS[name],
                 annotations=ANNOTATIONS,
             )
@@ -129,35 +161,53 @@ class McpTools:
         self, endpoint: Endpoint, name: str, arguments: Mapping[str, Any] | None, caller: Caller
     ) -> types.CallToolResult:
         """Run one tool for `caller`; every failure is an isError result."""
+        tracing = active_tracing()
+        if tracing is None:
+            return await self._call(endpoint, name, arguments, caller, _UNTRACED)
+        with tracing.tool(name) as span:
+            return await self._call(endpoint, name, arguments, caller, span)
+
+    async def _call(
+        self,
+        endpoint: Endpoint,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        caller: Caller,
+        span: _ToolOutcome,
+    ) -> types.CallToolResult:
         model = ARGS.get(name)
         if model is None:
+            span.failed(None)
             return _error(f"Unknown tool {name[:64]!r}: this server offers search, fetch, timeline")
         try:
             args = model.model_validate(dict(arguments or {}))
-            store, qualified, args = self._resolve(endpoint, args)
+            source, qualified, args = self._resolve(endpoint, args)
+            span.store(source.name)
             if isinstance(args, SearchArgs):
-                structured = await self._search(store, qualified, args, caller)
+                structured = await self._search(source, qualified, args, caller)
             elif isinstance(args, TimelineArgs):
-                structured = await self._timeline(store, qualified, args, caller)
+                structured = await self._timeline(source, qualified, args, caller)
             else:
                 assert isinstance(args, FetchArgs)
-                structured = await self._fetch(store, qualified, args, caller)
+                structured = await self._fetch(source, qualified, args, caller)
         except ValidationError as exc:
+            span.failed(int(ErrorCode.INVALID_PARAMS))
             return _error(_describe_invalid(exc))
         except ToolError as exc:
+            span.failed(None)
             return _error(str(exc))
-        except A2MError as exc:
-            return _error(_describe_a2m(exc))
         except Exception as exc:  # the tool boundary: logged with its traceback, never sent
-            return _error(_describe_a2m(to_a2m_error(exc)))
+            err = to_a2m_error(exc)
+            span.failed(int(err.code))
+            return _error(_describe_a2m(err))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=render.text_of(structured, self._budget))],
             structured_content=structured,
         )
 
-    def _resolve(self, endpoint: Endpoint, args: Any) -> tuple[Store, bool, Any]:
+    def _resolve(self, endpoint: Endpoint, args: Any) -> tuple[Source, bool, Any]:
         """The store a call reads, whether ids are store-qualified, and the args to use."""
-        stores = self._gateway.stores
+        stores = self._all()
         if not endpoint.multi:
             if args.store is not None and args.store != endpoint.store:
                 raise ToolError(
@@ -193,31 +243,35 @@ class McpTools:
         return params
 
     async def _search(
-        self, store: Store, qualified: bool, args: SearchArgs, caller: Caller
+        self, store: Source, qualified: bool, args: SearchArgs, caller: Caller
     ) -> dict[str, Any]:
         params = {"query": args.query, **self._read_params(args)}
         result = await self._gateway.dispatcher(store.name).dispatch(
             "memory/recall", params, caller
         )
-        return render.listing(result["records"], store.name, qualified, self._budget)
+        return render.listing(
+            result["records"], store.name, qualified, self._budget, result.get("left_out")
+        )
 
     async def _timeline(
-        self, store: Store, qualified: bool, args: TimelineArgs, caller: Caller
+        self, store: Source, qualified: bool, args: TimelineArgs, caller: Caller
     ) -> dict[str, Any]:
         result = await self._gateway.dispatcher(store.name).dispatch(
             "memory/timeline", self._read_params(args), caller
         )
-        return render.listing(result["records"], store.name, qualified, self._budget)
+        return render.listing(
+            result["records"], store.name, qualified, self._budget, result.get("left_out")
+        )
 
     async def _fetch(
-        self, store: Store, qualified: bool, args: FetchArgs, caller: Caller
+        self, store: Source, qualified: bool, args: FetchArgs, caller: Caller
     ) -> dict[str, Any]:
         dispatcher = self._gateway.dispatcher(store.name)
         result = await dispatcher.dispatch(
             "memory/recall", {"where": {"id": args.id}, "limit": 1}, caller
         )
         record = result["records"][0] if result["records"] else None
-        if record is None and store.declares(Capability.KEYS):
+        if record is None and store.keys:
             found = await dispatcher.dispatch("memory/fetch", {"key": args.id}, caller)
             record = found["record"]
         if record is None:

@@ -5,18 +5,22 @@ nor how long a fresh connection may sit idle before its first byte: one client
 could hold sockets open indefinitely by trickling a header. The guarded
 protocol arms a timer when a connection opens and after each response, and
 closes the connection unless a complete request head arrives before it fires.
-Everything else is uvicorn's.
+It also sends each response in one write (coalesce.py). Everything else is
+uvicorn's. ``server.http.protocol`` picks it or the httptools one
+(httptools_guard.py, the default), which enforces the same limits.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from gateway.config import ServerConfig
+from gateway.transports.coalesce import CoalescingTransport
+from gateway.transports.httptools_guard import guarded_httptools
 
 
 class HeaderDeadlineProtocol(H11Protocol):
@@ -41,7 +45,7 @@ class HeaderDeadlineProtocol(H11Protocol):
             self.transport.close()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        super().connection_made(cast(asyncio.Transport, CoalescingTransport(transport, self.loop)))
         self._arm()
 
     def data_received(self, data: bytes) -> None:
@@ -62,11 +66,14 @@ class HeaderDeadlineProtocol(H11Protocol):
 def uvicorn_options(server: ServerConfig) -> dict[str, Any]:
     """The uvicorn.Config keywords for ``server``'s HTTP limits and proxy trust."""
     limits = server.http
-    protocol = type(
-        "GatewayH11Protocol",
-        (HeaderDeadlineProtocol,),
-        {"header_timeout_s": limits.header_timeout_ms / 1000},
-    )
+    deadline_s = limits.header_timeout_ms / 1000
+    protocol: type[Any]
+    if limits.protocol == "h11":
+        protocol = type(
+            "GatewayH11Protocol", (HeaderDeadlineProtocol,), {"header_timeout_s": deadline_s}
+        )
+    else:
+        protocol = guarded_httptools(deadline_s, limits.max_header_bytes)
     trusted = list(server.trusted_proxies)
     return {
         "http": protocol,

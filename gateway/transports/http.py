@@ -3,7 +3,8 @@
 URL scheme:
   POST /a2m/{store}                          A2M JSON-RPC for one store
   POST /a2m                                  the default (first configured) store
-  GET  /.well-known/a2m-server.json          the default store's describe, plus a `stores` map
+  GET  /.well-known/a2m-server.json          the default store's describe, plus `stores` and
+                                            `federations` maps
   GET  /a2m/{store}/.well-known/a2m-server.json   one store's describe
   GET  /healthz   process alive      GET /readyz   every engine reachable (503 otherwise)
   GET  /metrics   Prometheus text format
@@ -43,6 +44,8 @@ from gateway.config import ServerConfig, is_loopback
 from gateway.errors import A2MError, ErrorCode, ProtocolNotSupported
 from gateway.jsonrpc import error_body, handle_message
 from gateway.metrics import Metrics
+from gateway.telemetry import active as active_tracing
+from gateway.telemetry import configure_from_env as configure_tracing
 from gateway.transports.admission import Admission, plain
 from gateway.transports.index_page import as_html, index_page, prefers_html
 
@@ -182,6 +185,7 @@ def create_app(
     Raises:
         ConfigError: the JWKS file of server.auth.jwt cannot be read.
     """
+    configure_tracing()  # before the stores open: their engine clients are traced from the start
     metrics = metrics or Metrics()
     guard = OriginGuard(server.allowed_origins)
     auth = authenticator or Authenticator(server.auth)
@@ -189,6 +193,7 @@ def create_app(
     mcp = _mcp_app(gateway, server, admission)
     for federation in gateway.federations.values():
         federation.observe_left_out(metrics.observe_left_out)
+    metrics.watch_guards({name: store.guard for name, store in gateway.stores.items()})
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -244,7 +249,12 @@ def create_app(
 
         metrics.inflight.inc()
         try:
-            out = await handle_message(body, dispatch)
+            tracing = active_tracing()
+            if tracing is None:
+                out = await handle_message(body, dispatch)
+            else:
+                with tracing.incoming(request.headers):  # the caller's traceparent
+                    out = await handle_message(body, dispatch)
         finally:
             metrics.inflight.dec()
         if out is None:
@@ -277,6 +287,8 @@ def create_app(
             return Response(error_body(None, err), status_code=status, media_type=JSON)
         if store is None:
             result = {**result, "stores": {n: f"/a2m/{n}" for n in gateway.stores}}
+            if gateway.federations:
+                result["federations"] = {n: f"/a2m/{n}" for n in gateway.federations}
         return Response(orjson.dumps(result), media_type=JSON)
 
     @app.get("/.well-known/a2m-server.json")
@@ -305,6 +317,8 @@ def create_app(
         states = await gateway.ready()
         ok = all(states.values())
         body: dict[str, Any] = {"status": "ready" if ok else "not ready", "stores": states}
+        if breakers := gateway.breakers():
+            body["breakers"] = breakers
         if gateway.federations:
             body["federations"] = await gateway.federations_ready()
         return Response(orjson.dumps(body), status_code=200 if ok else 503, media_type=JSON)

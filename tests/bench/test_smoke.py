@@ -146,7 +146,71 @@ def test_latency_harness_direct_gateway_and_mcp(
         assert all(0 < x < 30 for x in block["latencies_s"])
         assert block["wall_s"] > 0
     assert report["gateway_ready_s"] > 0
+    # The gateway's kernel share of its CPU is measured beside the total, never above it.
+    cpu = blocks[("gateway", 4)]["cpu_ms"]
+    assert 0 <= cpu["gateway-sys"] <= cpu["gateway"]
     assert "| gateway | 4 |" in table
     assert "| gateway / direct | 1 |" in table
     assert "| mcp | 4 |" in table
     assert "| mcp / gateway | 4 |" in table
+
+
+@pytest.mark.integration
+@pytest.mark.elasticsearch
+@pytest.mark.opensearch
+def test_federated_quality_harness_on_three_engines(
+    tmp_path: Path, scifact_dir: Path, elasticsearch_url: str, opensearch_url: str
+) -> None:
+    report, table = _run(
+        [
+            "bench.quality.federated",
+            "--limit-queries",
+            "5",
+            "--sample-docs",
+            "60",
+            "--modes",
+            "bm25",
+            "hybrid",
+            "--elasticsearch-url",
+            elasticsearch_url,
+            "--opensearch-url",
+            opensearch_url,
+        ],
+        tmp_path / "federated.json",
+        scifact_dir,
+    )
+    rows = {(r["store"], r["mode"]): r for r in report["rows"]}
+    stores = {"federated", "es", "os", "qd", "whole-elasticsearch", "whole-opensearch"}
+    assert set(rows) == {(s, m) for s in stores for m in ("bm25", "hybrid")}
+    for row in rows.values():
+        assert row["errors"] == 0
+        assert 0.0 <= row["ndcg10"] <= 1.0
+        assert 0.0 <= row["recall100"] <= 1.0
+        assert 0.0 < row["p50_ms"] <= row["p99_ms"]
+    # The shards are disjoint and together the whole corpus: each holds some of it.
+    assert all(f"{s} (" in report["note"] for s in ("es", "os", "qd"))
+    for mode in ("bm25", "hybrid"):
+        assert rows[("federated", mode)]["ndcg10"] > 0.0
+        assert f"| {mode} | federated vs slowest member" in table
+
+
+@pytest.mark.integration
+def test_loop_block_harness_on_the_demo() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.loop_block", "--seconds", "2", "--concurrency", "2"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=4 * TIMEOUT_S,  # a fresh data directory: the demo is indexed at start
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = {line.split(" | ")[0] for line in result.stdout.splitlines() if line.startswith("| ")}
+    assert rows >= {
+        "| /healthz, idle",
+        "| /healthz, under recall load",
+        "| recall, short query",
+        "| recall, 4,000-character query",
+    }
+    assert "errors: 0;" in result.stdout
+    assert "loop " in result.stdout.split("by thread")[1]

@@ -1,8 +1,8 @@
 """Bad input over HTTP and stdio: the right error code or a clean answer, never a crash.
 
-Every reply must be timely (the clients time out every call), never a 5xx, carry
-only error codes the gateway documents (``gateway.errors.ErrorCode``), and no
-traceback, file path or host name.
+Every reply must be timely (the clients time out every call), never a 5xx, and
+carry no traceback, file path or host name; each test asserts the code it expects.
+(That every code is canonical holds by construction: tests/gateway/test_jsonrpc.py.)
 """
 
 from __future__ import annotations
@@ -20,14 +20,12 @@ from tests.conformance.conftest import (
     HttpClient,
     Reply,
     StdioClient,
-    assert_ranked,
+    assert_scores,
     max_body_bytes,
 )
-from tests.support.spec import CANONICAL_CODES
 
 pytestmark = pytest.mark.integration
 
-DOCUMENTED = frozenset(CANONICAL_CODES)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -49,7 +47,7 @@ _HOST = socket.gethostname()
 
 
 def assert_clean(reply: Reply) -> dict[str, Any] | None:
-    """No 5xx, JSON-RPC where JSON-RPC is due, documented codes, nothing leaked.
+    """No 5xx, JSON-RPC where JSON-RPC is due, nothing leaked.
 
     Returns the JSON-RPC response object when there is one.
     """
@@ -71,7 +69,6 @@ def assert_clean(reply: Reply) -> dict[str, Any] | None:
     assert obj.get("jsonrpc") == "2.0"
     if "error" in obj:
         err = obj["error"]
-        assert err["code"] in DOCUMENTED, f"undocumented error code {err['code']}"
         assert isinstance(err["message"], str)
         assert len(err["message"]) < 2000, "an error message echoes the input"
         for leak in _LEAKS:
@@ -330,7 +327,9 @@ def test_query_at_and_over_max_query_length(client: A2MClient, describe: dict[st
     if max_query is None:
         pytest.skip("no max_query_length declared")
     at = recall_records(client, {"query": ("gateway " * max_query)[:max_query]})
-    assert_ranked(at)
+    assert_scores(at)
+    top = f"{at[0].get('title', '')} {at[0].get('content', '')}".lower()
+    assert "gateway" in top, "the longest query allowed was not searched"
     over = code_of(client, rpc("memory/recall", {"query": "a" * (max_query + 1)}))
     assert over == INVALID_PARAMS
 
@@ -362,7 +361,9 @@ def test_200_deep_where_is_invalid_params(client: A2MClient) -> None:
 
 def test_200_deep_unknown_param_is_ignored(client: A2MClient) -> None:
     params = {"query": "gateway", "limit": 3, "future": _nest_object(200)}
-    assert_ranked(recall_records(client, params))
+    plain = recall_records(client, {"query": "gateway", "limit": 3})
+    assert len(plain) == 3
+    assert recall_records(client, params) == plain
 
 
 @pytest.mark.parametrize("depth", [1500, 20_000])
@@ -413,7 +414,12 @@ def test_out_of_range_min_score_is_clean(client: A2MClient, min_score: float) ->
     obj = send(client, rpc("memory/recall", {"query": "gateway", "min_score": min_score}))
     assert obj is not None
     if "result" in obj:
-        assert all(r["score"] >= min_score for r in obj["result"]["records"])
+        records = obj["result"]["records"]
+        if min_score <= 0:
+            assert records, "a min_score every score passes dropped records"
+        elif min_score > 1:
+            assert records == [], "no score is above 1"
+        assert all(r["score"] >= min_score for r in records)
     else:
         assert obj["error"]["code"] == INVALID_PARAMS
 
@@ -469,7 +475,8 @@ def test_odd_queries_get_a_clean_ranked_answer(client: A2MClient, query: str) ->
     obj = send(client, rpc("memory/recall", {"query": query, "limit": 5}))
     assert obj is not None
     assert "result" in obj, f"query {query!r} was refused: {obj.get('error')}"
-    assert_ranked(obj["result"]["records"])
+    if obj["result"]["records"]:  # most of these match nothing; what does match is scored
+        assert_scores(obj["result"]["records"])
 
 
 @pytest.mark.parametrize("value", CONTROL + SYNTAX, ids=repr)
@@ -506,7 +513,9 @@ def test_odd_keys_and_prefixes_are_literal(
 
 def test_unicode_and_emoji_queries(client: A2MClient) -> None:
     for query in ("naïve café", "日本語のクエリ", "🧠💾", "Ωmega ∑ ∞", "a" + "\u0301" * 50):
-        assert_ranked(recall_records(client, {"query": query}))
+        records = recall_records(client, {"query": query})
+        if records:  # the English corpus may hold none of these words
+            assert_scores(records)
 
 
 # -- methods and envelopes -------------------------------------------------------------------------
@@ -559,7 +568,7 @@ def test_odd_envelopes_are_clean(client: A2MClient, message: dict[str, Any]) -> 
 
 def test_the_server_is_still_alive(client: A2MClient) -> None:
     assert client.call("memory/describe")["read_only"] is True
-    assert_ranked(client.call("memory/recall", {"query": "gateway"})["records"])
+    assert_scores(client.call("memory/recall", {"query": "gateway"})["records"])
 
 
 # -- HTTP framing ----------------------------------------------------------------------------------
@@ -608,7 +617,5 @@ def test_the_leak_check_itself_catches_leaks() -> None:
         )
         with pytest.raises(AssertionError):
             assert_clean(Reply("http", body, 200))
-    with pytest.raises(AssertionError):
-        assert_clean(Reply("http", b'{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":""}}'))
     with pytest.raises(AssertionError):
         assert_clean(Reply("http", b"", 502))

@@ -36,6 +36,7 @@ def test_describe_returns_protocol_name_capabilities_methods(describe: dict[str,
     assert isinstance(methods, list)
     assert all(isinstance(m, str) for m in methods)
     assert len(methods) == len(set(methods))
+    assert {"memory/describe", "memory/recall", "memory/timeline"} <= set(methods)
 
 
 def test_describe_without_params_or_with_empty_params(client: A2MClient) -> None:

@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.embedders.lexical import LexicalSparseEncoder
+from connectors.qdrant_sparse import LexicalSparseEncoder
 from tests.conformance.conftest import (
     PROTOCOL,
     QDRANT,
     A2MClient,
     HttpClient,
     StoreBackend,
-    assert_ranked,
+    assert_scores,
     start_http_server,
     start_stdio_server,
 )
@@ -225,7 +225,7 @@ def test_a_points_own_vector_ranks_it_first(vec_client: A2MClient) -> None:
         records = vec_client.call("memory/recall", {"embedding": vector_of(i), "limit": 3})[
             "records"
         ]
-        assert_ranked(records)
+        assert_scores(records)
         assert records[0]["content"] == TOPICS[i]
 
 
@@ -233,7 +233,7 @@ def test_text_and_vector_together_rank(vec_client: A2MClient) -> None:
     records = vec_client.call(
         "memory/recall", {"query": "backups nightly", "embedding": vector_of(2), "limit": 3}
     )["records"]
-    assert_ranked(records)
+    assert_scores(records)
     assert records[0]["content"] == TOPICS[2]
 
 
@@ -241,7 +241,9 @@ def test_vectors_only_when_asked(vec_client: A2MClient) -> None:
     plain = vec_client.call("memory/recall", {"query": "cluster nodes"})["records"]
     assert plain
     assert all("embedding" not in r for r in plain)
-    assert all("embedding" not in r for r in vec_client.call("memory/timeline")["records"])
+    timeline = vec_client.call("memory/timeline")["records"]
+    assert len(timeline) == len(TOPICS)
+    assert all("embedding" not in r for r in timeline)
 
 
 def _close(a: list[float], b: list[float]) -> bool:
@@ -255,6 +257,9 @@ def test_vectors_come_back_as_stored(vec_client: A2MClient) -> None:
     )["records"]
     timeline = vec_client.call("memory/timeline", {"embeddings": True})["records"]
     fetched = vec_client.call("memory/fetch", {"key": "notes/3", "embeddings": True})["record"]
+    assert len(recalled) >= 1
+    assert len(timeline) == len(TOPICS)
+    assert fetched is not None
     for record in [*recalled, *timeline, fetched]:
         assert _close(record["embedding"], by_content[record["content"]]), record["id"]
 
@@ -279,7 +284,7 @@ def test_describe_names_the_index_metric(
         assert describe["embeddings"]["metric"] == METRIC_OF[distance]
         assert describe["embeddings"]["dimensions"] == DIMS
         records = client.call("memory/recall", {"embedding": vector_of(4), "limit": 6})["records"]
-        assert_ranked(records)
+        assert_scores(records)
         assert records[0]["content"] == TOPICS[4]
         assert client.error_code("memory/recall", {"embedding": [0.0] * 3}) == EMBEDDING_MISMATCH
     finally:

@@ -87,10 +87,10 @@ def test_uri_and_media_type_are_the_same_through_every_method(
             for name in ("uri", "media_type"):
                 assert fetched.get(name) == record.get(name), name
         hits = client.call("memory/recall", {"query": record.get("content", "")[:300], "limit": 50})
-        for hit in hits["records"]:
-            if hit["id"] == record["id"]:
-                assert hit.get("uri") == record["uri"]
-                assert hit.get("media_type") == record.get("media_type")
+        hit = next((h for h in hits["records"] if h["id"] == record["id"]), None)
+        assert hit is not None, "a record's own content did not recall it"
+        assert hit.get("uri") == record["uri"]
+        assert hit.get("media_type") == record.get("media_type")
 
 
 # -- embeddings ------------------------------------------------------------------------------------

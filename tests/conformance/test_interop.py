@@ -91,6 +91,7 @@ def test_prompt_auto_cite_and_budget(canonical: CanonicalClient) -> None:
     plain = canonical.recall(QUERY, limit=8)
     full = canonical.recall(QUERY, limit=8, prompt={"style": "auto", "cite": True})
     assert full["records"] == plain["records"], "asking for text changed the records"
+    assert plain["records"], "nothing to render"
     lines = full["prompt"].split("\n")
     assert len(lines) == len(full["records"]) == len(full["prompt_ids"])
     # The demo's records carry no conversation roles: auto renders facts.

@@ -74,6 +74,7 @@ def test_records_identical_with_and_without_prompt(
     plain = client.call(method, params)
     rendered = client.call(method, {**params, "prompt": {"style": style}})
     assert rendered["records"] == plain["records"], "asking for text changed what was recalled"
+    assert plain["records"], "nothing to render"
     ids = [r["id"] for r in plain["records"]]
     assert isinstance(rendered["prompt"], str)
     # No budget: every record fits.

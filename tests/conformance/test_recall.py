@@ -5,9 +5,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import httpx
 import pytest
 
-from tests.conformance.conftest import A2MClient, Corpus, assert_ranked, assert_timestamps
+from tests.conformance.conftest import (
+    BACKENDS,
+    QDRANT,
+    A2MClient,
+    Corpus,
+    Servers,
+    assert_scores,
+    assert_timestamps,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -33,12 +42,75 @@ def recall(client: A2MClient, **params: Any) -> list[dict[str, Any]]:
 def test_scores_in_unit_range_and_descending(client: A2MClient, query: str) -> None:
     records = recall(client, query=query, limit=20)
     assert records, f"nothing recalled for {query!r} from the demo corpus"
-    assert_ranked(records)
+    assert_scores(records)
     assert_timestamps(records)
     for r in records:
         assert isinstance(r["id"], str)
         assert r["id"]
         assert "embedding" not in r, "vectors are not returned by default (§3.7)"
+
+
+LUCENE_BACKENDS = [p for p in BACKENDS if p.values[0] != QDRANT]
+
+
+def _tie_groups(ranked: list[tuple[str, float]]) -> list[set[str]]:
+    """Ids grouped by equal score, in rank order: an engine may order ties either way."""
+    groups: list[tuple[float, set[str]]] = []
+    for doc_id, score in ranked:
+        if groups and groups[-1][0] == pytest.approx(score, rel=1e-9):
+            groups[-1][1].add(doc_id)
+        else:
+            groups.append((score, {doc_id}))
+    return [ids for _, ids in groups]
+
+
+@pytest.mark.parametrize("engine", LUCENE_BACKENDS)
+def test_recall_ranks_as_the_engine_does(
+    servers: Servers, request: pytest.FixtureRequest, engine: str
+) -> None:
+    """The gateway's order is the engine's BM25 order, and its score the engine's over the best.
+
+    The engine is asked directly with the query the store is configured for (a best_fields
+    multi_match over title^2 and content, tests/support/demo_loader.py).
+    """
+    backend = servers.backend(engine, request)
+    client = servers.http_client(backend)
+    assert backend.store is not None
+    url, index = backend.store["connection"]["hosts"][0], backend.store["index"]
+    compared = 0
+    for query in QUERIES:
+        body = {
+            "size": 30,
+            "query": {
+                "multi_match": {
+                    "query": query,
+                    "fields": ["title^2", "content"],
+                    "type": "best_fields",
+                }
+            },
+        }
+        hits = httpx.post(f"{url}/{index}/_search", json=body, timeout=30).json()["hits"]["hits"]
+        assert len(hits) >= 2, f"{engine}: {query!r} matches too little to compare rankings"
+        best = hits[0]["_score"]
+        groups = _tie_groups([(h["_id"], h["_score"]) for h in hits])
+        # Compare whole tie groups only: the one cut by the limit may be served in any order.
+        limit = 10
+        while sum(map(len, groups)) > limit:
+            groups.pop()
+        assert groups, f"{engine}: more than {limit} of {query!r}'s best hits tie"
+        want = sum(map(len, groups))
+        got = recall(client, query=query, limit=want)
+        assert len(got) == want, query
+        at = 0
+        for ids in groups:
+            served = got[at : at + len(ids)]
+            assert {r["id"] for r in served} == ids, f"{engine}: {query!r} ranked unlike the engine"
+            at += len(ids)
+        scores = {h["_id"]: h["_score"] / best for h in hits}
+        for r in got:
+            assert r["score"] == pytest.approx(scores[r["id"]], abs=1e-6), (query, r["id"])
+        compared += want
+    assert compared >= 4 * len(QUERIES)
 
 
 def test_a_records_own_words_recall_it(client: A2MClient, corpus: Corpus) -> None:
@@ -114,7 +186,7 @@ def test_absent_or_empty_query_returns_records_by_recency(
     assert "result" in response, response.get("error")
     records = response["result"]["records"]
     assert records
-    assert_ranked(records)
+    assert_scores(records)
     assert_timestamps(records)
     dates = [r["created_at"] for r in records if "created_at" in r]
     if len(dates) == len(records):
@@ -140,6 +212,13 @@ def _filterable(corpus: Corpus) -> list[tuple[str, list[Any]]]:
     return out
 
 
+def _words_of(record: dict[str, Any]) -> str:
+    """A query the record itself answers: its first distinctive words."""
+    words = list(dict.fromkeys(re.findall(r"[A-Za-z]{5,}", record.get("content") or "")))
+    assert words, record["id"]
+    return " ".join(words[:12])
+
+
 def test_where_equality_on_record_fields(client: A2MClient, corpus: Corpus) -> None:
     fields = _filterable(corpus)
     assert fields, "no record field to filter on in the demo corpus"
@@ -151,7 +230,9 @@ def test_where_equality_on_record_fields(client: A2MClient, corpus: Corpus) -> N
         assert all(r.get(name) == value for r in got), name
         if len(corpus.records) < corpus.max_recall_limit:
             assert {r["id"] for r in got} == expected, name
-        ranked = recall(client, query="gateway store", where={name: value}, limit=20)
+        holder = next(r for r in corpus.records if r.get(name) == value)
+        ranked = recall(client, query=_words_of(holder), where={name: value}, limit=20)
+        assert holder["id"] in {r["id"] for r in ranked}, name
         assert all(r.get(name) == value for r in ranked), name
         tl = client.call("memory/timeline", {"where": {name: value}})["records"]
         assert tl, name
@@ -209,7 +290,9 @@ def test_where_is_a_conjunction(client: A2MClient, corpus: Corpus) -> None:
     other = next((v for v in corpus.values(b) if v != sample[b]), None)
     if other is not None:
         mixed = recall(client, where={a: sample[a], b: other}, limit=corpus.max_recall_limit)
-        assert all(r.get(a) == sample[a] and r.get(b) == other for r in mixed)
+        both = {r["id"] for r in corpus.records if r.get(a) == sample[a] and r.get(b) == other}
+        assert len(corpus.records) < corpus.max_recall_limit, "the corpus is not all there"
+        assert {r["id"] for r in mixed} == both
 
 
 def test_where_on_metadata_keys(client: A2MClient, corpus: Corpus) -> None:
@@ -278,7 +361,9 @@ def test_key_prefix_selects_keys_at_or_beneath(
         assert all(r["key"].startswith(prefix) for r in got), prefix
         if len(corpus.records) < corpus.max_recall_limit:
             assert {r["id"] for r in got} == expected, prefix
-        ranked = recall(client, query="gateway", key_prefix=prefix, limit=20)
+        holder = next(r for r in corpus.records if r.get("key", "").startswith(prefix))
+        ranked = recall(client, query=_words_of(holder), key_prefix=prefix, limit=20)
+        assert holder["id"] in {r["id"] for r in ranked}, prefix
         assert all(r["key"].startswith(prefix) for r in ranked), prefix
         tl = client.call("memory/timeline", {"key_prefix": prefix})["records"]
         assert tl, prefix

@@ -326,6 +326,7 @@ class LuceneSuite:
         q = sf.query_ids[0]
         qv = np.array(sf.query_vector(q))
         hits = await conn.search(SearchRequest(limit=5, dense=sf.query_vector(q)))
+        assert len(hits) == 5
         for h in hits:
             cos = float(np.dot(qv, np.array(sf.doc_vector(h.id))))
             assert h.score == pytest.approx((1 + cos) / 2, abs=self.knn_score_tolerance)
@@ -346,10 +347,12 @@ class LuceneSuite:
         hits = await conn.search(
             SearchRequest(limit=3, dense=sf.query_vector(sf.query_ids[0]), with_vectors=True)
         )
+        assert len(hits) == 3
         for h in hits:
             assert h.vector == pytest.approx(sf.doc_vector(h.id), abs=1e-6)
             assert "embedding" not in h.source
         plain = await conn.search(SearchRequest(limit=3, text="cancer"))
+        assert len(plain) == 3
         assert all(h.vector is None and "embedding" not in h.source for h in plain)
 
     # ---- hybrid
@@ -363,6 +366,7 @@ class LuceneSuite:
             lex = await conn.search(SearchRequest(limit=10, text=text))
             den = await conn.search(SearchRequest(limit=10, dense=vec))
             hyb = await conn.search(SearchRequest(limit=10, text=text, dense=vec))
+            assert len(hyb) == 10
             assert all(h.score is not None and 0 <= h.score <= 1 for h in hyb)
             return {
                 "lexical": [h.id for h in lex],
@@ -440,6 +444,7 @@ class LuceneSuite:
         assert got
         assert {h.source["created_at"] for h in got} == {stamp}
         ranked = await conn.search(SearchRequest(limit=100, text="cell", filter=flt))
+        assert ranked, "no ranked hit to check the filter on"
         assert all(h.source["created_at"] == stamp for h in ranked)
         empty = Filter(
             times=(
@@ -471,6 +476,7 @@ class LuceneSuite:
         # `acl` is in every document but not in the store's mapping.
         hits = await conn.search(SearchRequest(limit=50, text="protein"))
         hits += await conn.ordered(OrderedRequest(limit=50))
+        assert len(hits) > 50
         allowed = {"text", "key", "group", "created_at", "doc_id", "title"}
         for h in hits:
             assert set(h.source) <= allowed
@@ -584,6 +590,7 @@ class LuceneSuite:
         finally:
             await c.close()
         with_fragment = [h for h in hits + hybrid if h.highlight]
+        assert hits
         assert all(h.highlight for h in hits)
         # Hybrid legs fetch no documents, yet the lexical leg's fragments survive.
         assert any(h.highlight for h in hybrid)

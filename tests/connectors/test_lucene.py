@@ -11,8 +11,9 @@ from connectors.base import ID_FIELD, Condition, Filter, Hit, OrderedRequest, Se
 from connectors.elasticsearch import ElasticsearchConnector
 from connectors.errors import EngineConfigError, EngineRejected, EngineTimeout, EngineUnavailable
 from connectors.fusion import fuse_rrf, inner_product_score, normalise_by_max
-from connectors.lucene import EngineFailure, retry_after_ms
+from connectors.lucene_client import EngineFailure, retry_after_ms
 from connectors.lucene_mapping import check_fields, flatten_mapping, keyword_subfields
+from connectors.lucene_order import OrderedBodies
 from connectors.lucene_query import QueryTranslator, TextField, parse_text_fields
 from connectors.opensearch import OpenSearchConnector
 from connectors.spec import ConnectorSpec
@@ -163,7 +164,7 @@ def test_text_fields_filter_on_their_keyword_subfield() -> None:
 
 
 def test_ordered_without_filter_is_match_all() -> None:
-    body = QueryTranslator(store()).ordered_page(OrderedRequest(limit=5), 5)
+    body = OrderedBodies(QueryTranslator(store())).page(OrderedRequest(limit=5), 5)
     assert body["query"] == {"match_all": {}}
 
 
@@ -197,56 +198,6 @@ def test_collapse_and_highlight() -> None:
     assert "highlight" not in plain
 
 
-def test_hybrid_legs_carry_ids_only_and_documents_come_by_ids() -> None:
-    t = QueryTranslator(store())
-    leg = t.lexical(SearchRequest(limit=10, text="x"), 100, ids_only=True)
-    assert leg["_source"] is False
-    folded = QueryTranslator(store(search={"collapse_group": True}))
-    # Collapsing across the legs needs each hit's group.
-    assert folded.knn_common(SearchRequest(limit=10), 100, ids_only=True)["_source"] == {
-        "includes": ["group"]
-    }
-    scope = Filter(must=(Condition("acl", ("team-a",)),))
-    hits = [Hit("b", {}, index="i1", routing="A"), Hit("a", {}, index="i2")]
-    hits.append(Hit("c", {}, index="i1", routing="A"))
-    docs = t.by_ids(hits, scope, with_vectors=False)
-    # The re-read carries the scope and names each hit by index, routing and id.
-    assert docs["query"] == {
-        "bool": {
-            "filter": [
-                {"term": {"acl": {"value": "team-a"}}},
-                {
-                    "bool": {
-                        "should": [
-                            {
-                                "bool": {
-                                    "filter": [
-                                        {"ids": {"values": ["b", "c"]}},
-                                        {"term": {"_index": "i1"}},
-                                        {"term": {"_routing": "A"}},
-                                    ]
-                                }
-                            },
-                            {
-                                "bool": {
-                                    "filter": [
-                                        {"ids": {"values": ["a"]}},
-                                        {"term": {"_index": "i2"}},
-                                        {"bool": {"must_not": [{"exists": {"field": "_routing"}}]}},
-                                    ]
-                                }
-                            },
-                        ],
-                        "minimum_should_match": 1,
-                    }
-                },
-            ]
-        }
-    }
-    assert docs["size"] == 3
-    assert docs["_source"] == t.source(with_vectors=False)
-
-
 def test_no_highlight_for_a_content_template() -> None:
     cfg = store(
         mapping={"content": None, "content_template": "{title}\n\n{text}"},
@@ -259,45 +210,43 @@ def test_no_highlight_for_a_content_template() -> None:
 
 
 def test_ordered_sorts_on_created_at_then_the_id_field() -> None:
-    t = QueryTranslator(store())
-    body = t.ordered_page(OrderedRequest(limit=2000), 1000)
+    t = OrderedBodies(QueryTranslator(store()))
+    body = t.page(OrderedRequest(limit=2000), 1000)
     assert body["sort"] == [{"created_at": {"order": "desc"}}, {"doc_id": {"order": "desc"}}]
-    nxt = t.ordered_page(
-        OrderedRequest(limit=2000, newest_first=False), 1000, search_after=[5, "x"]
-    )
+    nxt = t.page(OrderedRequest(limit=2000, newest_first=False), 1000, search_after=[5, "x"])
     assert nxt["sort"] == [{"created_at": {"order": "asc"}}, {"doc_id": {"order": "asc"}}]
     assert nxt["search_after"] == [5, "x"]
     assert "pit" not in nxt
-    assert t.order.pit is False
+    assert t.plan.pit is False
 
 
 def test_engine_id_needs_a_pit_and_shard_doc() -> None:
-    t = QueryTranslator(store(mapping={"id": "_id"}))
-    assert t.order.pit is True
-    body = t.ordered_page(OrderedRequest(limit=3), 3, pit_id="abc")
+    t = OrderedBodies(QueryTranslator(store(mapping={"id": "_id"})))
+    assert t.plan.pit is True
+    body = t.page(OrderedRequest(limit=3), 3, pit_id="abc")
     assert body["sort"] == [{"created_at": {"order": "desc"}}, {"_shard_doc": {"order": "desc"}}]
     assert body["pit"] == {"id": "abc", "keep_alive": "1m"}
 
 
 def test_opensearch_engine_id_pages_by_from_in_a_pit() -> None:
-    t = QueryTranslator(
-        store(mapping={"id": "_id"}), engine_id_order=OpenSearchConnector.engine_id_order
+    t = OrderedBodies(
+        QueryTranslator(store(mapping={"id": "_id"})), OpenSearchConnector.engine_id_order
     )
-    assert (t.order.pit, t.order.search_after) == (True, False)
-    body = t.ordered_page(OrderedRequest(limit=3000), 1000, offset=2000, pit_id="p")
+    assert (t.plan.pit, t.plan.search_after) == (True, False)
+    body = t.page(OrderedRequest(limit=3000), 1000, offset=2000, pit_id="p")
     assert body["sort"] == [{"created_at": {"order": "desc"}}, {"_doc": {"order": "desc"}}]
     assert body["from"] == 2000
     assert "search_after" not in body
 
 
 def test_without_created_at_the_tiebreak_is_the_order() -> None:
-    t = QueryTranslator(store(mapping={"created_at": None}))
-    body = t.ordered_page(OrderedRequest(limit=3, newest_first=False), 3)
+    t = OrderedBodies(QueryTranslator(store(mapping={"created_at": None})))
+    body = t.page(OrderedRequest(limit=3, newest_first=False), 3)
     assert body["sort"] == [{"doc_id": {"order": "asc"}}]
 
 
 def test_fetch_takes_the_newest_match() -> None:
-    t = QueryTranslator(store())
+    t = OrderedBodies(QueryTranslator(store()))
     body = t.fetch(Filter(must=(Condition("key", ("scifact/1",)),)))
     assert body["size"] == 1
     assert body["sort"] == [{"created_at": {"order": "desc"}}]

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,19 @@ from connectors.base import (
     SearchRequest,
     SparseVector,
 )
-from connectors.errors import EngineConfigError, EngineTimeout, EngineUnavailable
-from connectors.qdrant import QdrantConnector
+from connectors.errors import (
+    EngineConfigError,
+    EngineRejected,
+    EngineTimeout,
+    EngineUnavailable,
+)
+from connectors.qdrant import ENCODE_INLINE_CHARS, QdrantConnector
 from connectors.qdrant_query import prefix_words, translate_filter
+from connectors.qdrant_sparse import LexicalSparseEncoder
 from connectors.retry import deadline_scope
 from connectors.spec import ConnectorSpec
-from gateway.embedders.lexical import LexicalSparseEncoder
 from tests.connectors.specs import merged, spec_of
+from tests.support.http_peer import HttpPeer, PeerReply, StartPeer
 from tests.support.scifact import SciFact, documents, load_qdrant, load_scifact, subset
 
 pytestmark = pytest.mark.integration
@@ -249,6 +254,7 @@ async def test_scores_are_normalised_and_descending(
 
 async def test_payload_is_limited_to_mapped_fields(loaded: Loaded, conn: QdrantConnector) -> None:
     hits = await conn.search(_request(loaded, loaded.query_ids[0], "dense", limit=3))
+    assert len(hits) == 3
     mapped = {"content", "key", "group", "created_at", "title", "year", "judged"}
     for h in hits:
         assert set(h.source) <= mapped
@@ -267,6 +273,51 @@ async def test_empty_sparse_query_finds_nothing(conn: QdrantConnector) -> None:
     assert await conn.search(SearchRequest(limit=5, sparse=SparseVector((), ()))) == []
 
 
+async def test_query_text_is_encoded_by_the_connector(
+    loaded: Loaded, conn: QdrantConnector
+) -> None:
+    text = loaded.sf.queries[loaded.query_ids[2]]
+    by_text = await conn.search(SearchRequest(limit=10, text=text))
+    by_vector = await conn.search(SearchRequest(limit=10, sparse=loaded.encoder.encode_query(text)))
+    assert by_text, "a real query finds documents"
+    assert [(h.id, h.score) for h in by_text] == [(h.id, h.score) for h in by_vector]
+    assert await conn.search(SearchRequest(limit=5, text="the of and")) == []
+
+
+async def test_a_long_query_text_is_encoded_off_the_event_loop(
+    loaded: Loaded, conn: QdrantConnector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    encoder = conn._encoder
+    assert encoder is not None
+    threads: list[int] = []
+    encode = encoder.encode_query
+
+    def recording(text: str) -> SparseVector:
+        threads.append(threading.get_ident())
+        return encode(text)
+
+    monkeypatch.setattr(encoder, "encode_query", recording)
+    short = loaded.sf.queries[loaded.query_ids[3]]
+    long = (short + " ") * (ENCODE_INLINE_CHARS // len(short) + 2)
+    assert len(short) <= ENCODE_INLINE_CHARS < len(long)
+    await conn.search(SearchRequest(limit=5, text=short))
+    hits = await conn.search(SearchRequest(limit=5, text=long))
+    loop_thread = threading.get_ident()
+    assert threads[0] == loop_thread  # short: inline, a thread hop would cost more
+    assert threads[1] != loop_thread  # long: on a worker thread
+    assert hits, "the long query still ranks"
+
+
+async def test_text_without_a_sparse_vector_is_rejected(loaded: Loaded) -> None:
+    c = QdrantConnector(store(loaded.path, search={"mode": "dense", "sparse_vector": None}))
+    await c.open()
+    try:
+        with pytest.raises(EngineRejected, match="no sparse vector"):
+            await c.search(SearchRequest(limit=5, text="vitamin d"))
+    finally:
+        await c.close()
+
+
 async def test_with_vectors_returns_the_stored_dense_vector(
     loaded: Loaded, conn: QdrantConnector
 ) -> None:
@@ -277,6 +328,7 @@ async def test_with_vectors_returns_the_stored_dense_vector(
         assert len(h.vector) == 384
         assert h.vector == pytest.approx(loaded.sf.doc_vector(h.id), abs=1e-6)
     rows = await conn.ordered(OrderedRequest(limit=2, with_vectors=True))
+    assert len(rows) == 2
     assert all(r.vector is not None and len(r.vector) == 384 for r in rows)
 
 
@@ -469,98 +521,61 @@ async def test_unreachable_server_within_a_deadline() -> None:
     assert time.monotonic() - started < 3
 
 
-class _Peer:
-    """A loopback HTTP server answering every request with a fixed status (or not at all)."""
-
-    def __init__(self, status: int, headers: dict[str, str] | None = None, hang: bool = False):
-        self.requests = 0
-        self.release = threading.Event()
-        peer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                peer.requests += 1
-                if hang:
-                    peer.release.wait(10)
-                    return
-                body = b'{"status": {"error": "nope"}, "time": 0}'
-                self.send_response(status)
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def close(self) -> None:
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
+def _qdrant_peer(
+    start: StartPeer,
+    status: int,
+    headers: dict[str, str] | None = None,
+    hang: bool = False,
+) -> HttpPeer:
+    """A Qdrant server that answers every request with one status (or not at all)."""
+    reply = PeerReply.json({"status": {"error": "nope"}, "time": 0}, status, headers)
+    return start(lambda request: PeerReply(hang=True) if hang else reply)
 
 
-@pytest.fixture
-def peer_factory() -> Iterator[Any]:
-    peers: list[_Peer] = []
-
-    def make(*args: Any, **kw: Any) -> _Peer:
-        peers.append(_Peer(*args, **kw))
-        return peers[-1]
-
-    yield make
-    for p in peers:
-        p.close()
-
-
-async def test_server_503_is_unavailable_with_retry_after(peer_factory: Any) -> None:
-    peer = peer_factory(503, {"Retry-After": "7"})
+async def test_server_503_is_unavailable_with_retry_after(
+    http_peer: StartPeer,
+) -> None:
+    peer = _qdrant_peer(http_peer, 503, {"Retry-After": "7"})
     c = QdrantConnector(_server_store(peer.url, retries=2))
     with pytest.raises(EngineUnavailable) as err:
         await c.open()
     assert err.value.retry_after_ms == 7000
-    assert peer.requests == 3  # one try and two retries
+    assert len(peer.requests) == 3  # one try and two retries
     assert peer.url not in str(err.value)
 
 
-async def test_server_429_with_retry_after_is_unavailable(peer_factory: Any) -> None:
-    peer = peer_factory(429, {"Retry-After": "2"})
+async def test_server_429_with_retry_after_is_unavailable(
+    http_peer: StartPeer,
+) -> None:
+    peer = _qdrant_peer(http_peer, 429, {"Retry-After": "2"})
     c = QdrantConnector(_server_store(peer.url, retries=1))
     with pytest.raises(EngineUnavailable) as err:
         await c.open()
     assert err.value.retry_after_ms == 2000
-    assert peer.requests == 2
+    assert len(peer.requests) == 2
 
 
 @pytest.mark.parametrize(("status", "exc"), [(404, EngineConfigError), (401, EngineConfigError)])
 async def test_server_4xx_is_not_retried(
-    peer_factory: Any, status: int, exc: type[Exception]
+    http_peer: StartPeer, status: int, exc: type[Exception]
 ) -> None:
-    peer = peer_factory(status)
+    peer = _qdrant_peer(http_peer, status)
     c = QdrantConnector(_server_store(peer.url, retries=3))
     with pytest.raises(exc):
         await c.open()
-    assert peer.requests == 1
+    assert len(peer.requests) == 1
 
 
-async def test_server_that_does_not_answer_times_out(peer_factory: Any) -> None:
-    peer = peer_factory(200, hang=True)
+async def test_server_that_does_not_answer_times_out(
+    http_peer: StartPeer,
+) -> None:
+    peer = _qdrant_peer(http_peer, 200, hang=True)
     c = QdrantConnector(_server_store(peer.url, retries=3, timeout_ms=300))
     started = time.monotonic()
     with pytest.raises(EngineTimeout):
         await c.open()
     assert time.monotonic() - started < 3
-    assert peer.requests == 1  # a timeout is not retried: the deadline is the caller's
+    assert len(peer.requests) == 1  # a timeout is not retried: the deadline is the caller's
 
 
 async def test_broad_key_prefix_falls_back_to_over_fetching(

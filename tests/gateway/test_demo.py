@@ -10,10 +10,10 @@ import pytest
 
 from connectors.base import Condition, Filter, OrderedRequest, SearchRequest
 from connectors.qdrant import QdrantConnector
+from connectors.qdrant_sparse import LexicalSparseEncoder
 from gateway.config import QdrantConnection, QdrantStoreConfig, load_config
 from gateway.connector_spec import connector_spec
 from gateway.demo import DEMO_STORE, chunks, default_demo_config, ensure_demo_index
-from gateway.embedders.lexical import LexicalSparseEncoder
 
 REPO = Path(__file__).resolve().parents[2]
 

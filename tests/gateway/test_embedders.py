@@ -1,19 +1,15 @@
 """Query embedders: the factory, the OpenAI-compatible adapter against a real loopback
-HTTP peer of our own (speaking the /v1/embeddings shape), the local adapter, and the
-lexical sparse encoder."""
+HTTP peer (tests/support/http_peer.py, speaking the /v1/embeddings shape), the local
+adapter."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,84 +19,31 @@ from connectors.errors import EngineUnavailable
 from gateway.config import EmbedderConfig
 from gateway.dispatcher import to_a2m_error
 from gateway.embedders import EmbedderUnavailable, QueryEmbedder, make_embedder
-from gateway.embedders.lexical import LexicalSparseEncoder, stem, stem_english, term_index
 from gateway.embedders.openai import OpenAICompatibleEmbedder
+from tests.support.http_peer import PeerHandler, PeerReply, PeerRequest, StartPeer
 
 # -- a loopback /v1/embeddings peer ---------------------------------------------------------
 
 
-@dataclass
-class Reply:
-    status: int = 200
-    body: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
-    hang: bool = False
-
-
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-
 class EmbeddingsPeer:
-    """An http.server speaking the OpenAI embeddings shape; `script` decides each reply."""
+    """The OpenAI embeddings shape on the shared loopback peer; `script` decides each reply."""
 
-    def __init__(self) -> None:
-        self.seen: list[Seen] = []
-        self.script: Callable[[Seen], Reply] = self.ok
-        self.release = threading.Event()
-        peer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                seen = Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, {})
-                seen.body = json.loads(raw or b"{}")
-                peer.seen.append(seen)
-                reply = peer.script(seen)
-                if reply.hang:
-                    peer.release.wait(10)
-                    return
-                payload = json.dumps(reply.body).encode()
-                self.send_response(reply.status)
-                for k, v in reply.headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+    def __init__(self, start: StartPeer) -> None:
+        self.script: PeerHandler = self.ok
+        self.http = start(lambda request: self.script(request))
+        self.seen = self.http.requests
+        self.base = f"{self.http.url}/v1"
 
     @staticmethod
-    def ok(seen: Seen) -> Reply:
-        dims = seen.body.get("dimensions", 4)
+    def ok(seen: PeerRequest) -> PeerReply:
+        dims = seen.json().get("dimensions", 4)
         vector = [float(i + 1) for i in range(dims)]  # |v| != 1: normalisation is visible
-        return Reply(body={"object": "list", "data": [{"index": 0, "embedding": vector}]})
-
-    def close(self) -> None:
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
+        return PeerReply.json({"object": "list", "data": [{"index": 0, "embedding": vector}]})
 
 
 @pytest.fixture
-def peer() -> Iterator[EmbeddingsPeer]:
-    p = EmbeddingsPeer()
-    yield p
-    p.close()
+def peer(http_peer: StartPeer) -> EmbeddingsPeer:
+    return EmbeddingsPeer(http_peer)
 
 
 def _embedder(peer: EmbeddingsPeer, **kw: Any) -> OpenAICompatibleEmbedder:
@@ -163,7 +106,7 @@ async def test_openai_posts_the_embeddings_shape(peer: EmbeddingsPeer) -> None:
     first = peer.seen[0]
     assert first.path == "/v1/embeddings"
     assert first.headers["authorization"] == "Bearer sk-test"
-    assert first.body == {
+    assert first.json() == {
         "model": "text-embedding-3-small",
         "input": "what is A2M?",
         "dimensions": 3,
@@ -180,12 +123,12 @@ async def test_openai_without_key_or_normalisation(peer: EmbeddingsPeer) -> None
     assert v == [1.0, 2.0, 3.0, 4.0]
     assert e.dimensions == 4  # learnt from the answer
     assert "authorization" not in peer.seen[0].headers
-    assert "dimensions" not in peer.seen[0].body
+    assert "dimensions" not in peer.seen[0].json()
     assert peer.seen[0].path == "/v1/embeddings"
 
 
 async def test_openai_5xx_is_retried_then_unavailable(peer: EmbeddingsPeer) -> None:
-    peer.script = lambda s: Reply(503, {"error": "busy"}, {"Retry-After": "4"})
+    peer.script = lambda s: PeerReply.json({"error": "busy"}, 503, {"Retry-After": "4"})
     e = _embedder(peer, api_key="sk-secret", retries=2)
     try:
         with pytest.raises(EmbedderUnavailable) as err:
@@ -199,7 +142,7 @@ async def test_openai_5xx_is_retried_then_unavailable(peer: EmbeddingsPeer) -> N
 
 
 async def test_openai_recovers_after_a_transient_failure(peer: EmbeddingsPeer) -> None:
-    peer.script = lambda s: Reply(500, {}) if len(peer.seen) == 1 else EmbeddingsPeer.ok(s)
+    peer.script = lambda s: PeerReply.json({}, 500) if len(peer.seen) == 1 else EmbeddingsPeer.ok(s)
     e = _embedder(peer, retries=2)
     try:
         assert len(await e.embed_query("q")) == 4
@@ -209,7 +152,7 @@ async def test_openai_recovers_after_a_transient_failure(peer: EmbeddingsPeer) -
 
 
 async def test_openai_4xx_is_not_retried(peer: EmbeddingsPeer) -> None:
-    peer.script = lambda s: Reply(401, {"error": {"message": "bad key sk-secret"}})
+    peer.script = lambda s: PeerReply.json({"error": {"message": "bad key sk-secret"}}, 401)
     e = _embedder(peer, api_key="sk-secret", retries=3)
     try:
         with pytest.raises(EmbedderUnavailable, match="HTTP 401") as err:
@@ -233,7 +176,7 @@ async def test_openai_4xx_is_not_retried(peer: EmbeddingsPeer) -> None:
     ],
 )
 async def test_openai_unreadable_answer(peer: EmbeddingsPeer, body: Any) -> None:
-    peer.script = lambda s: Reply(200, body)
+    peer.script = lambda s: PeerReply.json(body)
     e = _embedder(peer)
     try:
         with pytest.raises(EmbedderUnavailable, match="unreadable"):
@@ -243,7 +186,7 @@ async def test_openai_unreadable_answer(peer: EmbeddingsPeer, body: Any) -> None
 
 
 async def test_openai_wrong_width_is_refused(peer: EmbeddingsPeer) -> None:
-    peer.script = lambda s: Reply(200, {"data": [{"index": 0, "embedding": [1.0, 2.0]}]})
+    peer.script = lambda s: PeerReply.json({"data": [{"index": 0, "embedding": [1.0, 2.0]}]})
     e = _embedder(peer, dimensions=3)
     try:
         with pytest.raises(EmbedderUnavailable, match="dimensions"):
@@ -253,7 +196,7 @@ async def test_openai_wrong_width_is_refused(peer: EmbeddingsPeer) -> None:
 
 
 async def test_openai_timeout(peer: EmbeddingsPeer) -> None:
-    peer.script = lambda s: Reply(hang=True)
+    peer.script = lambda s: PeerReply(hang=True)
     e = _embedder(peer, timeout_s=0.3, retries=3)
     started = time.monotonic()
     try:
@@ -357,90 +300,3 @@ asyncio.run(main())
         env=env,
     )
     assert float(out.stdout.strip().splitlines()[-1]) < 1e-5
-
-
-# -- lexical sparse encoder ----------------------------------------------------------------
-
-
-def test_lexical_terms_stopwords_and_stems() -> None:
-    enc = LexicalSparseEncoder()
-    assert enc.terms("The mutations were NOT in the genes; mutated gene!") == [
-        "mutat",
-        "not",
-        "gene",
-        "mutat",
-        "gene",
-    ]
-    assert stem("studies") == stem("studied") == stem("studying") == "study"
-    assert stem("p53") == "p53"
-    assert enc.terms("Übersetzung café_crème 42") == ["übersetzung", "café", "crèm", "42"]
-
-
-def test_the_english_analyzer_conflates_spellings_and_derivations() -> None:
-    same = [
-        ("normalise", "normalize", "normalised", "normalisation", "normalization"),
-        ("behaviour", "behavior"),
-        ("analyse", "analyzed"),
-        ("configure", "configured", "configuration"),
-        ("embed", "embedded", "embedders", "embedding"),
-        ("activate", "activated", "activating", "activation"),
-        ("validate", "validation"),
-    ]
-    for words in same:
-        assert len({stem_english(w) for w in words}) == 1, words
-    # Words whose -ed or -er is their own stay apart from their would-be stems.
-    assert stem_english("speed") == "speed"
-    assert stem_english("server") != stem_english("serve")
-    assert stem_english("added") == "add"
-    # The default analyzer is unchanged: collections indexed with it still match.
-    assert stem("normalise") != stem("normalize")
-    assert LexicalSparseEncoder().terms("normalised scores") == ["normalis", "scor"]
-    english = LexicalSparseEncoder(analyzer="english")
-    assert english.encode_query("normalise") == english.encode_query("normalization")
-    assert english.encode_query("normalise") != LexicalSparseEncoder().encode_query("normalise")
-
-
-def test_lexical_query_weights_and_empty_query() -> None:
-    enc = LexicalSparseEncoder()
-    q = enc.encode_query("gene gene mutation")
-    assert sorted(q.indices) == list(q.indices)
-    assert set(q.indices) == {term_index("gene"), term_index("mutat")}
-    assert q.values == (1.0, 1.0)
-    assert enc.encode_query("the of and").indices == ()
-
-
-def test_lexical_document_weights_are_bm25_saturation() -> None:
-    enc = LexicalSparseEncoder(k1=1.2, b=0.75, avgdl=4.0)
-    d = enc.encode_document("gene gene mutation cell")  # 4 terms, dl == avgdl
-    weights = dict(zip(d.indices, d.values, strict=True))
-    assert weights[term_index("gene")] == pytest.approx(2 * 2.2 / (2 + 1.2))
-    assert weights[term_index("cell")] == pytest.approx(1.0)
-    longer = enc.encode_document("gene " + "filler " * 12)
-    short_w = dict(zip(longer.indices, longer.values, strict=True))[term_index("gene")]
-    assert short_w < 1.0  # a longer document weighs one occurrence less
-    with pytest.raises(ValueError, match="avgdl"):
-        LexicalSparseEncoder(avgdl=0)
-
-
-def test_lexical_encoding_is_stable_across_processes() -> None:
-    text = "Vitamin D deficiency increases the risk of fractures"
-    here = LexicalSparseEncoder().encode_document(text)
-    code = (
-        "from gateway.embedders.lexical import LexicalSparseEncoder as E;"
-        f"v = E().encode_document({text!r}); print(list(v.indices), list(v.values))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-        cwd=Path(__file__).resolve().parents[2],
-        env={**os.environ, "PYTHONHASHSEED": "12345"},
-    )
-    assert out.stdout.strip() == f"{list(here.indices)} {list(here.values)}"
-
-
-def test_lexical_average_length() -> None:
-    assert LexicalSparseEncoder.average_length(["gene cell", "the mutation"]) == 1.5
-    assert LexicalSparseEncoder.average_length([]) == 1.0

@@ -185,6 +185,17 @@ async def test_describe_is_what_every_member_can_do(fed: Fed, issuer: Issuer) ->
     assert d["limits"]["max_recall_limit"] == min(m["limits"]["max_recall_limit"] for m in members)
 
 
+async def test_discovery_names_the_federations_beside_the_stores(fed: Fed) -> None:
+    r = await fed.client.get("/.well-known/a2m-server.json", headers=bearer(BOB_KEY))
+    assert r.status_code == 200, r.text[:300]
+    doc = r.json()
+    assert doc["stores"] == {m: f"/a2m/{m}" for m in MEMBERS}
+    assert doc["federations"] == {n: f"/a2m/{n}" for n in ("all", "solo", "byscore", "shards")}
+    one = await fed.client.get("/a2m/all/.well-known/a2m-server.json", headers=bearer(BOB_KEY))
+    assert one.status_code == 200
+    assert [m["store"] for m in one.json()["members"]] == list(MEMBERS)
+
+
 async def test_recall_fans_out_and_fuses_by_weighted_rrf(fed: Fed) -> None:
     bob = bearer(BOB_KEY)
     spanned = set()

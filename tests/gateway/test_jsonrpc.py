@@ -9,7 +9,7 @@ import pytest
 
 from connectors.errors import EngineRejected, EngineTimeout, EngineUnavailable
 from gateway.dispatcher import to_a2m_error as to_wire_error
-from gateway.errors import DOCUMENTED_CODES, A2MError, ErrorCode, InvalidParams
+from gateway.errors import A2MError, ErrorCode, InvalidParams
 from gateway.jsonrpc import handle_message
 from tests.support.spec import CANONICAL_CODES
 
@@ -120,7 +120,6 @@ def test_engine_trouble_is_a_retryable_internal_error() -> None:
 
 def test_codes_are_exactly_the_canonical_list() -> None:
     assert {int(c): c.name for c in ErrorCode} == CANONICAL_CODES
-    assert frozenset(CANONICAL_CODES) == DOCUMENTED_CODES
 
 
 def _subclasses(cls: type[A2MError]) -> list[type[A2MError]]:
@@ -136,7 +135,8 @@ def test_every_exception_carries_a_canonical_code() -> None:
     classes = _subclasses(errors.A2MError)
     assert len(classes) >= 15  # the whole tree, not an empty walk
     for cls in classes:
-        assert int(cls.code) in CANONICAL_CODES, cls
+        # An ErrorCode member, not a bare int that happens to be canonical today.
+        assert type(cls.code) is ErrorCode, cls
 
 
 def test_exception_names_keep_their_meaning() -> None:
@@ -151,21 +151,39 @@ def test_exception_names_keep_their_meaning() -> None:
     assert errors.BackendUnavailable.code == errors.BackendTimeout.code == -32603
 
 
+def _code_literals(source: str) -> list[int]:
+    """Integer literals in the JSON-RPC error range (-32768..-32000) in code, not in prose."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, ast.USub)
+            and isinstance(node.operand, ast.Constant)
+            and type(node.operand.value) is int
+            and 32000 <= node.operand.value <= 32768
+        ):
+            found.append(-node.operand.value)
+    return found
+
+
 def test_no_code_is_written_outside_the_errors_module() -> None:
-    """A literal -320xx elsewhere in the package would bypass the closed list."""
-    import re
+    """A literal -320xx elsewhere in the package would bypass the one list (gateway/errors.py).
+
+    Docstrings and comments may name codes; code must use ErrorCode.
+    """
     from pathlib import Path
 
+    assert _code_literals('"""answers -32006"""\nx = -32006  # -32602\n') == [-32006]
     root = Path(__file__).resolve().parents[2]
-    pattern = re.compile(r"-320\d\d\b")
     sources = [*(root / "gateway").rglob("*.py"), *(root / "connectors").rglob("*.py")]
     assert len(sources) > 10
     offenders = [
-        f"{p.relative_to(root)}: {m.group()}"
+        f"{p.relative_to(root)}: {code}"
         for p in sources
-        if p.name != "errors.py"
-        for m in pattern.finditer(p.read_text(encoding="utf-8"))
-        if int(m.group()) not in CANONICAL_CODES
+        if p != root / "gateway" / "errors.py"
+        for code in _code_literals(p.read_text(encoding="utf-8"))
     ]
     assert offenders == []
 

@@ -4,9 +4,11 @@ start with its path, and Ctrl-C on `serve` ending quietly."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,13 @@ from typing import Any
 import httpx
 import pytest
 
-from bench.process import GatewayProcess, start_gateway, stop_server
+from bench.process import (
+    GatewayProcess,
+    gateway_command,
+    spawn_until_ready,
+    start_gateway,
+    stop_server,
+)
 from connectors.qdrant_local import open_local
 
 pytestmark = pytest.mark.integration
@@ -152,3 +160,60 @@ def test_sigterm_on_serve_stays_clean(tmp_path: Path) -> None:
         stop_server(server.proc)
     assert code == -signal.SIGTERM, log.read_text(encoding="utf-8")
     assert "Traceback" not in log.read_text(encoding="utf-8")
+
+
+def _ppid(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rpartition(")")[2].split()[1])
+
+
+def _worker_pid(base_url: str) -> int:
+    # A fresh connection each time, so the kernel may hand it to either worker.
+    with httpx.Client(base_url=base_url, timeout=10.0) as http:
+        text = http.get("/metrics").text
+    line = next(ln for ln in text.splitlines() if ln.startswith("a2m_worker_pid "))
+    return int(float(line.split()[1]))
+
+
+def test_serve_workers_2_runs_two_processes_that_answer_and_stop_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "serve.log"
+    env = {**os.environ, "A2M_DATA_DIR": str(tmp_path / "data")}
+    server = spawn_until_ready(
+        lambda port: [*gateway_command(), "serve", "--port", str(port), "--workers", "2"],
+        env,
+        log,
+        health_path="/readyz",
+        what="gateway",
+    )
+    try:
+        pids: set[int] = set()
+        deadline = time.monotonic() + EXIT_TIMEOUT_S
+        while len(pids) < 2 and time.monotonic() < deadline:
+            pids.add(_worker_pid(server.base_url))
+        assert len(pids) == 2, f"one worker answered every connection: {pids}"
+        assert {_ppid(pid) for pid in pids} == {server.proc.pid}
+        for rid in range(4):  # recalls on fresh connections, whichever worker takes them
+            reply = httpx.post(
+                f"{server.base_url}/a2m", json=_rpc("memory/recall", {"query": "scores"}, rid)
+            )
+            assert reply.json()["result"]["records"], reply.text
+        server.proc.send_signal(signal.SIGTERM)
+        code = server.proc.wait(timeout=EXIT_TIMEOUT_S)
+    finally:
+        stop_server(server.proc)
+    text = log.read_text(encoding="utf-8")
+    assert code == -signal.SIGTERM, text
+    assert "Traceback" not in text
+    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+
+
+def test_serve_workers_refuses_a_local_store_on_disk(locked_store: tuple[Path, Path]) -> None:
+    cfg, _ = locked_store
+    proc = _gateway("serve", "--config", str(cfg), "--port", "0", "--workers", "2")
+    assert proc.returncode == 2, proc.stderr
+    assert "--workers needs stores every process can open; notes use qdrant local mode" in (
+        proc.stderr
+    )
+    assert "Traceback" not in proc.stderr

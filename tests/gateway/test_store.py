@@ -198,6 +198,7 @@ async def test_limit_zero_is_as_many_as_the_store_allows() -> None:
 async def test_scores_clamped_descending_and_min_score() -> None:
     client, _ = make(hits(8))
     records = (await client.call("memory/recall", {"query": "x"}))["records"]
+    assert len(records) == 8
     scores = [r["score"] for r in records]
     assert scores == sorted(scores, reverse=True)
     assert all(0.0 <= s <= 1.0 for s in scores)
@@ -212,6 +213,7 @@ async def test_empty_query_is_recency_not_search() -> None:
         out = await client.call("memory/recall", params)
         assert [r["id"] for r in out["records"]] == ["0", "1", "2"]
     assert conn.searches == []
+    assert len(conn.ordered_reads) == 3
     assert all(r.newest_first for r in conn.ordered_reads)
 
 

@@ -21,16 +21,16 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 import yaml
 from pydantic import BaseModel
+
+from tests.support.http_peer import PeerReply, PeerRequest, StartPeer
 
 pytestmark = pytest.mark.helm
 
@@ -962,56 +962,44 @@ def test_hook_pod_uses_the_gateway_image_and_stays_out_of_the_service(
     assert env["A2M_BASE_URL"] == f"http://{FULLNAME}:8080"
 
 
-class _FakeGateway(BaseHTTPRequestHandler):
-    """A stand-in A2M server: enough of /readyz and /a2m/{store} for the hook script."""
+class FakeGateway:
+    """A stand-in A2M server on the shared loopback peer: enough of /readyz and /a2m/{store}
+    for the hook script."""
 
-    recall_error: bool = False
-    seen: list[tuple[str, str]] = []
+    def __init__(self, start: StartPeer) -> None:
+        self.recall_error = False
+        self.peer = start(self._answer)
+        self.url = self.peer.url
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+    @property
+    def seen(self) -> list[tuple[str, str]]:
+        """(store, method) of each JSON-RPC call, in order."""
+        posts = [r for r in self.peer.requests if r.method == "POST"]
+        return [(r.path.removeprefix("/a2m/"), r.json()["method"]) for r in posts]
 
-    def _reply(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+    @property
+    def content_types(self) -> set[str | None]:
+        return {r.headers.get("content-type") for r in self.peer.requests if r.method == "POST"}
 
-    def do_GET(self) -> None:
-        self._reply(200 if self.path == "/readyz" else 404, {})
-
-    def do_POST(self) -> None:
-        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        store = self.path.removeprefix("/a2m/")
-        type(self).seen.append((store, request["method"]))
-        assert self.headers["Content-Type"] == "application/json"
-        if request["method"] == "memory/describe":
+    def _answer(self, request: PeerRequest) -> PeerReply:
+        if request.method == "GET":
+            return PeerReply.json({}, 200 if request.path == "/readyz" else 404)
+        call = request.json()
+        store = request.path.removeprefix("/a2m/")
+        if call["method"] == "memory/describe":
             result: dict[str, Any] = {
                 "protocol": "a2m/0.1",
                 "name": store,
                 "capabilities": ["core"],
                 "methods": ["memory/describe", "memory/recall"],
             }
-        elif type(self).recall_error:
-            self._reply(
-                200,
-                {
-                    "jsonrpc": "2.0",
-                    "id": request["id"],
-                    "error": {
-                        "code": -32603,
-                        "message": "The search engine behind this store is unavailable",
-                        "data": {
-                            "reason": "engine_unavailable",
-                            "retryable": True,
-                            "retry_after_ms": 1000,
-                        },
-                    },
-                },
-            )
-            return
+        elif self.recall_error:
+            error = {
+                "code": -32603,
+                "message": "The search engine behind this store is unavailable",
+                "data": {"reason": "engine_unavailable", "retryable": True, "retry_after_ms": 1000},
+            }
+            return PeerReply.json({"jsonrpc": "2.0", "id": call["id"], "error": error})
         else:
             result = {
                 "records": [
@@ -1019,24 +1007,12 @@ class _FakeGateway(BaseHTTPRequestHandler):
                     {"id": "2", "content": "y", "score": 0.4},
                 ]
             }
-        self._reply(200, {"jsonrpc": "2.0", "id": request["id"], "result": result})
+        return PeerReply.json({"jsonrpc": "2.0", "id": call["id"], "result": result})
 
 
 @pytest.fixture
-def fake_gateway() -> Iterator[tuple[str, type[_FakeGateway]]]:
-    class Handler(_FakeGateway):
-        seen: list[tuple[str, str]] = []
-        recall_error = False
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", Handler
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+def fake_gateway(http_peer: StartPeer) -> FakeGateway:
+    return FakeGateway(http_peer)
 
 
 def _run_hook_script(render: Render, base_url: str) -> subprocess.CompletedProcess[str]:
@@ -1054,10 +1030,8 @@ def _run_hook_script(render: Render, base_url: str) -> subprocess.CompletedProce
     )
 
 
-def test_hook_script_makes_the_round_trip(
-    helm: str, fake_gateway: tuple[str, type[_FakeGateway]]
-) -> None:
-    base_url, handler = fake_gateway
+def test_hook_script_makes_the_round_trip(helm: str, fake_gateway: FakeGateway) -> None:
+    base_url, handler = fake_gateway.url, fake_gateway
     render = template(
         helm,
         CHART / "ci" / "elasticsearch-apikey-values.yaml",
@@ -1078,12 +1052,11 @@ def test_hook_script_makes_the_round_trip(
         ("wiki", "memory/describe"),
         ("wiki", "memory/recall"),
     ]
+    assert handler.content_types == {"application/json"}
 
 
-def test_hook_script_fails_on_a_json_rpc_error(
-    helm: str, fake_gateway: tuple[str, type[_FakeGateway]]
-) -> None:
-    base_url, handler = fake_gateway
+def test_hook_script_fails_on_a_json_rpc_error(helm: str, fake_gateway: FakeGateway) -> None:
+    base_url, handler = fake_gateway.url, fake_gateway
     handler.recall_error = True
     proc = _run_hook_script(rendered(helm, None), base_url)
     assert proc.returncode == 1

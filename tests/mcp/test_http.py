@@ -120,6 +120,7 @@ async def test_the_store_endpoint_has_no_store_argument(
     recall = http_client.call("memory/recall", {"query": QUERY, "limit": 3})["records"]
     async with mcp_http(f"{http_server.base_url}/mcp/demo", mode) as client:
         tools = tools_by_name((await client.list_tools()).tools)
+        assert tools
         assert all("store" not in t.input_schema["properties"] for t in tools.values())
         listing = structured(
             await client.call_tool("search", {"query": QUERY, "limit": 3}), tools["search"]

@@ -1,7 +1,8 @@
 """Auth and document-level security through MCP, on a real `a2m-gateway serve`.
 
 One process serves the ACL'd SciFact corpus of ``tests/security/acl_corpus.py``
-from Elasticsearch, OpenSearch and Qdrant (three stores), with the security
+from Elasticsearch, OpenSearch and Qdrant (three stores, and ``scifact-all``, a
+federation of the three), with the security
 suite's credentials: alice is an RS256 JWT with ``groups: [ALPHA]`` whose
 audience is the MCP resource (RFC 8707 check on), bob an API key with
 ``groups: [BRAVO]``. Alice's MCP calls, many aimed at bob's documents (their
@@ -24,6 +25,7 @@ import httpx
 import pytest
 import yaml
 
+from gateway.federation import decode_id, encode_id
 from tests.conformance.conftest import HttpServer, start_http_server
 from tests.mcp.support import mcp_http, structured, tools_by_name
 from tests.security.acl_corpus import (
@@ -44,6 +46,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.elasticsearch, pytest.mark.op
 
 RESOURCE = "https://gateway.test.example/mcp"
 STORES = ("scifact-es", "scifact-os", "scifact-qd")
+FEDERATION = "scifact-all"
+"""A federation of the three stores, each member under its own scope filter."""
 CALLS_PER_STORE = 200
 CONCURRENCY = 8
 
@@ -95,6 +99,7 @@ def scoped(
     doc = {
         "server": {"auth": auth, "mcp": {"resource": RESOURCE, "audience_check": True}},
         "stores": stores,
+        "federations": {FEDERATION: {"members": list(STORES), "deadline_ms": 20_000}},
     }
     config.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     server = start_http_server(root / "data", config)
@@ -251,4 +256,131 @@ async def test_the_same_probes_find_bobs_documents_for_bob(
                 assert (await alice_client.call_tool("fetch", {"id": ident})).is_error
             where = {"where": {"id": doc_id}}
             assert returned(await bob.call_tool("timeline", where)) == [doc_id]
+            assert returned(await alice_client.call_tool("timeline", where)) == []
+
+
+# -- a federation is an MCP store too ------------------------------------------------------------
+
+
+async def a2m(s: Scoped, headers: dict[str, str], method: str, params: dict[str, Any]) -> Any:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    async with httpx.AsyncClient(base_url=s.server.base_url, timeout=60) as http:
+        r = await http.post(f"/a2m/{FEDERATION}", json=body, headers=bearer(BOB_KEY) | headers)
+    assert r.status_code == 200, r.text[:300]
+    assert "error" not in r.json(), r.json()["error"]
+    return r.json()["result"]
+
+
+def doc_ids_of(ids: list[str]) -> list[str]:
+    """The SciFact ids behind federation ids (`member:id`, opaque to clients)."""
+    decoded = [decode_id(i) for i in ids]
+    assert all(d is not None and d[0] in STORES for d in decoded), ids
+    return [d[1] for d in decoded if d is not None]
+
+
+async def test_a_federation_is_served_as_an_mcp_store(scoped: Scoped) -> None:
+    bob = bearer(BOB_KEY)
+    query = scoped.sf.queries[scoped.query_ids[0]]
+    recall = await a2m(scoped, bob, "memory/recall", {"query": query, "limit": 8})
+    newest = await a2m(scoped, bob, "memory/timeline", {"limit": 5})
+    async with mcp_http(f"{scoped.server.base_url}/mcp", "2026-07-28", bob) as client:
+        listed = tools_by_name((await client.list_tools()).tools)
+    assert FEDERATION in listed["search"].input_schema["properties"]["store"]["enum"]
+    url = f"{scoped.server.base_url}/mcp/{FEDERATION}"
+    async with mcp_http(url, "2026-07-28", bob) as client:
+        tools = tools_by_name((await client.list_tools()).tools)
+        found = structured(
+            await client.call_tool("search", {"query": query, "limit": 8}), tools["search"]
+        )
+        first = found["results"][0]
+        by_id = structured(await client.call_tool("fetch", {"id": first["id"]}), tools["fetch"])
+        key = f"scifact/{doc_ids_of([first['id']])[0]}"
+        by_key = structured(await client.call_tool("fetch", {"id": key}), tools["fetch"])
+        timeline = structured(await client.call_tool("timeline", {"limit": 5}), tools["timeline"])
+    search = tools["search"]
+    assert "store" not in search.input_schema["properties"]
+    assert all(name in (search.description or "") for name in STORES)
+    where = search.input_schema["properties"]["where"]["properties"]
+    assert {"id", "key"} <= set(where)
+    # The MCP tools are the federation's A2M calls: same records, same order.
+    assert [r["id"] for r in found["results"]] == [r["id"] for r in recall["records"]]
+    assert len({decode_id(r["id"])[0] for r in found["results"]}) > 1  # type: ignore[index]
+    assert all(r["store"] == FEDERATION for r in found["results"])
+    assert by_id["id"] == first["id"]
+    assert by_id["text"] == recall["records"][0]["content"]
+    assert doc_ids_of([by_key["id"]]) == doc_ids_of([first["id"]])
+    assert [r["id"] for r in timeline["results"]] == [r["id"] for r in newest["records"]]
+
+
+def federated_call(rng: random.Random, s: Scoped) -> tuple[str, dict[str, Any]]:
+    """A call alice might make on the federation, most aimed at one of bob's documents."""
+    target = rng.choice(s.b_only if rng.random() < 0.7 else s.doc_ids)
+    fid = encode_id(rng.choice(STORES), target)
+    roll = rng.random()
+    if roll < 0.25:
+        return "fetch", {"id": rng.choice([fid, f"scifact/{target}"])}
+    args: dict[str, Any] = {"limit": rng.randint(1, 30)}
+    name = "timeline" if roll < 0.4 else "search"
+    if name == "search":
+        args["query"] = (
+            s.sf.titles[target] if rng.random() < 0.6 else s.sf.queries[rng.choice(s.query_ids)]
+        )
+    r = rng.random()
+    if r < 0.2:
+        args["where"] = {"id": fid}
+    elif r < 0.35:
+        args["where"] = {"key": [f"scifact/{target}", f"scifact/{rng.choice(s.doc_ids)}"]}
+    elif r < 0.45:
+        args["key_prefix"] = f"scifact/{target[: rng.randint(1, len(target))]}"
+    return name, args
+
+
+async def test_alice_sees_none_of_bobs_documents_through_the_federation(
+    scoped: Scoped, issuer: Issuer
+) -> None:
+    rng = random.Random("mcp-scoped-federation")
+    calls = [federated_call(rng, scoped) for _ in range(CALLS_PER_STORE)]
+    sem = asyncio.Semaphore(CONCURRENCY)
+    leaks: list[tuple[str, str, dict[str, Any]]] = []
+    counts = Counter[str]()
+    url = f"{scoped.server.base_url}/mcp/{FEDERATION}"
+    async with mcp_http(url, "2026-07-28", alice(issuer)) as client:
+        tools = tools_by_name((await client.list_tools()).tools)
+
+        async def one(name: str, args: dict[str, Any]) -> None:
+            async with sem:
+                result = await client.call_tool(name, args)
+            if name == "fetch" and result.is_error:
+                counts["fetch-not-visible"] += 1
+                return
+            structured(result, tools[name])
+            raw = json.dumps(result.structured_content) + result.content[0].text  # type: ignore[union-attr]
+            for value in (ALPHA, BRAVO, NOBODY):
+                assert value not in raw, f"the ACL field left the gateway ({name})"
+            ids = doc_ids_of(returned(result))
+            counts[name] += len(ids)
+            counts["non-empty"] += bool(ids)
+            leaks.extend((d, name, args) for d in ids if not visible([ALPHA], d))
+
+        await asyncio.gather(*(one(*c) for c in calls))
+    assert leaks == [], f"{len(leaks)} foreign documents through the federation: {leaks[:3]}"
+    assert counts["non-empty"] > CALLS_PER_STORE // 3, counts
+    for name in ("search", "timeline", "fetch"):
+        assert counts[name] > 0, counts
+    print(f"\n{FEDERATION}: {CALLS_PER_STORE} MCP calls by alice, {dict(counts)}, 0 foreign")
+
+
+async def test_the_federation_finds_bobs_documents_for_bob(scoped: Scoped, issuer: Issuer) -> None:
+    url = f"{scoped.server.base_url}/mcp/{FEDERATION}"
+    async with (
+        mcp_http(url, "2026-07-28", bearer(BOB_KEY)) as bob,
+        mcp_http(url, "2026-07-28", alice(issuer)) as alice_client,
+    ):
+        for n, doc_id in enumerate(scoped.b_only[:15]):
+            fid = encode_id(STORES[n % len(STORES)], doc_id)
+            for ident in (fid, f"scifact/{doc_id}"):
+                assert doc_ids_of(returned(await bob.call_tool("fetch", {"id": ident}))) == [doc_id]
+                assert (await alice_client.call_tool("fetch", {"id": ident})).is_error
+            where = {"where": {"id": fid}}
+            assert returned(await bob.call_tool("timeline", where)) == [fid]
             assert returned(await alice_client.call_tool("timeline", where)) == []

@@ -7,10 +7,13 @@ corpus at start). Ground truth is the backend's A2M HTTP server.
 
 from __future__ import annotations
 
+import socket
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from tests.conformance.conftest import HttpClient, StoreBackend, gateway_command, gateway_env
 from tests.mcp.support import (
@@ -24,6 +27,7 @@ from tests.mcp.support import (
     tools_by_name,
 )
 from tests.mcp.test_http import BAD_CALLS, QUERY, negotiated
+from tests.security.support import SPARSE, write_qdrant
 
 pytestmark = pytest.mark.integration
 
@@ -84,3 +88,70 @@ def test_an_unknown_store_is_refused_at_start(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert b"no store named 'nope'" in done.stderr
     assert done.stdout == b""
+
+
+async def test_a_federation_over_stdio(tmp_path: Path) -> None:
+    """`a2m-gateway mcp --store <federation>`: the federation's records, ids routed back.
+
+    A third member points at a port nobody listens on: the answers carry the
+    others' records and name it in `left_out`.
+    """
+    for name, minute in (("left", 1), ("right", 2)):
+        docs = [
+            (
+                i + 1,
+                {
+                    "text": f"{name} note {i} about harbour cranes",
+                    "key": f"{name}/{i}",
+                    "created_at": f"2026-01-0{i + 1}T00:0{minute}:00Z",
+                },
+            )
+            for i in range(3)
+        ]
+        write_qdrant(tmp_path / name, name, docs, "text")
+    stores: dict[str, dict[str, Any]] = {
+        n: {
+            "backend": "qdrant",
+            "index": n,
+            "connection": {"path": str(tmp_path / n)},
+            "mapping": {"content": "text", "key": "key", "created_at": "created_at"},
+            "search": {"mode": "lexical", "sparse_vector": SPARSE},
+        }
+        for n in ("left", "right")
+    }
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+    stores["gone"] = {
+        "backend": "opensearch",
+        "index": "gone",
+        "connection": {"hosts": [f"http://127.0.0.1:{dead}"], "retries": 0, "timeout_ms": 2000},
+        "mapping": {"content": "text", "key": "key"},
+        "search": {"mode": "lexical", "text_fields": ["text"]},
+    }
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {"stores": stores, "federations": {"both": {"members": ["left", "right", "gone"]}}}
+        )
+    )
+    params = stdio_params(tmp_path / "data", ["--config", str(config)], "--store", "both")
+    async with mcp_stdio(params, "2026-07-28") as client:
+        tools = tools_by_name((await client.list_tools()).tools)
+        searched = await client.call_tool("search", {"query": "harbour cranes", "limit": 6})
+        found = structured(searched, tools["search"])
+        text_of_search = text(searched)
+        right = next(r for r in found["results"] if r["id"].startswith("right:"))
+        doc = structured(await client.call_tool("fetch", {"id": right["id"]}), tools["fetch"])
+        keyed = structured(await client.call_tool("fetch", {"id": "left/0"}), tools["fetch"])
+        newest = structured(await client.call_tool("timeline", {"limit": 4}), tools["timeline"])
+    assert "store" not in tools["search"].input_schema["properties"]
+    assert {r["id"].split(":")[0] for r in found["results"]} == {"left", "right"}
+    assert len(found["results"]) == 6
+    assert doc["id"] == right["id"]
+    assert doc["text"].startswith("right note")
+    assert (keyed["id"], keyed["key"]) == ("left:1", "left/0")
+    assert [r["id"] for r in newest["results"]] == ["left:2", "right:2", "left:3", "right:3"]
+    for listing in (found, newest):
+        assert listing["left_out"] == [{"member": "gone", "reason": "engine_unavailable"}]
+    assert "members left out of this answer: gone (engine_unavailable)" in text_of_search

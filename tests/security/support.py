@@ -311,7 +311,7 @@ def write_qdrant(
     """
     from qdrant_client import QdrantClient, models
 
-    from gateway.embedders.lexical import LexicalSparseEncoder
+    from connectors.qdrant_sparse import LexicalSparseEncoder
 
     texts = [str(p[text_field]) for _, p in docs]
     encoder = LexicalSparseEncoder(avgdl=LexicalSparseEncoder.average_length(texts))

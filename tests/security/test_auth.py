@@ -8,11 +8,10 @@ credential gets the principal's scope and nothing more.
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,7 @@ from tests.security.support import (
     unsigned_token,
     visible_to,
 )
+from tests.support.http_peer import PeerReply, PeerRequest, StartPeer
 
 SCOPE = {"filters": [{"field": "acl", "claims": ["groups"]}]}
 
@@ -348,38 +348,36 @@ async def test_hs256_with_a_shared_secret(issuer: Issuer, engine: MemoryConnecto
     await gateway.close()
 
 
-class _JwksHandler(http.server.BaseHTTPRequestHandler):
-    body = b""
-    hits = 0
+class JwksProvider:
+    """A JWKS endpoint on the shared loopback peer: serves the keys, or answers 500, or hangs
+    (until ``release`` is set) and then answers 500, as ``mode`` says."""
 
-    def do_GET(self) -> None:
-        type(self).hits += 1
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(self.body)))
-        self.end_headers()
-        self.wfile.write(self.body)
+    def __init__(self, start: StartPeer, issuer: Issuer) -> None:
+        self.mode = "ok"
+        self.body = json.dumps(issuer.jwks()).encode()
+        self.peer = start(self._answer)
+        self.release = self.peer.release  # closing the peer releases a hanging fetch
+        self.url = f"{self.peer.url}/jwks.json"
 
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
+    @property
+    def hits(self) -> int:
+        return len(self.peer.requests)
+
+    def _answer(self, request: PeerRequest) -> PeerReply:
+        if self.mode == "hang":
+            self.release.wait(30)
+        if self.mode in ("fail", "hang"):
+            return PeerReply(500)
+        return PeerReply(200, self.body, {"content-type": "application/json"})
 
 
 @pytest.fixture
-def jwks_server(issuer: Issuer) -> Iterator[tuple[str, type[_JwksHandler]]]:
-    handler = type("Handler", (_JwksHandler,), {"body": json.dumps(issuer.jwks()).encode()})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/jwks.json", handler
-    server.shutdown()
-    server.server_close()
-    thread.join()
+def jwks(http_peer: StartPeer, issuer: Issuer) -> JwksProvider:
+    return JwksProvider(http_peer, issuer)
 
 
-async def test_jwks_url_is_fetched_once_and_cached(
-    issuer: Issuer, jwks_server: tuple[str, type[_JwksHandler]]
-) -> None:
-    url, handler = jwks_server
+async def test_jwks_url_is_fetched_once_and_cached(issuer: Issuer, jwks: JwksProvider) -> None:
+    url, handler = jwks.url, jwks
     verifier = JwtVerifier(
         JwtConfig(
             issuer=ISSUER,
@@ -397,7 +395,7 @@ async def test_jwks_url_is_fetched_once_and_cached(
     for i in range(5):
         with pytest.raises(AuthenticationError):
             await verifier.verify(issuer.token(kid=f"unknown-{i}"))
-    assert handler.hits <= 2
+    assert handler.hits == 1  # the first fetch started the cooldown: no refetch within it
 
 
 async def test_jwks_url_unreachable_is_401_not_500() -> None:
@@ -445,7 +443,6 @@ async def test_jwks_file_rotation_is_picked_up(tmp_path: Path, issuer: Issuer) -
 
 async def test_jwks_file_is_reread_off_the_event_loop(tmp_path: Path, issuer: Issuer) -> None:
     """Issue 13: a slow mount must not stall the loop while a rotated file is read."""
-    import threading
 
     path = tmp_path / "jwks.json"
     keys = issuer.jwks()["keys"]
@@ -504,50 +501,6 @@ async def test_auth_off_admits_everyone_as_anonymous() -> None:
 # -- issue 9 item 1: JWKS fetches are single-flight and failures are cooled down ------------------
 
 
-class _FlakyJwks(http.server.BaseHTTPRequestHandler):
-    """A JWKS endpoint that answers 500, or hangs until released, as the test says."""
-
-    body = b""
-    hits = 0
-    mode = "ok"
-    release = threading.Event()
-
-    def do_GET(self) -> None:
-        type(self).hits += 1
-        if self.mode == "hang":
-            self.release.wait(30)
-        if self.mode in ("fail", "hang"):
-            self.send_response(500)
-            self.send_header("content-length", "0")
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(self.body)))
-        self.end_headers()
-        self.wfile.write(self.body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
-
-
-@pytest.fixture
-def flaky_jwks(issuer: Issuer) -> Iterator[tuple[str, type[_FlakyJwks]]]:
-    handler: type[_FlakyJwks] = type(
-        "Flaky",
-        (_FlakyJwks,),
-        {"body": json.dumps(issuer.jwks()).encode(), "release": threading.Event()},
-    )
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/jwks.json", handler
-    handler.release.set()
-    server.shutdown()
-    server.server_close()
-    thread.join()
-
-
 def _verifier(url: str, **overrides: Any) -> JwtVerifier:
     settings: dict[str, Any] = {
         "issuer": ISSUER,
@@ -561,9 +514,9 @@ def _verifier(url: str, **overrides: Any) -> JwtVerifier:
 
 
 async def test_a_failing_provider_is_asked_once_per_cooldown(
-    issuer: Issuer, flaky_jwks: tuple[str, type[_FlakyJwks]]
+    issuer: Issuer, jwks: JwksProvider
 ) -> None:
-    url, handler = flaky_jwks
+    url, handler = jwks.url, jwks
     handler.mode = "fail"
     verifier = _verifier(url)
     for i in range(50):
@@ -573,9 +526,9 @@ async def test_a_failing_provider_is_asked_once_per_cooldown(
 
 
 async def test_concurrent_tokens_share_one_fetch_of_a_hanging_provider(
-    issuer: Issuer, flaky_jwks: tuple[str, type[_FlakyJwks]]
+    issuer: Issuer, jwks: JwksProvider
 ) -> None:
-    url, handler = flaky_jwks
+    url, handler = jwks.url, jwks
     handler.mode = "hang"
     verifier = _verifier(url, jwks_timeout_ms=30_000)
 
@@ -593,10 +546,8 @@ async def test_concurrent_tokens_share_one_fetch_of_a_hanging_provider(
     assert handler.hits == 1
 
 
-async def test_cached_keys_outlive_a_provider_outage(
-    issuer: Issuer, flaky_jwks: tuple[str, type[_FlakyJwks]]
-) -> None:
-    url, handler = flaky_jwks
+async def test_cached_keys_outlive_a_provider_outage(issuer: Issuer, jwks: JwksProvider) -> None:
+    url, handler = jwks.url, jwks
     verifier = _verifier(url, jwks_cache_s=0.001, jwks_cooldown_s=3600)
     assert (await verifier.verify(issuer.token())).subject == "alice"
     handler.mode = "fail"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from connectors.errors import EngineUnavailable, QueryTooLarge
-from connectors.lucene import EngineFailure, error_causes
+from connectors.lucene_client import EngineFailure, error_causes
 from gateway.errors import ErrorCode
 from tests.security.acl_corpus import ROUTING_INDEX, acl_subset, collision_store, load_collisions
 from tests.security.acl_corpus import load_index as load_acl_index

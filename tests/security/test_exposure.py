@@ -102,4 +102,5 @@ async def test_scope_fields_are_fetched_only_when_mapped() -> None:
 async def test_an_acl_field_mapped_on_purpose_is_returned() -> None:
     client, _ = client_of(metadata=["lang", "acl"])
     got = await client.call("memory/timeline", {"limit": 4})
+    assert len(got["records"]) == 4
     assert all("acl" in r["metadata"] for r in got["records"])

@@ -67,10 +67,16 @@ def audit_records() -> Iterator[list[logging.LogRecord]]:
 DEADLINE_S = 20.0
 """Outer bound on waiting for the server to act: a hang fails, it is not a speed check."""
 
+PROTOCOLS = ["httptools", "h11"]
+"""Both parsers `server.http.protocol` offers: each must hold the edge limits itself."""
+
 
 @asynccontextmanager
-async def served(server: dict[str, Any]) -> AsyncIterator[tuple[int, Any]]:
+async def served(
+    server: dict[str, Any], protocol: str = "httptools"
+) -> AsyncIterator[tuple[int, Any]]:
     """The gateway on a real loopback uvicorn socket: (port, the ASGI app)."""
+    server = {**server, "http": {**server.get("http", {}), "protocol": protocol}}
     gateway = build_gateway(
         server, {"docs": memory_store_config()}, {"docs": MemoryConnector(acl_docs())}
     )
@@ -122,8 +128,9 @@ def post_head(length: int, extra: str = "") -> bytes:
 # -- item 3: header time, keep-alive, connections, body bytes, rate limit before the body ---------
 
 
-async def test_a_trickled_header_and_an_idle_socket_are_closed() -> None:
-    async with served({"http": {"header_timeout_ms": 300}}) as (port, _):
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_trickled_header_and_an_idle_socket_are_closed(protocol: str) -> None:
+    async with served({"http": {"header_timeout_ms": 300}}, protocol) as (port, _):
         idle_r, idle_w = await asyncio.open_connection("127.0.0.1", port)
         r, w = await asyncio.open_connection("127.0.0.1", port)
         w.write(b"POST /a2m/docs HTTP/1.1\r\nHost: 127.0.0.1\r\n")
@@ -143,8 +150,12 @@ async def test_a_trickled_header_and_an_idle_socket_are_closed() -> None:
             idle_w.close()
 
 
-async def test_a_kept_alive_connection_is_closed_when_idle() -> None:
-    async with served({"http": {"keep_alive_s": 0.2, "header_timeout_ms": 60_000}}) as (port, _):
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_kept_alive_connection_is_closed_when_idle(protocol: str) -> None:
+    async with served({"http": {"keep_alive_s": 0.2, "header_timeout_ms": 60_000}}, protocol) as (
+        port,
+        _,
+    ):
         r, w = await asyncio.open_connection("127.0.0.1", port)
         body = json.dumps(rpc("memory/describe", {})).encode()
         w.write(post_head(len(body)) + body)
@@ -153,8 +164,67 @@ async def test_a_kept_alive_connection_is_closed_when_idle() -> None:
         w.close()
 
 
-async def test_connections_beyond_the_cap_are_answered_503() -> None:
-    async with served({"http": {"max_connections": 3, "header_timeout_ms": 60_000}}) as (port, _):
+async def read_response(reader: asyncio.StreamReader) -> tuple[bytes, Any]:
+    """One response with a Content-Length: (its head, its JSON body)."""
+    async with asyncio.timeout(DEADLINE_S):
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(int(h[15:]) for h in head.split(b"\r\n") if h.startswith(b"content-length"))
+        return head, json.loads(await reader.readexactly(length))
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_the_header_deadline_is_rearmed_after_each_response(protocol: str) -> None:
+    async with served({"http": {"header_timeout_ms": 300}}, protocol) as (port, _):
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        body = json.dumps(rpc("memory/describe", {})).encode()
+        w.write(post_head(len(body)) + body)
+        head, _ = await read_response(r)
+        assert head.startswith(b"HTTP/1.1 200")
+        w.write(b"POST /a2m/docs HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # the next head, never ended
+        assert await closed_by_server(r) == b""
+        w.close()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_head_over_max_header_bytes_is_refused(protocol: str) -> None:
+    async with served({"http": {"max_header_bytes": 2048}}, protocol) as (port, _):
+        # Under the limit, then a body 50 times its size in reads of its own (sent once the
+        # server asks for it with 100 Continue): only heads count.
+        body = json.dumps(rpc("memory/describe", {"pad": "a" * 100_000})).encode()
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        w.write(post_head(len(body), f"expect: 100-continue\r\nx-pad: {'a' * 1500}\r\n"))
+        async with asyncio.timeout(DEADLINE_S):
+            assert await r.readuntil(b"\r\n\r\n") == b"HTTP/1.1 100 Continue\r\n\r\n"
+        w.write(body)
+        head, _ = await read_response(r)
+        assert head.startswith(b"HTTP/1.1 200")
+        w.close()
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        w.write(post_head(0)[:-2])  # a head without its blank line, then 8 KB more of it
+        for _ in range(8):
+            w.write(f"x-pad: {'a' * 1000}\r\n".encode())
+            await w.drain()
+        answer = await closed_by_server(r)
+        assert answer.startswith(b"HTTP/1.1 400"), answer[:80]
+        w.close()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_pipelined_requests_are_answered_in_order(protocol: str) -> None:
+    async with served({}, protocol) as (port, _):
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        calls = [json.dumps(rpc("memory/describe", {}, rid)).encode() for rid in (7, 8)]
+        w.write(b"".join(post_head(len(c)) + c for c in calls))
+        assert [(await read_response(r))[1]["id"] for _ in calls] == [7, 8]
+        w.close()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_connections_beyond_the_cap_are_answered_503(protocol: str) -> None:
+    async with served({"http": {"max_connections": 3, "header_timeout_ms": 60_000}}, protocol) as (
+        port,
+        _,
+    ):
         held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(3)]
         r, w = await asyncio.open_connection("127.0.0.1", port)
         body = json.dumps(rpc("memory/describe", {})).encode()
@@ -166,9 +236,10 @@ async def test_connections_beyond_the_cap_are_answered_503() -> None:
             writer.close()
 
 
-async def test_stalled_uploads_cannot_buffer_more_than_the_budget() -> None:
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_stalled_uploads_cannot_buffer_more_than_the_budget(protocol: str) -> None:
     server = {"max_body_bytes": 1000, "http": {"max_inflight_body_bytes": 2000}}
-    async with served(server) as (port, app):
+    async with served(server, protocol) as (port, app):
         stalled = []
         for _ in range(2):
             r, w = await asyncio.open_connection("127.0.0.1", port)
@@ -186,12 +257,15 @@ async def test_stalled_uploads_cannot_buffer_more_than_the_budget() -> None:
         await wait_until(lambda: app.state.body_budget.used == 0)  # released on disconnect
 
 
-async def test_the_rate_limit_is_charged_before_the_body_is_read(issuer: Issuer) -> None:
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_the_rate_limit_is_charged_before_the_body_is_read(
+    issuer: Issuer, protocol: str
+) -> None:
     server = {
         "auth": auth_section(issuer),
         "rate_limit": {"requests_per_second": 0.001, "burst": 1},
     }
-    async with served(server) as (port, _):
+    async with served(server, protocol) as (port, _):
         auth = f"authorization: Bearer {BOB_KEY}\r\n"
         r, w = await asyncio.open_connection("127.0.0.1", port)
         body = json.dumps(rpc("memory/describe", {})).encode()

@@ -236,6 +236,7 @@ def test_a_traceback_cannot_pose_as_a_record_line() -> None:
         record = logging.LogRecord("x", logging.ERROR, "f", 1, "failed", None, sys.exc_info())
     lines = formatter.format(record).split("\n")
     assert lines[0].endswith("failed")
+    assert len(lines) > 2, "the traceback is missing"
     assert all(line.startswith("| ") for line in lines[1:])
 
 
@@ -317,3 +318,37 @@ def _wait_healthy(http: httpx.Client, proc: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=0.1)  # paces the poll; returns at once if the process dies
     pytest.fail("gateway not healthy in time")
+
+
+def test_an_engine_client_failure_is_one_line_unless_debugging() -> None:
+    """opensearch-py logs each failed attempt with its traceback; the gateway keeps one line."""
+    from gateway.logsetup import CLIENT_LOGGERS, configure
+
+    def emitted(level: str) -> str:
+        stream = io.StringIO()
+        with contextlib.redirect_stderr(stream):
+            configure("text", level)
+            try:
+                raise ConnectionRefusedError("Connect call failed")
+            except ConnectionRefusedError:
+                logging.getLogger("opensearch").warning(
+                    "GET /x/_search [status:N/A]", exc_info=True
+                )
+                logging.getLogger("gateway.app").warning("own failure", exc_info=True)
+        return stream.getvalue()
+
+    loggers = [logging.getLogger(), *map(logging.getLogger, CLIENT_LOGGERS)]
+    levels = [lg.level for lg in loggers]
+    handlers = loggers[0].handlers[:]
+    try:
+        quiet = emitted("info")
+        loud = emitted("debug")
+    finally:  # leave logging as pytest set it up
+        loggers[0].handlers[:] = handlers
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+    client_line = next(line for line in quiet.splitlines() if "GET /x/_search" in line)
+    assert "Traceback" not in quiet.split("own failure")[0], client_line
+    assert "| Traceback" in quiet.split("own failure")[1]  # the gateway's own traces stay
+    assert quiet.count("| Traceback") == 1
+    assert loud.count("| Traceback") == 2

@@ -5,8 +5,9 @@ OpenSearch nodes. For scoped recall (lexical, dense, hybrid, empty query,
 key_prefix, where, owner, prompt, collapse), timeline (search_after pages and
 PIT pages) and fetch, every request the connector sends must be either a
 ``_search`` whose every constraint position (the query's ``bool.filter``, the
-kNN clause's filter) holds the scope clause, or point-in-time bookkeeping that
-reads no document. On Qdrant the client itself is wrapped: every query, scroll
+kNN clause's filter) holds the scope clause, an ``_msearch`` (hybrid) each of
+whose searches does, on the store's index only, or point-in-time bookkeeping
+that reads no document. On Qdrant the client itself is wrapped: every query, scroll
 and retrieve must carry the scope condition in its filter and in every prefetch.
 """
 
@@ -80,14 +81,37 @@ def is_pit_bookkeeping(r: Recorded) -> bool:
     return path.endswith("/_pit") or "point_in_time" in path or path == "/_pit"
 
 
+def msearch_bodies(r: Recorded) -> list[Any]:
+    """The search bodies of an ``_msearch``, asserting each header reads the path's index.
+
+    A header naming an index (or any other option) could send one search elsewhere
+    than the store's index: the connector's headers are empty.
+    """
+    lines = r.body
+    assert isinstance(lines, list), r
+    assert lines, r
+    assert len(lines) % 2 == 0, r
+    headers, bodies = lines[0::2], lines[1::2]
+    assert all(h == {} for h in headers), f"an _msearch header that is not empty: {r}"
+    assert r.path.split("?")[0].split("/")[1] != "_msearch", f"an _msearch on no index: {r}"
+    return list(bodies)
+
+
 def check_requests(seen: list[Recorded], clause: dict[str, Any]) -> int:
-    """Assert every request is a scoped search or PIT bookkeeping; the number of searches."""
+    """Assert every request is a scoped search (every search of an ``_msearch``
+    included) or PIT bookkeeping; the number of searches."""
     searches = 0
     for r in seen:
         if is_pit_bookkeeping(r):
             assert r.body is None or "query" not in r.body, r
             continue
-        assert "/_search" in r.path, f"an engine request that is not a search: {r}"
+        path = r.path.split("?")[0]
+        if path.endswith("/_msearch"):
+            for body in msearch_bodies(r):
+                assert carries(body, clause), f"an _msearch search without the scope: {r}"
+                searches += 1
+            continue
+        assert path.endswith("/_search"), f"an engine request that is not a search: {r}"
         assert carries(r.body, clause), f"a search without the caller's scope: {r}"
         searches += 1
     return searches
@@ -100,6 +124,23 @@ def test_the_check_sees_a_missing_scope() -> None:
     unscoped_knn = {"knn": {"field": "v", "filter": []}, "query": {"bool": {"filter": [clause]}}}
     assert not carries(unscoped_knn, clause)
     assert carries({"query": {"bool": {"filter": [clause], "must": [{"match_all": {}}]}}}, clause)
+
+
+def test_the_check_sees_an_msearch_leg_without_the_scope() -> None:
+    clause = {"term": {"acl": {"value": ALPHA}}}
+    scoped = {"query": {"bool": {"filter": [clause], "must": [{"match": {"text": "x"}}]}}}
+    knn = {"query": {"knn": {"v": {"vector": [1.0], "k": 5, "filter": {"bool": {"filter": []}}}}}}
+    both = Recorded("POST", "/idx/_msearch", [{}, scoped, {}, scoped])
+    assert check_requests([both], clause) == 2
+    # One leg (the kNN one here) without the scope fails the check, as does a header
+    # that reads another index, or an _msearch on no index at all.
+    for bad in (
+        Recorded("POST", "/idx/_msearch", [{}, scoped, {}, knn]),
+        Recorded("POST", "/idx/_msearch", [{}, scoped, {"index": "other"}, scoped]),
+        Recorded("POST", "/_msearch", [{}, scoped, {}, scoped]),
+    ):
+        with pytest.raises(AssertionError):
+            check_requests([bad], clause)
 
 
 async def _gateway_through(

@@ -351,11 +351,18 @@ async def collisions(request: pytest.FixtureRequest) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("index", [ROUTING_INDEX, ALIAS])
+@pytest.mark.parametrize(
+    "candidates",
+    [pytest.param(100, id="legs-of-ids-then-re-read"), pytest.param(1, id="legs-with-documents")],
+)
 async def test_colliding_ids_never_answer_another_tenants_copy(
-    collisions: tuple[str, str], index: str, issuer: Issuer
+    collisions: tuple[str, str], index: str, candidates: int, issuer: Issuer
 ) -> None:
     engine, url = collisions
     store = collision_store(engine, url, index)
+    # Hybrid legs deeper than 2 x limit return ids and the page is re-read; shallower
+    # legs carry their documents: both shapes must keep tenant A's copy.
+    store["search"]["candidates"] = candidates
     gateway = build_gateway({"auth": auth_section(issuer)}, {"scifact": store}, {})
     await gateway.start()
     tenant_a = bearer(issuer.token("alice", tenant=["A"]))

@@ -1,7 +1,8 @@
 """A pass-through HTTP proxy that records every request on its way to a real engine.
 
 The engine answers everything (the proxy only relays), so a test sees the exact
-requests a connector sends: method, path, JSON body and the Authorization header.
+requests a connector sends: method, path, JSON body, the Authorization header and the
+W3C ``traceparent``.
 The test nodes run without security, so the credential is recorded here and not
 passed on.
 """
@@ -27,8 +28,17 @@ class Recorded:
     method: str
     path: str
     body: Any
-    """The JSON body, or None when the request had none."""
+    """The JSON body, or None when the request had none; an NDJSON body (``_msearch``,
+    ``_bulk``) as the list of its lines."""
     authorization: str | None = None
+    traceparent: str | None = None
+
+
+def _decode(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:  # NDJSON: one JSON value per line
+        return [json.loads(line) for line in data.splitlines() if line.strip()]
 
 
 class _Relay(BaseHTTPRequestHandler):
@@ -44,8 +54,9 @@ class _Relay(BaseHTTPRequestHandler):
                 Recorded(
                     self.command,
                     self.path,
-                    json.loads(data) if data else None,
+                    _decode(data) if data else None,
                     self.headers.get("authorization"),
+                    self.headers.get("traceparent"),
                 )
             )
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _NOT_RELAYED}

@@ -1,5 +1,10 @@
 """A lexical sparse encoder for Qdrant: BM25 without downloading anything.
 
+It lives with the Qdrant connector, which encodes a lexical query's text itself
+(Lucene engines analyse text natively; only Qdrant needs this), and with the
+collection check that requires the IDF modifier it relies on. Indexers (the
+embedded demo, test corpora) import it to write the matching document vectors.
+
 Qdrant ranks sparse vectors by dot product; with the collection's sparse
 vector configured with ``modifier: idf`` it multiplies each query weight by
 the term's inverse document frequency, computed by the engine over the

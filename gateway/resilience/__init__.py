@@ -1,0 +1,24 @@
+"""Circuit breaking and load shedding in front of each store's engine (docs/operations.md).
+
+The store runs every engine call through its :class:`EngineGuard`: the breaker
+answers at once while the engine is known to be failing, and the in-flight limit
+refuses a call that would wait past its deadline. Connectors know nothing of it.
+"""
+
+from gateway.resilience.breaker import BreakerState, CircuitBreaker, CircuitOpen
+from gateway.resilience.config import BreakerConfig, ResilienceConfig, SheddingConfig
+from gateway.resilience.guard import EngineGuard, GuardObserver
+from gateway.resilience.shedding import InflightLimit, Overloaded
+
+__all__ = [
+    "BreakerConfig",
+    "BreakerState",
+    "CircuitBreaker",
+    "CircuitOpen",
+    "EngineGuard",
+    "GuardObserver",
+    "InflightLimit",
+    "Overloaded",
+    "ResilienceConfig",
+    "SheddingConfig",
+]
