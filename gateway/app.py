@@ -8,7 +8,7 @@ import logging
 from connectors.base import Connector
 from connectors.errors import ConnectorError
 from connectors.factory import make_connector
-from gateway.config import Backend, GatewayConfig, StoreConfig
+from gateway.config import GatewayConfig, QdrantStoreConfig, StoreConfig
 from gateway.connector_spec import connector_spec
 from gateway.dispatcher import Dispatcher, Observer
 from gateway.federation import Federation, Member
@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 def _bootstrap(config: StoreConfig, connector: Connector) -> Bootstrap | None:
     """Start-up work before a store opens: the demo store indexes its corpus in memory."""
-    if config.demo is None:
+    if not isinstance(config, QdrantStoreConfig) or config.demo is None:
         return None
 
     async def index_demo() -> None:
@@ -157,8 +157,8 @@ class Gateway:
             StoreStartFailed: a local store cannot be opened (its ConnectorError is the cause).
         """
         for name, store in self._selected(only).items():
-            c = store.config.connection
-            if store.config.backend is Backend.QDRANT and c.url is None:
+            cfg = store.config
+            if isinstance(cfg, QdrantStoreConfig) and cfg.connection.local:
                 try:
                     await store.ensure_started()
                 except ConnectorError as exc:

@@ -43,6 +43,7 @@ from gateway.config import (
     GatewayConfig,
     JwtConfig,
     is_loopback,
+    read_api_keys,
 )
 from gateway.scopes import Principal
 
@@ -112,6 +113,44 @@ class ApiKeyVerifier:
         return Principal(
             subject=found.subject, claims={**found.claims, "sub": found.subject}, method="api_key"
         )
+
+
+def _mtime(path: str) -> float | None:
+    try:
+        return Path(path).stat().st_mtime
+    except OSError:
+        return None
+
+
+class ApiKeyFile:
+    """``auth.api_keys_file`` after start: re-read when a key matches nothing and it changed.
+
+    The same rule as ``jwt.jwks_file`` (docs/configuration.md): a key added to
+    the file works without a restart; a removed key stops working at the next
+    re-read or restart.
+    """
+
+    def __init__(self, config: AuthConfig) -> None:
+        assert config.api_keys_file is not None
+        self._config = config
+        self._path = config.api_keys_file
+        self._mtime = _mtime(self._path)  # the load step has just read it
+
+    def reread(self) -> list[ApiKeyEntry] | None:
+        """Every key (inline and file) when the file changed and is valid, else None.
+
+        Blocking (a stat, maybe a read): callers run it off the event loop.
+        """
+        mtime = _mtime(self._path)
+        if mtime is None or mtime == self._mtime:
+            return None
+        try:
+            keys = self._config.with_file_keys(read_api_keys(self._path)).all_api_keys()
+        except ValueError as exc:
+            log.warning("%s; keeping the keys read before", exc)
+            return None
+        self._mtime = mtime
+        return keys
 
 
 class JwksCache:
@@ -333,6 +372,7 @@ class Authenticator:
         self.enabled = config.enabled
         self.realm = config.realm
         self._keys = ApiKeyVerifier(config.all_api_keys())
+        self._key_file = ApiKeyFile(config) if config.api_keys_file is not None else None
         self._jwt = JwtVerifier(config.jwt) if config.jwt is not None else None
 
     def describe(self) -> str:
@@ -353,13 +393,24 @@ class Authenticator:
         if not self.enabled:
             return None
         token = bearer_token(authorization)
-        if self._keys:
-            principal = self._keys.verify(token)
+        if self._keys or self._key_file is not None:
+            principal = await self._verify_key(token)
             if principal is not None:
                 return principal
         if self._jwt is not None and token.count(".") == 2:
             return await self._jwt.verify(token)
         raise AuthenticationError("unknown credential")
+
+    async def _verify_key(self, token: str) -> Principal | None:
+        principal = self._keys.verify(token)
+        if principal is not None or self._key_file is None or token.count(".") == 2:
+            return principal  # a JWT-shaped token is no reason to look at the key file
+        # Off the event loop: a slow mount must not stall every other request.
+        keys = await asyncio.to_thread(self._key_file.reread)
+        if keys is None:
+            return None
+        self._keys = ApiKeyVerifier(keys)
+        return self._keys.verify(token)
 
     def challenge(self, error: AuthenticationError) -> str:
         """The WWW-Authenticate value of a 401 (RFC 6750 §3)."""

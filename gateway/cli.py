@@ -25,7 +25,13 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 
 from connectors.errors import ConnectorError, LocalStorageLocked
-from gateway.config import ConfigError, GatewayConfig, load_config
+from gateway.config import (
+    ConfigError,
+    ElasticsearchConnection,
+    GatewayConfig,
+    QdrantConnection,
+    load_config,
+)
 from gateway.embedders.base import MissingExtra
 
 if TYPE_CHECKING:
@@ -53,13 +59,16 @@ def _load(path: str | None) -> GatewayConfig:
 def _address(store: StoreConfig) -> str:
     """Where a store's engine is, from the operator's config, with any URL userinfo dropped."""
     c = store.connection
-    if c.path is not None:
-        return f"local mode at {c.path}"
-    if c.location is not None:
-        return f"local mode in {c.location}"
-    if c.cloud_id is not None:
+    if isinstance(c, QdrantConnection):
+        if c.path is not None:
+            return f"local mode at {c.path}"
+        if c.location is not None:
+            return f"local mode in {c.location}"
+        urls = [c.url] if c.url is not None else []
+    elif isinstance(c, ElasticsearchConnection) and c.cloud_id is not None:
         return "Elastic Cloud (connection.cloud_id)"
-    urls = [c.url] if c.url is not None else c.hosts
+    else:
+        urls = c.hosts
     return ", ".join(_without_userinfo(u) for u in urls)
 
 
@@ -155,7 +164,11 @@ def _serve_workers(args: argparse.Namespace, cfg: GatewayConfig) -> int:
 
     host = args.host or cfg.server.host
     port = cfg.server.port if args.port is None else args.port
-    locked = [n for n, s in cfg.stores.items() if s.connection.path is not None]
+    locked = [
+        n
+        for n, s in cfg.stores.items()
+        if isinstance(s.connection, QdrantConnection) and s.connection.path is not None
+    ]
     if locked:
         sys.stderr.write(
             f"a2m-gateway: --workers needs stores every process can open; {', '.join(locked)} "
@@ -282,7 +295,7 @@ _TRANSPORT_LOGGERS = ("elastic_transport", "opensearch", "opensearchpy", "httpx"
 def _attempts(store: StoreConfig) -> str:
     c = store.connection
     what = "collection" if store.backend.value == "qdrant" else "index"
-    if c.url is None and not c.hosts and c.cloud_id is None:
+    if isinstance(c, QdrantConnection) and c.local:
         return f"opened {what} {store.index!r} in process"
     return (
         f"opened {what} {store.index!r}: {1 + c.retries} attempts "

@@ -12,40 +12,58 @@ from connectors.spec import (
     SearchSpec,
     Secret,
 )
-from gateway.config import StoreConfig
+from gateway.config import (
+    ConnectionConfig,
+    ElasticsearchConnection,
+    LuceneSearchConfig,
+    OpenSearchConnection,
+    QdrantConnection,
+    QdrantSearchConfig,
+    StoreConfig,
+)
 
 
 def _secret(value: SecretStr | None) -> Secret | None:
     return Secret(value.get_secret_value()) if value is not None else None
 
 
-def connector_spec(config: StoreConfig) -> ConnectorSpec:
-    """What the store's connector needs to know, and nothing of A2M."""
-    c, m, s = config.connection, config.mapping, config.search
-    return ConnectorSpec(
-        backend=config.backend.value,
-        index=config.index,
-        connection=ConnectionSpec(
-            hosts=tuple(c.hosts),
-            cloud_id=_secret(c.cloud_id),
+def _connection(c: ConnectionConfig) -> ConnectionSpec:
+    if isinstance(c, QdrantConnection):
+        return ConnectionSpec(
             url=c.url,
             path=c.path,
             location=c.location,
             api_key=_secret(c.api_key),
-            username=c.username,
-            password=_secret(c.password),
-            bearer_token=_secret(c.bearer_token),
-            ca_certs=c.ca_certs,
-            verify_certs=c.verify_certs,
-            aws_sigv4=(
-                AwsSigV4(region=c.aws_sigv4.region, service=c.aws_sigv4.service)
-                if c.aws_sigv4 is not None
-                else None
-            ),
             timeout_ms=c.timeout_ms,
             pool_maxsize=c.pool_maxsize,
             retries=c.retries,
-        ),
+        )
+    sigv4 = c.aws_sigv4 if isinstance(c, OpenSearchConnection) else None
+    return ConnectionSpec(
+        hosts=tuple(c.hosts),
+        cloud_id=_secret(c.cloud_id) if isinstance(c, ElasticsearchConnection) else None,
+        api_key=_secret(c.api_key),
+        username=c.username,
+        password=_secret(c.password),
+        bearer_token=_secret(c.bearer_token),
+        ca_certs=c.ca_certs,
+        verify_certs=c.verify_certs,
+        aws_sigv4=AwsSigV4(region=sigv4.region, service=sigv4.service) if sigv4 else None,
+        timeout_ms=c.timeout_ms,
+        pool_maxsize=c.pool_maxsize,
+        retries=c.retries,
+    )
+
+
+def connector_spec(config: StoreConfig) -> ConnectorSpec:
+    """What the store's connector needs to know, and nothing of A2M."""
+    m, s = config.mapping, config.search
+    lucene = s if isinstance(s, LuceneSearchConfig) else None
+    sparse = s.sparse_vector if isinstance(s, QdrantSearchConfig) else None
+    return ConnectorSpec(
+        backend=config.backend.value,
+        index=config.index,
+        connection=_connection(config.connection),
         fields=FieldsSpec(
             id=m.id,
             read=tuple(m.source_fields()),
@@ -58,12 +76,12 @@ def connector_spec(config: StoreConfig) -> ConnectorSpec:
         ),
         search=SearchSpec(
             mode=s.mode.value,
-            text_fields=tuple(s.text_fields),
+            text_fields=tuple(lucene.text_fields) if lucene else (),
             vector_field=s.vector_field,
-            sparse_vector=s.sparse_vector,
-            sparse_analyzer=s.sparse_analyzer,
-            collapse_group=s.collapse_group,
-            highlight=s.highlight,
-            highlight_fragment_size=s.highlight_fragment_size,
+            sparse_vector=sparse,
+            sparse_analyzer=s.sparse_analyzer if isinstance(s, QdrantSearchConfig) else "light",
+            collapse_group=lucene.collapse_group if lucene else False,
+            highlight=lucene.highlight if lucene else False,
+            highlight_fragment_size=lucene.highlight_fragment_size if lucene else 300,
         ),
     )

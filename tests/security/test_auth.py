@@ -571,3 +571,84 @@ async def test_a_non_integer_exp_is_refused(
         headers={"kid": "rsa-1"},
     )
     assert_refused(await post(client, bearer(token)))
+
+
+def _key_file(path: Path, *keys: tuple[str, str], mtime: int) -> None:
+    import yaml
+
+    path.write_text(yaml.safe_dump([{"subject": s, "hash": hash_api_key(k)} for s, k in keys]))
+    os.utime(path, (mtime, mtime))
+
+
+def _key_file_authenticator(path: Path) -> Authenticator:
+    from gateway.config import parse_config
+
+    cfg = parse_config(
+        {
+            "server": {"auth": {"api_keys_file": str(path)}},
+            "stores": {"docs": memory_store_config()},
+        }
+    )
+    return Authenticator(cfg.server.auth)
+
+
+async def test_api_keys_file_follows_the_jwks_file_rule(tmp_path: Path) -> None:
+    """Issue 13: api_keys_file, like jwks_file, is re-read when a key matches nothing and
+    the file changed: an added key works without a restart, a removed one stops then."""
+    path = tmp_path / "keys.yaml"
+    _key_file(path, ("bob", BOB_KEY), mtime=10)
+    auth = _key_file_authenticator(path)
+    assert (await auth.authenticate(f"Bearer {BOB_KEY}")) is not None
+    with pytest.raises(AuthenticationError):
+        await auth.authenticate(f"Bearer {CAROL_KEY}")
+
+    # Carol's key lands in the file but its mtime is unchanged: the file is not re-read.
+    _key_file(path, ("bob", BOB_KEY), ("carol", CAROL_KEY), mtime=10)
+    with pytest.raises(AuthenticationError):
+        await auth.authenticate(f"Bearer {CAROL_KEY}")
+
+    _key_file(path, ("carol", CAROL_KEY), mtime=20)  # rotated: Bob's key removed
+    carol = await auth.authenticate(f"Bearer {CAROL_KEY}")
+    assert carol is not None
+    assert carol.subject == "carol"
+    with pytest.raises(AuthenticationError):
+        await auth.authenticate(f"Bearer {BOB_KEY}")
+
+
+async def test_a_broken_rotated_key_file_keeps_the_keys_read_before(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "keys.yaml"
+    _key_file(path, ("bob", BOB_KEY), mtime=10)
+    auth = _key_file_authenticator(path)
+    path.write_text("- subject: carol\n  hash: " + CAROL_KEY + "\n")  # the key, not its hash
+    os.utime(path, (20, 20))
+    with pytest.raises(AuthenticationError):
+        await auth.authenticate(f"Bearer {CAROL_KEY}")
+    assert "entry 0 is invalid" in caplog.text
+    assert CAROL_KEY not in caplog.text
+    bob = await auth.authenticate(f"Bearer {BOB_KEY}")
+    assert bob is not None
+    assert bob.subject == "bob"
+
+
+async def test_api_keys_file_is_reread_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gateway.auth
+    from gateway.config import read_api_keys as read
+
+    path = tmp_path / "keys.yaml"
+    _key_file(path, ("bob", BOB_KEY), mtime=10)
+    auth = _key_file_authenticator(path)
+    threads: list[int] = []
+
+    def recording_read(p: str) -> list[ApiKeyEntry]:
+        threads.append(threading.get_ident())
+        return read(p)
+
+    monkeypatch.setattr(gateway.auth, "read_api_keys", recording_read)
+    _key_file(path, ("carol", CAROL_KEY), mtime=20)
+    assert (await auth.authenticate(f"Bearer {CAROL_KEY}")) is not None
+    assert threads
+    assert threading.get_ident() not in threads

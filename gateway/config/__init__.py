@@ -1,0 +1,103 @@
+"""Gateway configuration: one YAML file, one or more stores (docs/configuration.md).
+
+``load_config`` / ``parse_config`` (gateway.config.load) are the one load step:
+references expanded, models validated (pure validators), files read. The
+models live by concern: stores (one per engine, discriminated on ``backend``),
+their connection, mapping and search keys, the server, auth, and federations.
+"""
+
+from gateway.config.auth import ApiKeyEntry, AuthConfig, FailedAuthLimit, JwtAlgorithm, JwtConfig
+from gateway.config.base import Backend, ConfigError, StrictModel, is_loopback
+from gateway.config.connection import (
+    AwsSigV4,
+    ConnectionConfig,
+    ElasticsearchConnection,
+    OpenSearchConnection,
+    QdrantConnection,
+)
+from gateway.config.document import GatewayConfig
+from gateway.config.federation import FederationConfig, FederationMember, StoreName
+from gateway.config.load import expand_references, load_config, parse_config, read_api_keys
+from gateway.config.mapping import EPOCH, MappingConfig, template_fields
+from gateway.config.search import (
+    EmbedderConfig,
+    EmbedderKind,
+    LuceneSearchConfig,
+    QdrantSearchConfig,
+    SearchConfig,
+    SearchMode,
+)
+from gateway.config.server import (
+    AuditConfig,
+    HttpLimits,
+    McpConfig,
+    RateLimitConfig,
+    ServerConfig,
+)
+from gateway.config.stores import (
+    STORE_MODELS,
+    ClaimSource,
+    DemoConfig,
+    ElasticsearchStoreConfig,
+    LimitsConfig,
+    LuceneStoreConfig,
+    OpenSearchStoreConfig,
+    QdrantStoreConfig,
+    ScopeConfig,
+    ScopeFilter,
+    StoreBase,
+    StoreConfig,
+    validate_store,
+)
+
+__all__ = [
+    "EPOCH",
+    "STORE_MODELS",
+    "ApiKeyEntry",
+    "AuditConfig",
+    "AuthConfig",
+    "AwsSigV4",
+    "Backend",
+    "ClaimSource",
+    "ConfigError",
+    "ConnectionConfig",
+    "DemoConfig",
+    "ElasticsearchConnection",
+    "ElasticsearchStoreConfig",
+    "EmbedderConfig",
+    "EmbedderKind",
+    "FailedAuthLimit",
+    "FederationConfig",
+    "FederationMember",
+    "GatewayConfig",
+    "HttpLimits",
+    "JwtAlgorithm",
+    "JwtConfig",
+    "LimitsConfig",
+    "LuceneSearchConfig",
+    "LuceneStoreConfig",
+    "MappingConfig",
+    "McpConfig",
+    "OpenSearchConnection",
+    "OpenSearchStoreConfig",
+    "QdrantConnection",
+    "QdrantSearchConfig",
+    "QdrantStoreConfig",
+    "RateLimitConfig",
+    "ScopeConfig",
+    "ScopeFilter",
+    "SearchConfig",
+    "SearchMode",
+    "ServerConfig",
+    "StoreBase",
+    "StoreConfig",
+    "StoreName",
+    "StrictModel",
+    "expand_references",
+    "is_loopback",
+    "load_config",
+    "parse_config",
+    "read_api_keys",
+    "template_fields",
+    "validate_store",
+]

@@ -1,0 +1,100 @@
+"""How to reach each engine: one connection model per backend, each refusing the others' keys."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+
+from gateway.config.base import StrictModel
+
+
+class _Transport(StrictModel):
+    """Timeouts, pool and retries: every backend has them."""
+
+    timeout_ms: int = Field(default=10_000, gt=0)
+    pool_maxsize: int = Field(default=32, gt=0)
+    retries: int = Field(default=3, ge=0, le=10)
+
+
+class _LuceneConnection(_Transport):
+    """Elasticsearch and OpenSearch: HTTP nodes, TLS, and one way to authenticate."""
+
+    hosts: list[str] = Field(default_factory=list)
+    api_key: SecretStr | None = None
+    username: str | None = None
+    password: SecretStr | None = None
+    bearer_token: SecretStr | None = None
+    ca_certs: str | None = None
+    verify_certs: bool = True
+
+    def _auth_modes(self) -> dict[str, bool]:
+        return {
+            "api_key": self.api_key is not None,
+            "username/password": self.username is not None,
+            "bearer_token": self.bearer_token is not None,
+        }
+
+    def _check_target(self) -> None:
+        if not self.hosts:
+            raise ValueError("connection: a store needs connection.hosts")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> _LuceneConnection:
+        self._check_target()
+        if self.password is not None and not self.username:
+            raise ValueError("connection.password needs connection.username")
+        modes = self._auth_modes()
+        if sum(modes.values()) > 1:
+            raise ValueError(f"connection: choose one of {', '.join(modes)}")
+        return self
+
+
+class ElasticsearchConnection(_LuceneConnection):
+    cloud_id: SecretStr | None = Field(default=None, description="Elastic Cloud, instead of hosts")
+
+    def _check_target(self) -> None:
+        if not (self.hosts or self.cloud_id):
+            raise ValueError("connection: an elasticsearch store needs hosts or cloud_id")
+
+
+class AwsSigV4(StrictModel):
+    region: str
+    service: Literal["es", "aoss"] = "es"
+
+
+class OpenSearchConnection(_LuceneConnection):
+    aws_sigv4: AwsSigV4 | None = Field(
+        default=None, description="sign each request with the pod's AWS credentials"
+    )
+
+    def _check_target(self) -> None:
+        if not self.hosts:
+            raise ValueError("connection: an opensearch store needs hosts")
+
+    def _auth_modes(self) -> dict[str, bool]:
+        return {**super()._auth_modes(), "aws_sigv4": self.aws_sigv4 is not None}
+
+
+class QdrantConnection(_Transport):
+    """A Qdrant server (``url``) or local mode in this process (``path`` or ``location``)."""
+
+    url: str | None = Field(default=None, description="a Qdrant server over REST")
+    path: str | None = Field(default=None, description="Qdrant local mode on disk")
+    location: str | None = Field(default=None, description="Qdrant ':memory:' local mode")
+    api_key: SecretStr | None = None
+
+    @property
+    def local(self) -> bool:
+        """The engine runs in this process (local mode)."""
+        return self.url is None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> QdrantConnection:
+        if sum([bool(self.url), bool(self.path), bool(self.location)]) != 1:
+            raise ValueError("connection: a qdrant store needs exactly one of url, path, location")
+        return self
+
+
+ConnectionConfig = ElasticsearchConnection | OpenSearchConnection | QdrantConnection
+"""Any store's connection (a type for annotations; each store model holds its own)."""

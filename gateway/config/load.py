@@ -1,0 +1,197 @@
+"""The one load step: read the file, expand references, validate, then the file-backed parts.
+
+Secrets never sit in the file: any string value may be ``${NAME}`` (an
+environment variable) or ``${file:/abs/path}`` (a mounted secret file, trailing
+newline stripped); ``$${`` writes a literal ``${``. Everything here that touches
+the file system or the environment happens in this module, in order: expand
+references, validate (pure validators), resolve relative Qdrant paths against
+the config file's folder, read ``auth.api_keys_file``, and check that each
+embedder's optional extra is installed. Errors name the field, never a
+secret's value.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import typing
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from gateway.config.auth import ApiKeyEntry, parse_api_keys
+from gateway.config.base import Backend, ConfigError
+from gateway.config.document import GatewayConfig
+from gateway.config.search import EmbedderKind
+from gateway.config.stores import STORE_MODELS, QdrantStoreConfig
+
+# `$${` is a literal `${` (as in docker compose); anything else `${...}` is a reference.
+_REF = re.compile(r"\$(\$)\{|\$\{(?:(file):)?([^}]+)\}")
+_BACKENDS = ", ".join(b.value for b in Backend)
+
+
+def expand_references(value: Any, where: str = "") -> Any:
+    """``value`` with every ``${NAME}`` and ``${file:/path}`` replaced by what it names.
+
+    Raises:
+        ConfigError: a variable is not set or a secret file cannot be read (the
+            message names the field and the reference, never a value).
+    """
+    if isinstance(value, dict):
+        return {
+            k: expand_references(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [expand_references(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1):
+            return "${"
+        kind, ref = m.group(2), m.group(3).strip()
+        if kind == "file":
+            try:
+                return Path(ref).read_text(encoding="utf-8").rstrip("\r\n")
+            except OSError:
+                raise ConfigError(f"{where}: secret file {ref!r} cannot be read") from None
+        if ref not in os.environ:
+            raise ConfigError(f"{where}: environment variable {ref} is not set")
+        return os.environ[ref]
+
+    return _REF.sub(sub, value)
+
+
+def read_api_keys(path: str) -> list[ApiKeyEntry]:
+    """The entries of an API-key file (at load, and again by gateway.auth when it changed).
+
+    Raises:
+        ValueError: unreadable, not a YAML list, or an entry is invalid (never quoting it).
+    """
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        raise ValueError("auth.api_keys_file cannot be read as YAML/JSON") from None
+    return parse_api_keys(data)
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds (``X``, ``X | None``), if it holds one."""
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def _backends_with(path: tuple[str, ...]) -> list[str]:
+    """The backends whose store model has the key at ``path`` (e.g. connection.aws_sigv4)."""
+    found = []
+    for backend, store_model in STORE_MODELS.items():
+        model: type[BaseModel] | None = store_model
+        for name in path[:-1]:
+            field = model.model_fields.get(name) if model is not None else None
+            model = _model_of(field.annotation) if field is not None else None
+        if model is not None and path[-1] in model.model_fields:
+            found.append(backend.value)
+    return found
+
+
+def _error_line(err: Any) -> str:
+    """One ``field: problem`` line; a store's backend tag is left out of the field path."""
+    loc = [str(p) for p in err["loc"]]
+    msg: str = err["msg"]
+    if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        return f"{'.'.join([*loc, 'backend'])}: must be one of {_BACKENDS}"
+    backend = None
+    if len(loc) >= 3 and loc[0] == "stores" and loc[2] in set(Backend):
+        backend = loc.pop(2)
+    if backend is not None and err["type"] == "extra_forbidden":
+        # Another engine's key gets a message saying so; a plain typo keeps pydantic's.
+        others = [b for b in _backends_with(tuple(loc[2:])) if b != backend]
+        if others:
+            msg = f"does not apply to backend {backend} (a key of {' and '.join(others)} stores)"
+    return f"{'.'.join(loc) or 'config'}: {msg}"
+
+
+def _validate(data: Any) -> GatewayConfig:
+    try:
+        return GatewayConfig.model_validate(data)
+    except ValidationError as exc:
+        lines = [_error_line(err) for err in exc.errors(include_url=False, include_input=False)]
+        if len(lines) == 1:  # one line on stderr: what is wrong and where
+            raise ConfigError(f"invalid config: {lines[0]}") from None
+        raise ConfigError("invalid config:\n  " + "\n  ".join(lines)) from None
+
+
+def _resolve_paths(cfg: GatewayConfig, base_dir: Path) -> GatewayConfig:
+    """Relative Qdrant paths are relative to the config file, not the working directory."""
+    stores = dict(cfg.stores)
+    for name, store in cfg.stores.items():
+        if not isinstance(store, QdrantStoreConfig):
+            continue
+        path = store.connection.path
+        if path and not Path(path).is_absolute():
+            conn = store.connection.model_copy(update={"path": str((base_dir / path).resolve())})
+            stores[name] = store.model_copy(update={"connection": conn})
+    return cfg.model_copy(update={"stores": stores})
+
+
+def _with_key_file(cfg: GatewayConfig) -> GatewayConfig:
+    auth = cfg.server.auth
+    if not auth.enabled or auth.api_keys_file is None:
+        return cfg
+    try:
+        auth = auth.with_file_keys(read_api_keys(auth.api_keys_file))
+    except ValueError as exc:
+        raise ConfigError(f"invalid config: server.auth: {exc}") from None
+    return cfg.model_copy(update={"server": cfg.server.model_copy(update={"auth": auth})})
+
+
+def _check_extras(cfg: GatewayConfig) -> None:
+    """Stop at load, in one line naming the extra, when an embedder's package is missing."""
+    from gateway.embedders.minilm import missing_message
+
+    for name, store in cfg.stores.items():
+        embedder = store.search.embedder
+        if embedder.kind is EmbedderKind.MINILM:
+            missing = missing_message(embedder.weights)
+            if missing is not None:
+                raise ConfigError(f"invalid config: stores.{name}.search.embedder: {missing}")
+
+
+def parse_config(data: Any, base_dir: Path | None = None) -> GatewayConfig:
+    """Validate an already-loaded YAML document.
+
+    Raises:
+        ConfigError: with a message that names each bad field, never a secret value.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError("config: the top level must be a mapping with 'stores'")
+    cfg = _validate(expand_references(data))
+    if base_dir is not None:
+        cfg = _resolve_paths(cfg, base_dir)
+    cfg = _with_key_file(cfg)
+    _check_extras(cfg)
+    return cfg
+
+
+def load_config(path: str | Path) -> GatewayConfig:
+    """Read and validate a config file.
+
+    Raises:
+        ConfigError: the file is missing, is not YAML, or is invalid.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError:
+        raise ConfigError(f"config file {str(p)!r} cannot be read") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"config file {str(p)!r} is not valid YAML{where}") from None
+    return parse_config(data, base_dir=p.parent)

@@ -1,0 +1,130 @@
+"""How a store searches: the mode, the query embedder, and each engine's own search keys."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+
+from gateway.config.base import StrictModel
+
+
+class SearchMode(StrEnum):
+    LEXICAL = "lexical"
+    """BM25 multi_match on Elasticsearch/OpenSearch; a sparse vector on Qdrant."""
+    DENSE = "dense"
+    """kNN on the vector field, the query embedded by the store's embedder."""
+    HYBRID = "hybrid"
+    """Lexical and dense fused by reciprocal rank fusion."""
+
+
+class EmbedderKind(StrEnum):
+    NONE = "none"
+    LOCAL = "local"
+    """A sentence-transformers model (torch): the ``local-embeddings`` extra."""
+    MINILM = "minilm"
+    """all-MiniLM-L6-v2 without torch or a download: the ``minilm`` extra."""
+    OPENAI = "openai"
+
+
+class EmbedderConfig(StrictModel):
+    """How query text becomes a dense vector; must match how the corpus was embedded.
+
+    Whether the chosen kind's extra is installed is checked by the load step
+    (gateway.config.load), not here: a validator looks only at the values.
+    """
+
+    kind: EmbedderKind = EmbedderKind.NONE
+    model: str | None = None
+    url: str | None = Field(default=None, description="OpenAI-compatible base URL (…/v1)")
+    api_key: SecretStr | None = None
+    dimensions: int | None = Field(default=None, gt=0)
+    timeout_ms: int = Field(default=5000, gt=0)
+    normalize: bool = True
+    weights: Literal["auto", "fp32", "int8"] = Field(
+        default="auto", description="kind minilm: auto = fp32 when installed, else int8"
+    )
+
+    @model_validator(mode="after")
+    def _needs(self) -> EmbedderConfig:
+        if self.kind is EmbedderKind.LOCAL and not self.model:
+            raise ValueError("embedder.kind 'local' needs embedder.model")
+        if self.kind is EmbedderKind.MINILM:
+            from gateway.embedders.minilm import DIMENSIONS, MODEL_ALIASES
+
+            if self.model is not None and self.model not in MODEL_ALIASES:
+                raise ValueError("embedder.kind 'minilm' runs all-MiniLM-L6-v2 only")
+            if self.dimensions is not None and self.dimensions != DIMENSIONS:
+                raise ValueError(f"embedder.kind 'minilm' makes {DIMENSIONS} dimensions")
+            if not self.normalize:
+                raise ValueError("embedder.kind 'minilm' always normalises (as the model does)")
+        if self.kind is EmbedderKind.OPENAI and not (self.url and self.model):
+            raise ValueError("embedder.kind 'openai' needs embedder.url and embedder.model")
+        return self
+
+
+class SearchConfig(StrictModel):
+    """The search keys every backend reads; each backend's model adds its own."""
+
+    mode: SearchMode = SearchMode.LEXICAL
+    vector_field: str | None = None
+    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    rrf_k: int = Field(default=60, gt=0)
+    lexical_weight: float = Field(default=1.0, ge=0)
+    dense_weight: float = Field(default=1.0, ge=0)
+    candidates: int = Field(default=100, gt=0, le=10_000, description="per-leg depth for hybrid")
+
+    @property
+    def uses_lexical(self) -> bool:
+        return self.mode in (SearchMode.LEXICAL, SearchMode.HYBRID)
+
+    @property
+    def uses_dense(self) -> bool:
+        return self.mode in (SearchMode.DENSE, SearchMode.HYBRID)
+
+    def _check_engine_keys(self) -> None:
+        """The keys a mode needs on this backend (each backend's model says which)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SearchConfig:
+        self._check_engine_keys()
+        if self.uses_dense and self.embedder.kind is EmbedderKind.NONE:
+            raise ValueError(
+                f"search.embedder is required for mode '{self.mode}': query text must be "
+                "embedded by the model the corpus was embedded with"
+            )
+        return self
+
+
+class LuceneSearchConfig(SearchConfig):
+    """Elasticsearch and OpenSearch: BM25 over text fields, kNN on a dense_vector field."""
+
+    text_fields: list[str] = Field(default_factory=list, description="'field^boost' allowed")
+    collapse_group: bool = False
+    highlight: bool = False
+    highlight_fragment_size: int = Field(default=300, gt=0)
+
+    def _check_engine_keys(self) -> None:
+        if self.uses_lexical and not self.text_fields:
+            raise ValueError(f"search.text_fields is required for mode '{self.mode}'")
+        if self.uses_dense and not self.vector_field:
+            raise ValueError(f"search.vector_field is required for mode '{self.mode}'")
+
+
+class QdrantSearchConfig(SearchConfig):
+    """Qdrant: lexical is a named sparse vector; dense is the named (or default) vector."""
+
+    sparse_vector: str | None = Field(default=None, description="Qdrant named sparse vector")
+    sparse_analyzer: Literal["light", "english"] = Field(
+        default="light",
+        description="how query text becomes sparse terms; must be the analyzer the collection "
+        "was indexed with (connectors.qdrant_sparse)",
+    )
+
+    def _check_engine_keys(self) -> None:
+        if self.uses_lexical and not self.sparse_vector:
+            raise ValueError(
+                f"search.sparse_vector is required for mode '{self.mode}' on qdrant "
+                "(lexical search on qdrant is a sparse vector)"
+            )

@@ -1,0 +1,188 @@
+"""One store model per engine, discriminated on ``backend``; ``StoreConfig`` is their union.
+
+Each model carries its own connection and search models (``extra="forbid"``), so
+a key of another engine (``aws_sigv4`` on a Qdrant store, ``path`` on an
+Elasticsearch store) is refused by the schema itself. What every store shares
+(mapping, limits, scope, …) lives on :class:`StoreBase`; code that needs an
+engine's own keys narrows with ``isinstance``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter, field_validator, model_validator
+
+from gateway.config.base import Backend, StrictModel
+from gateway.config.connection import (
+    ConnectionConfig,
+    ElasticsearchConnection,
+    OpenSearchConnection,
+    QdrantConnection,
+)
+from gateway.config.mapping import MappingConfig
+from gateway.config.search import LuceneSearchConfig, QdrantSearchConfig, SearchConfig
+from gateway.resilience.config import ResilienceConfig
+
+
+class LimitsConfig(StrictModel):
+    max_recall_limit: int = Field(default=100, gt=0, le=10_000)
+    default_recall_limit: int = Field(default=10, gt=0)
+    default_timeline_limit: int = Field(default=100, gt=0)
+    max_query_length: int = Field(default=4096, gt=0)
+    max_where_keys: int = Field(default=16, gt=0)
+    max_where_values: int = Field(default=100, gt=0)
+    max_key_length: int = Field(default=1024, gt=0)
+    max_prompt_budget: int = Field(default=100_000, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_follow_max(cls, data: Any) -> Any:
+        # A lowered max_recall_limit lowers the defaults the operator did not set.
+        if isinstance(data, dict) and isinstance(data.get("max_recall_limit"), int):
+            top = data["max_recall_limit"]
+            data = dict(data)
+            data.setdefault("default_recall_limit", min(10, max(top, 1)))
+            data.setdefault("default_timeline_limit", min(100, max(top, 1)))
+        return data
+
+    @model_validator(mode="after")
+    def _defaults_within_max(self) -> LimitsConfig:
+        if self.default_recall_limit > self.max_recall_limit:
+            raise ValueError("limits.default_recall_limit exceeds limits.max_recall_limit")
+        if self.default_timeline_limit > self.max_recall_limit:
+            raise ValueError("limits.default_timeline_limit exceeds limits.max_recall_limit")
+        return self
+
+
+class ClaimSource(StrictModel):
+    """Where a scope filter's values come from: one claim of the authenticated principal."""
+
+    claim: str = Field(min_length=1, description="claim name; a dotted path reads nested claims")
+    prefix: str = Field(default="", description="prepended to each value, e.g. 'user:'")
+
+
+class ScopeFilter(StrictModel):
+    """One engine field that must hold at least one of the principal's claim values."""
+
+    field: str = Field(min_length=1, description="engine field (keyword); never returned")
+    claims: list[ClaimSource] = Field(min_length=1)
+
+    @field_validator("claims", mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        # `claims: [groups]` is short for `claims: [{claim: groups}]`.
+        if isinstance(v, list):
+            return [{"claim": c} if isinstance(c, str) else c for c in v]
+        return v
+
+    @field_validator("field")
+    @classmethod
+    def _not_engine_id(cls, v: str) -> str:
+        if v == "_id":
+            raise ValueError("a scope filter cannot test the engine's document id")
+        return v
+
+
+class ScopeConfig(StrictModel):
+    """Document-level security of one store (SECURITY.md).
+
+    `filters` turn an authenticated principal's claims into conditions that every
+    recall, timeline and fetch carries; conditions are ANDed, the values of one
+    condition are any-of. `forward_credential` (Elasticsearch/OpenSearch) sends
+    the caller's bearer token to the engine so the engine's own document
+    security applies.
+    """
+
+    filters: list[ScopeFilter] = Field(default_factory=list)
+    owner_claim: str = Field(
+        default="sub", min_length=1, description="claim a body `owner` must equal over HTTP"
+    )
+    forward_credential: bool = False
+
+    @property
+    def enforced(self) -> bool:
+        """The principal restricts what this store returns (so `scopes` is true over HTTP)."""
+        return bool(self.filters) or self.forward_credential
+
+
+class DemoConfig(StrictModel):
+    """Marks the embedded demo store: indexed from the packaged corpus on first start."""
+
+    corpus: Literal["packaged"] = "packaged"
+
+
+class StoreBase(StrictModel):
+    """The keys every store has, whatever its engine."""
+
+    backend: Backend
+    index: str = Field(min_length=1, description="index (ES/OS) or collection (Qdrant)")
+    description: str | None = None
+    connection: ConnectionConfig
+    mapping: MappingConfig = Field(default_factory=MappingConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    request_timeout_ms: int | None = Field(default=None, gt=0)
+    scope: ScopeConfig = Field(default_factory=ScopeConfig)
+    resilience: ResilienceConfig = Field(default_factory=ResilienceConfig)
+
+    @model_validator(mode="after")
+    def _something_to_show(self) -> StoreBase:
+        if not (self.mapping.content or self.mapping.content_template) and not self.mapping.uri:
+            raise ValueError("mapping: a store needs content, content_template or uri")
+        return self
+
+
+class ElasticsearchStoreConfig(StoreBase):
+    backend: Literal[Backend.ELASTICSEARCH]
+    connection: ElasticsearchConnection
+    search: LuceneSearchConfig = Field(default_factory=LuceneSearchConfig)
+
+
+class OpenSearchStoreConfig(StoreBase):
+    backend: Literal[Backend.OPENSEARCH]
+    connection: OpenSearchConnection
+    search: LuceneSearchConfig = Field(default_factory=LuceneSearchConfig)
+
+
+class QdrantStoreConfig(StoreBase):
+    backend: Literal[Backend.QDRANT]
+    connection: QdrantConnection
+    search: QdrantSearchConfig = Field(default_factory=QdrantSearchConfig)
+    demo: DemoConfig | None = None
+
+    @model_validator(mode="after")
+    def _no_forwarding(self) -> QdrantStoreConfig:
+        if self.scope.forward_credential:
+            raise ValueError(
+                "scope.forward_credential applies to elasticsearch and opensearch only "
+                "(qdrant has no per-user document security to forward to)"
+            )
+        return self
+
+
+LuceneStoreConfig = ElasticsearchStoreConfig | OpenSearchStoreConfig
+"""The stores a Lucene connector serves (both share connection and search keys)."""
+
+StoreConfig = Annotated[
+    ElasticsearchStoreConfig | OpenSearchStoreConfig | QdrantStoreConfig,
+    Field(discriminator="backend"),
+]
+"""A store of any engine: pydantic picks the model from ``backend``."""
+
+STORE_MODELS: dict[Backend, type[StoreBase]] = {
+    Backend.ELASTICSEARCH: ElasticsearchStoreConfig,
+    Backend.OPENSEARCH: OpenSearchStoreConfig,
+    Backend.QDRANT: QdrantStoreConfig,
+}
+
+_STORE_ADAPTER: TypeAdapter[StoreConfig] = TypeAdapter(StoreConfig)
+
+
+def validate_store(data: Any) -> StoreConfig:
+    """One store's config from plain data, the model picked by its ``backend``.
+
+    Raises:
+        pydantic.ValidationError: the data is not a valid store of its backend.
+    """
+    return _STORE_ADAPTER.validate_python(data)
