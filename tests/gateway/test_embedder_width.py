@@ -15,6 +15,7 @@ from gateway.app import Gateway
 from gateway.config import parse_config
 from gateway.embedders import QueryEmbedder
 from gateway.errors import A2MError
+from tests.support.wire import assert_valid
 
 COLLECTION = "r2-width"
 
@@ -92,6 +93,7 @@ async def test_an_undeclared_wrong_width_is_an_internal_error_not_the_callers(
     err = await _recall_error(gateway, {"query": "a"})
     assert int(err.code) == -32603  # not -32008: the caller sent no vector
     assert err.data == {"reason": "embedder_mismatch", "retryable": False}
+    assert_valid("error", {"code": int(err.code), "message": err.message, "data": err.data})
 
 
 async def test_the_right_width_answers(tmp_path: Path) -> None:

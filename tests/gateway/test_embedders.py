@@ -21,6 +21,7 @@ from gateway.dispatcher import to_a2m_error
 from gateway.embedders import EmbedderUnavailable, QueryEmbedder, make_embedder
 from gateway.embedders.openai import OpenAICompatibleEmbedder
 from tests.support.http_peer import PeerHandler, PeerReply, PeerRequest, StartPeer
+from tests.support.wire import assert_valid
 
 # -- a loopback /v1/embeddings peer ---------------------------------------------------------
 
@@ -87,6 +88,9 @@ def test_embedder_trouble_maps_to_retryable_or_final_internal_error() -> None:
     refused = to_a2m_error(EmbedderUnavailable("HTTP 401", retryable=False))
     assert int(refused.code) == -32603
     assert refused.data == {"reason": "embedder_refused", "retryable": False}
+    assert_valid(
+        "error", {"code": int(refused.code), "message": refused.message, "data": refused.data}
+    )
     assert not isinstance(EmbedderUnavailable("x"), EngineUnavailable)
 
 

@@ -40,6 +40,10 @@ def test_canonical_shapes_pass() -> None:
     data = {"reason": "engine_unavailable", "retryable": True, "retry_after_ms": 1000}
     assert_response(err({"code": -32603, "message": "x", "data": data}))
     assert_response(err({"code": -32006, "message": "x", "data": {"retry_after_ms": 5}}))
+    # Final failures name their reason and say they are not retryable (docs/protocol.md).
+    final = {"reason": "query_too_large", "retryable": False}
+    assert_response(err({"code": -32602, "message": "x", "data": final}))
+    assert_response(err({"code": -32603, "message": "x", "data": {**final, "reason": "x"}}))
 
 
 @pytest.mark.parametrize(
@@ -50,6 +54,12 @@ def test_canonical_shapes_pass() -> None:
         ("error", {"code": -32005, "message": "x", "data": {"reason": "engine_unavailable"}}),
         ("error", {"code": -32603, "message": "x", "data": {"reason": "engine_unavailable"}}),
         ("error", {"code": -32006, "message": "rate"}),
+        ("error", {"code": -32602, "message": "x", "data": {"reason": "query_too_large"}}),
+        ("error", {"code": -32602, "message": "x", "data": {"reason": "r", "retryable": True}}),
+        (
+            "error",
+            {"code": -32602, "message": "x", "data": {"reason": "overloaded", "retryable": False}},
+        ),
         ("record", {"id": "r1", "content": "c"}),
         ("record", {"id": "r1", "created_at": "2026-01-02T03:04:05.000Z"}),
         ("record", {**RECORD, "created_at": 1767323045000}),

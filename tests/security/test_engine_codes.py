@@ -23,6 +23,7 @@ from tests.security.acl_corpus import load_index as load_acl_index
 from tests.security.support import asgi_client, build_gateway, rpc
 from tests.support.recording_proxy import recording_proxy
 from tests.support.scifact import load_scifact
+from tests.support.wire import assert_valid
 
 ENGINES = [
     pytest.param("elasticsearch", marks=[pytest.mark.elasticsearch, pytest.mark.integration]),
@@ -67,6 +68,7 @@ async def test_a_long_key_prefix_is_invalid_params(
             answer = await _call(store, "memory/recall", params)
             assert answer["error"]["code"] == ErrorCode.INVALID_PARAMS, (length, answer)
             assert answer["error"]["data"] == {"reason": "query_too_large", "retryable": False}
+            assert_valid("error", answer["error"])
         tl = await _call(store, "memory/timeline", {"key_prefix": "k" * length})
         assert tl["error"]["code"] == ErrorCode.INVALID_PARAMS
 
@@ -89,6 +91,7 @@ async def test_too_many_terms_on_opensearch_is_invalid_params_sent_once(
     searches = [r for r in seen if "/_search" in r.path]
     assert answer["error"]["code"] == ErrorCode.INVALID_PARAMS, answer
     assert answer["error"]["data"]["reason"] == "query_too_large"  # the engine's refusal
+    assert_valid("error", answer["error"])
     assert "retry_after_ms" not in json.dumps(answer)
     assert len(searches) == 1  # deterministic: not retried
 
