@@ -20,29 +20,15 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from gateway.config import ServerConfig
 from gateway.transports.coalesce import CoalescingTransport
+from gateway.transports.head_deadline import HeadDeadline
 from gateway.transports.httptools_guard import guarded_httptools
 
 
-class HeaderDeadlineProtocol(H11Protocol):
+class HeaderDeadlineProtocol(HeadDeadline, H11Protocol):
     """H11Protocol that closes a connection whose request head is not in by the deadline."""
 
-    header_timeout_s: float = 10.0
-
-    _head_timer: asyncio.TimerHandle | None = None
-
-    def _arm(self) -> None:
-        self._disarm()
-        self._head_timer = self.loop.call_later(self.header_timeout_s, self._head_late)
-
-    def _disarm(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-
-    def _head_late(self) -> None:
-        self._head_timer = None
-        if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
-            self.transport.close()
+    def _head_pending(self) -> bool:
+        return self.conn.their_state is h11.IDLE
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(cast(asyncio.Transport, CoalescingTransport(transport, self.loop)))

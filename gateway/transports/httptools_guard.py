@@ -17,32 +17,20 @@ from typing import Any, cast
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from gateway.transports.coalesce import CoalescingTransport
+from gateway.transports.head_deadline import HeadDeadline
 
 
-class GuardedHttpToolsProtocol(HttpToolsProtocol):
+class GuardedHttpToolsProtocol(HeadDeadline, HttpToolsProtocol):
     """HttpToolsProtocol with a header deadline and a header size limit."""
 
-    header_timeout_s: float = 10.0
     max_header_bytes: int = 16_384
 
-    _head_timer: asyncio.TimerHandle | None = None
     _awaiting_head: bool = True
     _head_bytes: int = 0
     _boundaries: int = 0
 
-    def _arm(self) -> None:
-        self._disarm()
-        self._head_timer = self.loop.call_later(self.header_timeout_s, self._head_late)
-
-    def _disarm(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-
-    def _head_late(self) -> None:
-        self._head_timer = None
-        if self._awaiting_head and not self.transport.is_closing():
-            self.transport.close()
+    def _head_pending(self) -> bool:
+        return self._awaiting_head
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         wrapped = cast(asyncio.Transport, CoalescingTransport(transport, self.loop))
