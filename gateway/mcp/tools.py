@@ -97,15 +97,12 @@ class McpTools:
             text_format=config.text_format,
         )
         self._examples: dict[str, dict[str, Any]] = {}
-
-    def _all(self) -> dict[str, Source]:
-        """Every store and federation, by the name a client passes as `store`."""
-        sources = {n: Source.of_store(s) for n, s in self._gateway.stores.items()}
-        sources.update({n: Source.of_federation(f) for n, f in self._gateway.federations.items()})
-        return sources
+        # Every store and federation, by the name a client passes as `store` (fixed at start).
+        self._all = {n: Source.of_store(s) for n, s in gateway.stores.items()}
+        self._all.update({n: Source.of_federation(f) for n, f in gateway.federations.items()})
 
     def _sources(self, endpoint: Endpoint) -> list[Source]:
-        sources = self._all()
+        sources = self._all
         return list(sources.values()) if endpoint.store is None else [sources[endpoint.store]]
 
     async def _learn_examples(self, store: Store) -> None:
@@ -207,7 +204,7 @@ class McpTools:
 
     def _resolve(self, endpoint: Endpoint, args: Any) -> tuple[Source, bool, Any]:
         """The store a call reads, whether ids are store-qualified, and the args to use."""
-        stores = self._all()
+        stores = self._all
         if not endpoint.multi:
             if args.store is not None and args.store != endpoint.store:
                 raise ToolError(

@@ -10,37 +10,14 @@ import pytest
 import yaml
 
 from tests.conformance.conftest import gateway_command, gateway_env
-from tests.security.support import SPARSE, write_qdrant
+from tests.support.qdrant_pair import write_qdrant_pair
 
 pytestmark = pytest.mark.integration
 
 
-def _store(path: Path, collection: str) -> dict[str, object]:
-    return {
-        "backend": "qdrant",
-        "index": collection,
-        "connection": {"path": str(path)},
-        "mapping": {"content": "text", "key": "key", "created_at": "created_at"},
-        "search": {"mode": "lexical", "sparse_vector": SPARSE},
-    }
-
-
 def test_stdio_serves_a_federation(tmp_path: Path) -> None:
-    for name, minute in (("left", 1), ("right", 2)):
-        docs = [
-            (
-                i + 1,
-                {
-                    "text": f"{name} note {i} about harbour cranes",
-                    "key": f"{name}/{i}",
-                    "created_at": f"2026-01-0{i + 1}T00:0{minute}:00Z",
-                },
-            )
-            for i in range(3)
-        ]
-        write_qdrant(tmp_path / name, name, docs, "text")
     config = {
-        "stores": {n: _store(tmp_path / n, n) for n in ("left", "right")},
+        "stores": write_qdrant_pair(tmp_path),
         "federations": {"both": {"members": ["left", "right"]}},
     }
     cfg = tmp_path / "gateway.yaml"

@@ -16,7 +16,7 @@ import asyncio
 import json
 import random
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,12 +173,23 @@ async def test_the_audience_must_name_the_mcp_resource(scoped: Scoped, issuer: I
 # -- the scoped corpus through MCP -----------------------------------------------------------------
 
 
-def random_call(rng: random.Random, s: Scoped) -> tuple[str, dict[str, Any]]:
-    """A call alice might make, most of them aimed at one of bob's documents."""
+def same_id(rng: random.Random, doc_id: str) -> str:
+    """A store's own record id is the document's id."""
+    return doc_id
+
+
+def random_call(
+    rng: random.Random, s: Scoped, id_of: Callable[[random.Random, str], str] = same_id
+) -> tuple[str, dict[str, Any]]:
+    """A call alice might make, most of them aimed at one of bob's documents.
+
+    id_of: the record id the endpoint gives a document (a federation's names a member).
+    """
     target = rng.choice(s.b_only if rng.random() < 0.7 else s.doc_ids)
+    ident = id_of(rng, target)
     roll = rng.random()
     if roll < 0.25:
-        return "fetch", {"id": rng.choice([target, f"scifact/{target}"])}
+        return "fetch", {"id": rng.choice([ident, f"scifact/{target}"])}
     args: dict[str, Any] = {"limit": rng.randint(1, 30)}
     name = "timeline" if roll < 0.4 else "search"
     if name == "search":
@@ -187,7 +198,7 @@ def random_call(rng: random.Random, s: Scoped) -> tuple[str, dict[str, Any]]:
         )
     r = rng.random()
     if r < 0.2:
-        args["where"] = {"id": target}
+        args["where"] = {"id": ident}
     elif r < 0.35:
         args["where"] = {"key": [f"scifact/{target}", f"scifact/{rng.choice(s.doc_ids)}"]}
     elif r < 0.45:
@@ -202,17 +213,21 @@ def returned(result: Any) -> list[str]:
     return [r["id"] for r in data["results"]] if "results" in data else [data["id"]]
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
-@pytest.mark.parametrize("store", STORES)
-async def test_alice_sees_none_of_bobs_documents_through_mcp(
-    scoped: Scoped, issuer: Issuer, store: str, mode: str
-) -> None:
-    rng = random.Random(f"mcp-scoped-{store}-{mode}")
-    calls = [random_call(rng, scoped) for _ in range(CALLS_PER_STORE)]
+async def alice_calls(
+    url: str,
+    mode: str,
+    issuer: Issuer,
+    calls: list[tuple[str, dict[str, Any]]],
+    doc_ids: Callable[[list[str]], list[str]],
+) -> tuple[list[tuple[str, str, dict[str, Any]]], Counter[str]]:
+    """Run alice's calls on `url`: the foreign documents returned, and what came back.
+
+    doc_ids: the SciFact ids behind the ids the endpoint returns.
+    """
     sem = asyncio.Semaphore(CONCURRENCY)
     leaks: list[tuple[str, str, dict[str, Any]]] = []
     counts = Counter[str]()
-    async with mcp_http(f"{scoped.server.base_url}/mcp/{store}", mode, alice(issuer)) as client:
+    async with mcp_http(url, mode, alice(issuer)) as client:
         tools = tools_by_name((await client.list_tools()).tools)
 
         async def one(name: str, args: dict[str, Any]) -> None:
@@ -225,12 +240,24 @@ async def test_alice_sees_none_of_bobs_documents_through_mcp(
             raw = json.dumps(result.structured_content) + result.content[0].text  # type: ignore[union-attr]
             for value in (ALPHA, BRAVO, NOBODY):
                 assert value not in raw, f"the ACL field left the gateway ({name})"
-            ids = returned(result)
+            ids = doc_ids(returned(result))
             counts[name] += len(ids)
             counts["non-empty"] += bool(ids)
             leaks.extend((d, name, args) for d in ids if not visible([ALPHA], d))
 
         await asyncio.gather(*(one(*c) for c in calls))
+    return leaks, counts
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+@pytest.mark.parametrize("store", STORES)
+async def test_alice_sees_none_of_bobs_documents_through_mcp(
+    scoped: Scoped, issuer: Issuer, store: str, mode: str
+) -> None:
+    rng = random.Random(f"mcp-scoped-{store}-{mode}")
+    calls = [random_call(rng, scoped) for _ in range(CALLS_PER_STORE)]
+    url = f"{scoped.server.base_url}/mcp/{store}"
+    leaks, counts = await alice_calls(url, mode, issuer, calls, list)
     assert leaks == [], f"{len(leaks)} foreign documents through MCP: {leaks[:3]}"
     # Non-vacuous: most calls returned documents, every tool did.
     assert counts["non-empty"] > CALLS_PER_STORE // 3, counts
@@ -312,57 +339,18 @@ async def test_a_federation_is_served_as_an_mcp_store(scoped: Scoped) -> None:
     assert [r["id"] for r in timeline["results"]] == [r["id"] for r in newest["records"]]
 
 
-def federated_call(rng: random.Random, s: Scoped) -> tuple[str, dict[str, Any]]:
-    """A call alice might make on the federation, most aimed at one of bob's documents."""
-    target = rng.choice(s.b_only if rng.random() < 0.7 else s.doc_ids)
-    fid = encode_id(rng.choice(STORES), target)
-    roll = rng.random()
-    if roll < 0.25:
-        return "fetch", {"id": rng.choice([fid, f"scifact/{target}"])}
-    args: dict[str, Any] = {"limit": rng.randint(1, 30)}
-    name = "timeline" if roll < 0.4 else "search"
-    if name == "search":
-        args["query"] = (
-            s.sf.titles[target] if rng.random() < 0.6 else s.sf.queries[rng.choice(s.query_ids)]
-        )
-    r = rng.random()
-    if r < 0.2:
-        args["where"] = {"id": fid}
-    elif r < 0.35:
-        args["where"] = {"key": [f"scifact/{target}", f"scifact/{rng.choice(s.doc_ids)}"]}
-    elif r < 0.45:
-        args["key_prefix"] = f"scifact/{target[: rng.randint(1, len(target))]}"
-    return name, args
+def member_id(rng: random.Random, doc_id: str) -> str:
+    """The federation's id of the document in one of its members (each holds every one)."""
+    return encode_id(rng.choice(STORES), doc_id)
 
 
 async def test_alice_sees_none_of_bobs_documents_through_the_federation(
     scoped: Scoped, issuer: Issuer
 ) -> None:
     rng = random.Random("mcp-scoped-federation")
-    calls = [federated_call(rng, scoped) for _ in range(CALLS_PER_STORE)]
-    sem = asyncio.Semaphore(CONCURRENCY)
-    leaks: list[tuple[str, str, dict[str, Any]]] = []
-    counts = Counter[str]()
+    calls = [random_call(rng, scoped, member_id) for _ in range(CALLS_PER_STORE)]
     url = f"{scoped.server.base_url}/mcp/{FEDERATION}"
-    async with mcp_http(url, "2026-07-28", alice(issuer)) as client:
-        tools = tools_by_name((await client.list_tools()).tools)
-
-        async def one(name: str, args: dict[str, Any]) -> None:
-            async with sem:
-                result = await client.call_tool(name, args)
-            if name == "fetch" and result.is_error:
-                counts["fetch-not-visible"] += 1
-                return
-            structured(result, tools[name])
-            raw = json.dumps(result.structured_content) + result.content[0].text  # type: ignore[union-attr]
-            for value in (ALPHA, BRAVO, NOBODY):
-                assert value not in raw, f"the ACL field left the gateway ({name})"
-            ids = doc_ids_of(returned(result))
-            counts[name] += len(ids)
-            counts["non-empty"] += bool(ids)
-            leaks.extend((d, name, args) for d in ids if not visible([ALPHA], d))
-
-        await asyncio.gather(*(one(*c) for c in calls))
+    leaks, counts = await alice_calls(url, "2026-07-28", issuer, calls, doc_ids_of)
     assert leaks == [], f"{len(leaks)} foreign documents through the federation: {leaks[:3]}"
     assert counts["non-empty"] > CALLS_PER_STORE // 3, counts
     for name in ("search", "timeline", "fetch"):

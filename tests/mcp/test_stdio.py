@@ -10,7 +10,6 @@ from __future__ import annotations
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -27,7 +26,7 @@ from tests.mcp.support import (
     tools_by_name,
 )
 from tests.mcp.test_http import BAD_CALLS, QUERY, negotiated
-from tests.security.support import SPARSE, write_qdrant
+from tests.support.qdrant_pair import write_qdrant_pair
 
 pytestmark = pytest.mark.integration
 
@@ -96,29 +95,7 @@ async def test_a_federation_over_stdio(tmp_path: Path) -> None:
     A third member points at a port nobody listens on: the answers carry the
     others' records and name it in `left_out`.
     """
-    for name, minute in (("left", 1), ("right", 2)):
-        docs = [
-            (
-                i + 1,
-                {
-                    "text": f"{name} note {i} about harbour cranes",
-                    "key": f"{name}/{i}",
-                    "created_at": f"2026-01-0{i + 1}T00:0{minute}:00Z",
-                },
-            )
-            for i in range(3)
-        ]
-        write_qdrant(tmp_path / name, name, docs, "text")
-    stores: dict[str, dict[str, Any]] = {
-        n: {
-            "backend": "qdrant",
-            "index": n,
-            "connection": {"path": str(tmp_path / n)},
-            "mapping": {"content": "text", "key": "key", "created_at": "created_at"},
-            "search": {"mode": "lexical", "sparse_vector": SPARSE},
-        }
-        for n in ("left", "right")
-    }
+    stores = write_qdrant_pair(tmp_path)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         dead = probe.getsockname()[1]
