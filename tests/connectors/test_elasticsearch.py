@@ -23,10 +23,14 @@ async def node_version(direct: Any) -> str:
 
 class TestElasticsearch(LuceneSuite):
     engine = "elasticsearch"
-    # 8.14+ quantises float vectors by default (int8_hnsw in 8.x, bbq_hnsw with float
-    # rescoring for 384+ dims in 9.x) and scores the quantised copy: about 4e-4 off the
-    # exact (1 + cos) / 2 here.
-    knn_score_tolerance = 2e-3
+
+    async def knn_score_tolerance(self, direct: Any) -> float:
+        # 8.14+ quantises float vectors by default. 8.x (int8_hnsw) scores the int8 copy:
+        # over the 809 train queries' top 5, on three fresh loads, at most 0.0091 off the
+        # exact (1 + cos) / 2, p99 0.0045 (a CI run saw 0.0022 on the first query alone).
+        # 9.x (bbq_hnsw) rescores with the floats: at most 8e-8 off.
+        major = (await node_version(direct)).split(".")[0]
+        return 2e-2 if major == "8" else 1e-5
 
     async def test_version_without_get_root(self, loaded: Loaded, direct: Any) -> None:
         # The integ-test distribution has no rest-root module: GET / answers 405.
