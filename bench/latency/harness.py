@@ -43,7 +43,7 @@ import yaml
 
 from bench import machine
 from bench.latency import peer as peer_mod
-from bench.process import start_gateway, stop_server
+from bench.process import GatewayProcess, spawn_until_ready, start_gateway, stop_server
 from bench.quality.collection import Split, load_split
 from bench.quality.harness import SCIFACT
 from tests.support import lucene_loader
@@ -55,6 +55,8 @@ SOURCE = ["text", "key", "title"]
 """``mapping.source_fields()`` of the store below: the only fields either side fetches."""
 TEXT_FIELDS = ["title", "text"]
 JSON_HEADERS = {"content-type": "application/json"}
+FLOORS = {"floor": "official", "floor-raw": "raw", "floor-none": "none"}
+"""The floor ways (bench/latency/floor.py) and the engine client each uses."""
 MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 MCP_VERSION = "2026-07-28"
 MODERN_HEADERS = {
@@ -188,6 +190,18 @@ def store_config(engine: str, url: str, index: str) -> dict[str, Any]:
     }
 
 
+def start_floor(way: str, url: str, index: str, log: Path) -> GatewayProcess:
+    """A floor server (bench/latency/floor.py) with the way's engine client."""
+
+    def command(port: int) -> list[str]:
+        return [
+            *(sys.executable, "-m", "bench.latency.floor", "--port", str(port)),
+            *("--opensearch-url", url, "--index", index, "--client", FLOORS[way]),
+        ]
+
+    return spawn_until_ready(command, os.environ, log, health_path="/readyz", what=way)
+
+
 # ---- one way, one concurrency
 
 Call = Callable[[int, Item], Awaitable[bool]]
@@ -230,6 +244,8 @@ class Ways:
         self.index = index
         self.gateway_url = gateway_url
         self.peer_url = peer_url
+        self.floor_urls: dict[str, str] = {}
+        """The base URL of each floor server (bench/latency/floor.py) started."""
 
     async def block(
         self, way: str, items: Sequence[Item], warmup: Sequence[Item], concurrency: int
@@ -239,9 +255,9 @@ class Ways:
         connector = aiohttp.TCPConnector(limit=concurrency, force_close=False)
         async with aiohttp.ClientSession(connector=connector) as http:
             call: Call
-            if way in ("gateway", "es-gateway"):
-                store = "opensearch" if way == "gateway" else "elasticsearch"
-                url = f"{self.gateway_url}/a2m/{store}"
+            if way in ("gateway", "es-gateway", *FLOORS):
+                store = "opensearch" if way != "es-gateway" else "elasticsearch"
+                url = self.floor_urls[way] if way in FLOORS else f"{self.gateway_url}/a2m/{store}"
 
                 async def call(i: int, item: Item) -> bool:
                     body = orjson.dumps(
@@ -363,13 +379,15 @@ def _paired(
 
 
 def _cpu(blocks: Sequence[Block], way: str) -> str:
-    """Median CPU ms per request of the processes this way goes through."""
+    """Median CPU ms per request of the processes this way goes through: the server in
+    front of the engine (the gateway, or a floor server), the peer, the engine."""
     engine = "elasticsearch" if way.startswith("es-") else "opensearch"
-    names = ["gateway"] if "gateway" in way or way == "mcp" else ["peer"] if way == "peer" else []
+    front = way if way in FLOORS else "gateway"
+    names = [front] if "gateway" in way or way in ("mcp", *FLOORS) else [way]
     parts = []
-    for name in ["gateway", "peer", engine]:
+    for name in [front, "peer", engine]:
         values = [b.cpu_ms[name] for b in blocks if name in b.cpu_ms]
-        if name in ("gateway", "peer") and name not in names:
+        if name in (front, "peer") and name not in names:
             parts.append("-")
         elif values:
             part = f"{statistics.median(values):.2f}"
@@ -394,7 +412,7 @@ def _span(values: Sequence[float], fmt: str) -> str:
 def markdown(report: Report) -> str:
     lines = [
         "| way | concurrency | p50 ms | p99 ms | throughput req/s | requests | errors "
-        "| load (1 min) | CPU ms/req (gateway (kernel share) / peer / engine) |",
+        "| load (1 min) | CPU ms/req (gateway (kernel share) or floor / peer / engine) |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for c in report.concurrency:
@@ -519,9 +537,11 @@ def profile_gateway(
     out_dir.mkdir(parents=True, exist_ok=True)
     suffix = "" if concurrency == 32 else f"-c{concurrency}"
     raw = out_dir / f"gateway-pyspy{suffix}.txt"
+    # Beside this interpreter when run as .venv/bin/python without an activated venv.
+    beside = Path(sys.executable).parent / "py-spy"
     spy = subprocess.Popen(
         [
-            "py-spy",
+            str(beside) if beside.is_file() else "py-spy",
             "record",
             "--pid",
             str(pid),
@@ -595,6 +615,7 @@ def run(args: argparse.Namespace) -> Report:
         gateway = start_gateway(config_path, work / "data", work / "gateway.log")
         report.gateway_ready_s = gateway.ready_after_s
         peer = None
+        floors: list[GatewayProcess] = []
         try:
             if "peer" in ways:
                 peer = peer_mod.start_peer(
@@ -606,6 +627,12 @@ def run(args: argparse.Namespace) -> Report:
             pids = {"gateway": gateway.proc.pid}
             if peer is not None:
                 pids["peer"] = peer.proc.pid
+            for way in ways:
+                if way in FLOORS:
+                    floor = start_floor(way, args.opensearch_url, index, work / f"{way}.log")
+                    floors.append(floor)
+                    clients.floor_urls[way] = floor.base_url
+                    pids[way] = floor.proc.pid
             for engine in ("opensearch", "elasticsearch") if args.es else ("opensearch",):
                 pid = machine.engine_pid(engine)
                 if pid is not None:
@@ -655,6 +682,8 @@ def run(args: argparse.Namespace) -> Report:
             stop_server(gateway.proc)
             if peer is not None:
                 stop_server(peer.proc)
+            for floor in floors:
+                stop_server(floor.proc)
     report.load_after = machine.load_text()
     return report
 
@@ -668,7 +697,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--ways",
         nargs="+",
-        choices=("direct", "gateway", "mcp", "peer"),
+        choices=("direct", "gateway", "mcp", "peer", *FLOORS),
         default=["direct", "gateway", "mcp", "peer"],
     )
     p.add_argument("--es", action="store_true", help="also Elasticsearch direct vs gateway")

@@ -1,0 +1,181 @@
+"""The floor: the least any Python gateway on this stack can spend per recall.
+
+A bare ASGI app (no FastAPI, no validation, auth, scope, metrics, logging or
+retries) under the gateway's own server settings (uvicorn, uvloop, httptools)
+that answers the benchmark's ``memory/recall`` POST by sending the body the
+gateway's connector would send to OpenSearch and returning the hits as records.
+Two engine clients:
+
+- ``official``: opensearch-py's ``AsyncOpenSearch`` with an orjson serializer,
+  as the gateway's connector makes it;
+- ``raw``: one ``aiohttp`` session posting pre-encoded bytes, no engine client;
+- ``none``: no engine call at all, the first engine answer replayed (the server's
+  share alone: HTTP in and out, JSON, the records).
+
+``python -m bench.latency --ways direct gateway floor floor-raw floor-none`` runs them side
+by side; each floor's CPU per request is what this stack costs before any of
+the gateway's own work.
+
+    python -m bench.latency.floor --port P --opensearch-url URL --index I --client official
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+
+from bench.latency.harness import KNN_DEPTH, LIMIT, SOURCE, TEXT_FIELDS
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+def engine_body(params: dict[str, Any]) -> dict[str, Any]:
+    """The OpenSearch body of the gateway's lexical or kNN recall."""
+    body: dict[str, Any] = {
+        "size": int(params.get("limit", LIMIT)),
+        "_source": {"includes": SOURCE},
+        "track_total_hits": False,
+    }
+    if "query" in params:
+        body["query"] = {
+            "multi_match": {"query": params["query"], "fields": TEXT_FIELDS, "type": "best_fields"}
+        }
+    else:
+        body["query"] = {"knn": {"embedding": {"vector": params["embedding"], "k": KNN_DEPTH}}}
+    return body
+
+
+def records(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for hit in answer["hits"]["hits"]:
+        source = hit.get("_source") or {}
+        out.append(
+            {
+                "id": hit["_id"],
+                "content": source.get("text", ""),
+                "score": hit.get("_score"),
+                "metadata": {"title": source.get("title", "")},
+            }
+        )
+    return out
+
+
+class _Orjson:
+    mimetype = "application/json"
+
+    def loads(self, s: str | bytes) -> Any:
+        return orjson.loads(s)
+
+    def dumps(self, data: Any) -> Any:
+        return data if isinstance(data, (str, bytes)) else orjson.dumps(data).decode()
+
+
+Search = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def _replay(fetch: Search) -> Search:
+    """``fetch`` once, then its first answer again and again."""
+    first: dict[str, Any] | None = None
+
+    async def search(body: dict[str, Any]) -> dict[str, Any]:
+        nonlocal first
+        if first is None:
+            first = await fetch(body)
+        return first
+
+    return search
+
+
+def make_app(
+    url: str, index: str, client: str
+) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    search: Search
+    if client == "official":
+        from opensearchpy import AsyncOpenSearch
+
+        engine = AsyncOpenSearch(hosts=[url], maxsize=64, timeout=30, serializer=_Orjson())
+
+        async def search(body: dict[str, Any]) -> dict[str, Any]:
+            answer: dict[str, Any] = await engine.search(index=index, body=body)
+            return answer
+
+    else:
+        import aiohttp
+
+        session: aiohttp.ClientSession | None = None
+        search_url = f"{url}/{index}/_search"
+        headers = {"content-type": "application/json"}
+
+        async def search(body: dict[str, Any]) -> dict[str, Any]:
+            nonlocal session
+            if session is None:
+                session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64))
+            async with session.post(search_url, data=orjson.dumps(body), headers=headers) as r:
+                answer: dict[str, Any] = orjson.loads(await r.read())
+            return answer
+
+    if client == "none":
+        search = _replay(search)
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                while (await receive())["type"] != "lifespan.shutdown":
+                    await send({"type": "lifespan.startup.complete"})
+                await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["method"] == "GET":
+            payload = b"{}"
+        else:
+            chunks = []
+            more = True
+            while more:
+                message = await receive()
+                chunks.append(message.get("body", b""))
+                more = message.get("more_body", False)
+            call = orjson.loads(b"".join(chunks))
+            answer = await search(engine_body(call["params"]))
+            payload = orjson.dumps(
+                {"jsonrpc": "2.0", "id": call["id"], "result": {"records": records(answer)}}
+            )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
+
+    return app
+
+
+def main() -> None:
+    import uvicorn
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--opensearch-url", required=True)
+    p.add_argument("--index", required=True)
+    p.add_argument("--client", choices=("official", "raw", "none"), default="official")
+    args = p.parse_args()
+    app = make_app(args.opensearch_url, args.index, args.client)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=args.port,
+        loop="uvloop",
+        http="httptools",
+        log_config=None,
+        access_log=False,
+        server_header=False,
+    )
+
+
+if __name__ == "__main__":
+    main()
