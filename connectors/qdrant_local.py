@@ -15,9 +15,9 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
+from connectors.compute import compute_executor
 from connectors.errors import LocalStorageLocked
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ class LocalClient:
 
     def __init__(self, client: QdrantClient) -> None:
         self._client = client
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qdrant-local")
+        self._worker = compute_executor("qdrant-local")
         self.closed = False
 
     def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:

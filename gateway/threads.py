@@ -4,8 +4,10 @@ Qdrant local mode (one worker thread) and a local query embedder run Python off
 the loop, but hold the GIL while they compute; each time the loop wakes it waits
 for the GIL up to the interpreter's switch interval (5 ms by default). Measured
 with one pure-Python worker thread on this 2-core machine (load average ~22):
-loop lag p50 17-18 ms at 5 ms, 0.7-9.8 ms at 1 ms (docs/benchmarks.md).
-"""
+loop lag p50 17-18 ms at 5 ms, 0.7-9.8 ms at 1 ms (docs/benchmarks.md). With the
+worker threads also nicer than the loop's (connectors/compute.py), 0.5 ms took the
+demo's /healthz p99 at concurrency 8 from 5.1-5.8 ms (1 ms) to 3.8-4.2 ms; alone,
+without the nicer threads, 0.5 or 0.2 ms changed nothing (7.4-7.5 ms, same run)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from gateway.config import Backend, EmbedderKind, StoreConfig
 
 log = logging.getLogger(__name__)
 
-SWITCH_INTERVAL_S: Final = 0.001
+SWITCH_INTERVAL_S: Final = 0.0005
 """The GIL hand-over interval while a store computes in this process."""
 
 

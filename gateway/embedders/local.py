@@ -17,9 +17,9 @@ import asyncio
 import importlib
 import importlib.util
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from connectors.compute import compute_executor
 from gateway.embedders.base import EmbedderUnavailable, MissingExtra, QueryEmbedder
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ class LocalEmbedder(QueryEmbedder):
         self._device = device
         self._model: Any = None
         self._lock = asyncio.Lock()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2m-embed")
+        self._executor = compute_executor("a2m-embed")
 
     @property
     def model_name(self) -> str | None:

@@ -24,7 +24,6 @@ import importlib.util
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from connectors.compute import compute_executor
 from gateway.embedders.base import EmbedderUnavailable, MissingExtra, QueryEmbedder
 
 log = logging.getLogger(__name__)
@@ -284,7 +284,7 @@ class MiniLMEmbedder(QueryEmbedder):
         self._weights = weights
         self._encoder: MiniLMEncoder | None = None
         self._lock = asyncio.Lock()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2m-minilm")
+        self._executor = compute_executor("a2m-minilm")
 
     @property
     def model_name(self) -> str | None:
