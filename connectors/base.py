@@ -94,6 +94,8 @@ class SearchRequest:
     dense: Sequence[float] | None = None
     with_vectors: bool = False
     candidates: int = 100
+    fusion_depth: int | None = None
+    """Hits per leg of a Lucene hybrid search; None: ``candidates``."""
     rrf_k: int = 60
     lexical_weight: float = 1.0
     dense_weight: float = 1.0

@@ -28,7 +28,7 @@ from connectors.fusion import normalise_by_max
 from connectors.lucene_client import LuceneClient, msearch_responses
 from connectors.lucene_hybrid import (
     HybridPlanner,
-    leg_depth,
+    knn_depth,
     msearch_lines,
     reread_body,
     with_documents,
@@ -163,7 +163,7 @@ class LuceneConnector(LuceneClient):
             response = await self._search_read(t.lexical(request, limit))
             return normalise_by_max(t.hits(response, with_vectors=request.with_vectors))
         if dense:
-            body = self._knn_body(t, request, limit, leg_depth(request, limit))
+            body = self._knn_body(t, request, limit, knn_depth(request, limit))
             hits = t.hits(await self._search_read(body), with_vectors=request.with_vectors)
             for h in hits:
                 h.score = self._knn_score(h.score) if h.score is not None else 0.0

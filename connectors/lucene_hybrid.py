@@ -58,9 +58,16 @@ class HybridPlan:
     reread: bool
 
 
-def leg_depth(request: SearchRequest, limit: int) -> int:
-    """Hits per leg: ``candidates``, at least ``limit``, at most the result window."""
+def knn_depth(request: SearchRequest, limit: int) -> int:
+    """Candidates of a kNN search alone: at least ``limit``, at most the result window."""
     return min(max(request.candidates, limit), MAX_WINDOW)
+
+
+def leg_depth(request: SearchRequest, limit: int) -> int:
+    """Hits per hybrid leg: ``fusion_depth`` (else ``candidates``), at least ``limit``,
+    at most the result window."""
+    depth = request.fusion_depth or request.candidates
+    return min(max(depth, limit), MAX_WINDOW)
 
 
 class HybridPlanner:

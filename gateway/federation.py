@@ -182,7 +182,8 @@ class Federation:
     def _depth(self, limit: int) -> int:
         """How deep each member is asked under `fusion: shards`: its hybrid leg depth."""
         top = min(m.store.config.limits.max_recall_limit for m in self.members)
-        return min(top, max(limit, *(m.store.config.search.candidates for m in self.members)))
+        depths = (m.store.config.search.knn_candidates for m in self.members)
+        return min(top, max(limit, *depths))
 
     async def _recall_shards(
         self,

@@ -100,7 +100,12 @@ class RecordPager:
         """Ranked records, asking again for more until `limit` meet `where`."""
         records: list[Record] = []
         for size in self._planner.fetch_sizes(limit, where):
-            request = dataclasses.replace(probe, limit=size, candidates=max(probe.candidates, size))
+            request = dataclasses.replace(
+                probe,
+                limit=size,
+                candidates=max(probe.candidates, size),
+                fusion_depth=self._planner.config.search.fusion_depth(size),
+            )
             hits = await self.engine("search", partial(connector.search, request))
             records = await self._records(hits, where, with_embedding)
             if len(records) >= limit or len(hits) < size:

@@ -24,20 +24,30 @@ def run_from_rankings(rankings: Mapping[str, Sequence[str]]) -> dict[str, dict[s
     return run
 
 
-def evaluate(
+def per_query(
     qrels: Mapping[str, Mapping[str, int]],
     rankings: Mapping[str, Sequence[str]],
     query_ids: Sequence[str],
-) -> dict[str, float]:
-    """Mean of each measure over ``query_ids`` (missing or empty answers count as 0)."""
+) -> dict[str, dict[str, float]]:
+    """measure -> query id -> value, every one of ``query_ids`` (unanswered: 0)."""
     import ir_measures
 
     measures = [ir_measures.parse_measure(m) for m in MEASURES]
     wanted = set(query_ids)
     sub_qrels = {q: dict(qrels[q]) for q in query_ids}
     run = {q: s for q, s in run_from_rankings(rankings).items() if q in wanted and s}
-    totals = dict.fromkeys(MEASURES, 0.0)
+    values = {m: dict.fromkeys(query_ids, 0.0) for m in MEASURES}
     for metric in ir_measures.iter_calc(measures, sub_qrels, run):
-        totals[str(metric.measure)] += float(metric.value)
+        values[str(metric.measure)][metric.query_id] = float(metric.value)
+    return values
+
+
+def evaluate(
+    qrels: Mapping[str, Mapping[str, int]],
+    rankings: Mapping[str, Sequence[str]],
+    query_ids: Sequence[str],
+) -> dict[str, float]:
+    """Mean of each measure over ``query_ids`` (missing or empty answers count as 0)."""
+    values = per_query(qrels, rankings, query_ids)
     n = len(query_ids)
-    return {m: totals[m] / n for m in MEASURES}
+    return {m: sum(values[m].values()) / n for m in MEASURES}

@@ -53,7 +53,7 @@ from bench.quality.engines import (
     load_lucene,
     load_qdrant,
 )
-from bench.quality.evaluate import MEASURES, evaluate
+from bench.quality.evaluate import MEASURES, per_query
 
 MODES = ("bm25", "dense", "hybrid")
 EMBEDDED = {"dense-minilm": "dense", "hybrid-minilm": "hybrid"}
@@ -83,6 +83,8 @@ class Cell:
     empty: int
     version: str = ""
     analyzer: str = ""
+    ndcg10_by_query: dict[str, float] = field(default_factory=dict)
+    """Each query's nDCG@10, for paired comparisons (``python -m bench.quality.compare``)."""
 
 
 @dataclass
@@ -291,7 +293,8 @@ def run(args: argparse.Namespace) -> Report:
                             args.limit,
                         )
                     )
-                    scores = evaluate(split.qrels, rankings, split.query_ids)
+                    by_query = per_query(split.qrels, rankings, split.query_ids)
+                    scores = {m: statistics.fmean(v.values()) for m, v in by_query.items()}
                     cell = Cell(
                         engine=item.engine,
                         mode=mode,
@@ -303,6 +306,7 @@ def run(args: argparse.Namespace) -> Report:
                         empty=sum(1 for q in split.query_ids if not rankings.get(q)),
                         version=item.version,
                         analyzer=item.analyzer,
+                        ndcg10_by_query=by_query["nDCG@10"],
                     )
                     report.cells.append(cell)
                     print(

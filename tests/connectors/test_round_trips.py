@@ -15,7 +15,9 @@ import pytest
 
 from connectors.base import SearchRequest
 from connectors.lucene import LuceneConnector
-from tests.connectors.conftest import Loaded, make_connector, scifact_store
+from gateway.app import Gateway
+from gateway.config import parse_config
+from tests.connectors.conftest import Loaded, make_connector, scifact_store, scifact_store_data
 from tests.support.recording_proxy import Recorded, recording_proxy
 
 pytestmark = pytest.mark.integration
@@ -115,3 +117,68 @@ async def test_a_single_mode_search_is_one_search(
     conn, seen, loaded = counted
     assert await conn.search(_request(loaded, **kw))
     assert _paths(seen) == ["_search"]
+
+
+def _ks(node: object) -> list[int]:
+    """Every ``k`` in a search body (kNN depth, wherever the dialect puts it)."""
+    if isinstance(node, dict):
+        own = [node["k"]] if isinstance(node.get("k"), int) else []
+        return own + [k for v in node.values() for k in _ks(v)]
+    if isinstance(node, list):
+        return [k for v in node for k in _ks(v)]
+    return []
+
+
+async def test_fusion_depth_sizes_the_legs_and_a_knn_search_keeps_its_candidates(
+    counted: tuple[LuceneConnector, list[Recorded], Loaded],
+) -> None:
+    conn, seen, loaded = counted
+    hits = await conn.search(_request(loaded, candidates=100, fusion_depth=20))
+    assert len(hits) == 10
+    assert _paths(seen) == ["_msearch"]  # 20 <= 2 x limit: legs with their documents
+    legs = seen[0].body
+    assert isinstance(legs, list)
+    assert [leg["size"] for leg in legs[1::2]] == [20, 20]
+    assert _ks(legs[3]) == [20]
+    seen.clear()
+    assert await conn.search(_request(loaded, text=None, candidates=100, fusion_depth=20))
+    assert _paths(seen) == ["_search"]
+    assert _ks(seen[0].body) == [100]
+
+
+@pytest.mark.parametrize(
+    ("candidates", "paths", "depth"),
+    [
+        pytest.param(None, ["_msearch"], 20, id="unset-2x-limit"),
+        pytest.param(30, ["_msearch", "_search"], 30, id="set-30"),
+    ],
+)
+async def test_a_gateway_hybrid_recall_asks_legs_as_deep_as_the_store_says(
+    proxied: tuple[Loaded, list[Recorded]], candidates: int | None, paths: list[str], depth: int
+) -> None:
+    loaded, seen = proxied
+    # Lexical mode with a vector field: a recall that brings its own embedding is hybrid.
+    search: dict[str, object] = {"mode": "lexical", "embedder": {"kind": "none"}}
+    if candidates is not None:
+        search["candidates"] = candidates
+    gateway = Gateway(parse_config({"stores": {"s": scifact_store_data(loaded, search=search)}}))
+    qid = next(q for q in loaded.sf.query_ids if q in loaded.sf.qrels)
+    try:
+        dispatcher = gateway.dispatcher("s")
+        await dispatcher.dispatch("memory/describe", {})  # opens the store
+        seen.clear()
+        result = await dispatcher.dispatch(
+            "memory/recall",
+            {
+                "query": loaded.sf.queries[qid],
+                "embedding": loaded.sf.query_vector(qid),
+                "limit": 10,
+            },
+        )
+    finally:
+        await gateway.close()
+    assert len(result["records"]) == 10
+    assert _paths(seen) == paths
+    legs = seen[0].body
+    assert isinstance(legs, list)
+    assert [leg["size"] for leg in legs[1::2]] == [depth, depth]

@@ -307,3 +307,28 @@ def test_a_relative_qdrant_path_is_relative_to_the_config_file(tmp_path: Path) -
     connection = load_config(path).stores["docs"].connection
     assert isinstance(connection, QdrantConnection)
     assert connection.path == str((tmp_path / "conf" / "data" / "qdrant").resolve())
+
+
+def test_unset_candidates_search_100_and_fuse_legs_of_twice_the_limit() -> None:
+    store = _hybrid_store()
+    assert store.search.candidates is None
+    assert store.search.knn_candidates == 100
+    assert store.search.fusion_depth(10) == 20
+    assert store.search.fusion_depth(7) == 14
+
+
+def test_set_candidates_are_the_knn_breadth_and_the_leg_depth() -> None:
+    store = _hybrid_store(candidates=30)
+    assert store.search.knn_candidates == 30
+    assert store.search.fusion_depth(10) is None  # the connector uses candidates
+
+
+def _hybrid_store(**search: Any) -> Any:
+    raw = {
+        "backend": "elasticsearch",
+        "index": "i",
+        "connection": {"hosts": ["http://127.0.0.1:9"]},
+        "mapping": {"content": "content"},
+        "search": {"mode": "lexical", "text_fields": ["content"], "vector_field": "v", **search},
+    }
+    return parse_config({"stores": {"s": raw}}).stores["s"]
