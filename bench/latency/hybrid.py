@@ -151,9 +151,10 @@ def run(args: argparse.Namespace) -> str:
     ):
         work = Path(tmp)
         store = store_config(args.engine, args.url, index)
-        store["search"]["candidates"] = args.candidates
         counted = store_config(args.engine, proxy_url, index)
-        counted["search"]["candidates"] = args.candidates
+        if args.candidates is not None:
+            store["search"]["candidates"] = args.candidates
+            counted["search"]["candidates"] = args.candidates
         config = {
             "server": {"name": "a2m-bench", "log_level": "warning"},
             "stores": {"s": store, "counted": counted},
@@ -223,7 +224,8 @@ def markdown(
             gw = _median(bs, lambda b: b.cpu_ms.get("gateway", float("nan")))
             cells[mode] = (p50, tput, eng, gw)
             lines.append(
-                f"| {args.engine} | {args.candidates} | {mode} | {c} | {p50:.2f} | {tput:.0f} | "
+                f"| {args.engine} | {args.candidates or 'unset'} | {mode} | {c} | {p50:.2f} | "
+                f"{tput:.0f} | "
                 f"{eng:.2f} | {gw:.2f} | {trips[mode]:.2f} | {sum(b.errors for b in bs)} |"
             )
         h, lx = cells["hybrid"], cells["lexical"]
@@ -248,7 +250,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--engine", choices=["opensearch", "elasticsearch"], required=True)
     p.add_argument("--url", help="the node (default: A2M_TEST_<ENGINE>_URL)")
-    p.add_argument("--candidates", type=int, default=100, help="search.candidates of the store")
+    p.add_argument("--candidates", type=int, help="search.candidates of the store (default: unset)")
     p.add_argument("--concurrency", nargs="+", type=int, default=[1, 16])
     p.add_argument("--requests", "-n", type=int, default=300, help="per mode, concurrency, round")
     p.add_argument("--warmup", type=int, default=40)

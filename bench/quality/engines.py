@@ -44,7 +44,8 @@ class Tuning:
 
     text_fields: tuple[str, ...] = ("title", "text")
     rrf_k: int = 60
-    candidates: int = 100
+    candidates: int | None = None
+    """None: the store's default (legs of 2 x limit on ES/OS, 100 on Qdrant)."""
     lexical_weight: float = 1.0
     dense_weight: float = 1.0
 

@@ -346,7 +346,8 @@ def markdown(report: Report) -> str:
         f"{report.documents} documents, {report.evaluated_queries} judged queries "
         f"(`{Path(report.queries).name}`, `{Path(report.qrels).name}`); "
         f"limit {report.limit}; text_fields {', '.join(t['text_fields'])}; rrf_k {t['rrf_k']}; "
-        f"candidates {t['candidates']}. BEIR paper, BM25 (Elasticsearch) on the *test* split: "
+        f"candidates {t['candidates'] or 'unset'}. "
+        "BEIR paper, BM25 (Elasticsearch) on the *test* split: "
         f"{BEIR_BM25_TEST}.",
         f"Run {report.started} on {report.machine}; load average (1/5/15 min) "
         f"{report.load_before} before, {report.load_after} after.",
@@ -427,7 +428,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=LIMIT,
         help="results per call (default 100 for R@100; 10 to tune candidates as agents call)",
     )
-    p.add_argument("--candidates", type=int, default=100, help="depth of each hybrid leg")
+    p.add_argument(
+        "--candidates", type=int, help="search.candidates of the stores (default: unset)"
+    )
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--embed", action="store_true", help="compute missing vectors (MiniLM)")
     p.add_argument(

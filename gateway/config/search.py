@@ -82,8 +82,8 @@ class SearchConfig(StrictModel):
         default=None,
         gt=0,
         le=10_000,
-        description="kNN breadth and hybrid leg depth; unset: 100, and 2 x limit for the "
-        "hybrid legs of Elasticsearch/OpenSearch",
+        description="kNN breadth and hybrid leg depth; unset: 100, and 2 x limit (at most "
+        "100) for the hybrid legs of Elasticsearch/OpenSearch",
     )
 
     @property
@@ -95,11 +95,14 @@ class SearchConfig(StrictModel):
         """Hits per Lucene hybrid leg for a page of ``limit``; None: ``knn_candidates``.
 
         Unset ``candidates``: ``FUSION_DEPTH_PER_RESULT`` x limit, the depth whose legs
-        return their documents in one ``_msearch`` (one engine round trip). Tuned on
-        SciFact train at limit 10: 20 ranks like 100 (paired bootstrap, 809 queries) at
-        about half the engine CPU (docs/benchmarks.md).
+        return their documents in one ``_msearch`` (one engine round trip), but never
+        deeper than ``DEFAULT_CANDIDATES`` (the legs' depth before). Tuned on SciFact
+        train at limit 10: 20 ranks like 100 (paired bootstrap, 809 queries) at about
+        half the engine CPU (docs/benchmarks.md).
         """
-        return None if self.candidates else FUSION_DEPTH_PER_RESULT * limit
+        if self.candidates:
+            return None
+        return max(limit, min(FUSION_DEPTH_PER_RESULT * limit, DEFAULT_CANDIDATES))
 
     @property
     def uses_lexical(self) -> bool:

@@ -315,6 +315,9 @@ def test_unset_candidates_search_100_and_fuse_legs_of_twice_the_limit() -> None:
     assert store.search.knn_candidates == 100
     assert store.search.fusion_depth(10) == 20
     assert store.search.fusion_depth(7) == 14
+    # Never deeper than the 100 of before; a page deeper than that is its own depth.
+    assert store.search.fusion_depth(60) == 100
+    assert store.search.fusion_depth(300) == 300
 
 
 def test_set_candidates_are_the_knn_breadth_and_the_leg_depth() -> None:
