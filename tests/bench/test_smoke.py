@@ -110,16 +110,15 @@ def test_quality_harness_builds_the_opensearch_index_stemmed(
 
 @pytest.mark.integration
 @pytest.mark.opensearch
-def test_latency_harness_direct_gateway_and_mcp(
+def test_latency_harness_direct_gateway_mcp_and_the_floors(
     tmp_path: Path, scifact_dir: Path, opensearch_url: str
 ) -> None:
+    ways = ("direct", "gateway", "mcp", "floor", "floor-raw", "floor-none")
     report, table = _run(
         [
             "bench.latency",
             "--ways",
-            "direct",
-            "gateway",
-            "mcp",
+            *ways,
             "--requests",
             "12",
             "--warmup",
@@ -139,7 +138,7 @@ def test_latency_harness_direct_gateway_and_mcp(
         scifact_dir,
     )
     blocks = {(b["way"], b["concurrency"]): b for b in report["blocks"]}
-    assert set(blocks) == {(w, c) for w in ("direct", "gateway", "mcp") for c in (1, 4)}
+    assert set(blocks) == {(w, c) for w in ways for c in (1, 4)}
     for block in blocks.values():
         assert block["errors"] == 0
         assert len(block["latencies_s"]) == 12
@@ -153,6 +152,11 @@ def test_latency_harness_direct_gateway_and_mcp(
     assert "| gateway / direct | 1 |" in table
     assert "| mcp | 4 |" in table
     assert "| mcp / gateway | 4 |" in table
+    # Each floor is its own server process, measured on its own (a few calls may cost
+    # less than one 10 ms /proc tick: zero is a measurement, a missing key is not).
+    for floor in ("floor", "floor-raw", "floor-none"):
+        assert blocks[(floor, 4)]["cpu_ms"][floor] >= 0
+        assert f"| {floor} | 4 |" in table
 
 
 @pytest.mark.integration
