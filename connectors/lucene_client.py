@@ -244,6 +244,13 @@ class LuceneClient(abc.ABC):
         failure = self._failure(exc)
         return failure is not None and failure.transient
 
+    def _retry_after_s(self, exc: BaseException) -> float | None:
+        """The engine's Retry-After, when its client kept the header (Elasticsearch)."""
+        failure = self._failure(exc)
+        if failure is None or failure.retry_after_ms is None:
+            return None
+        return failure.retry_after_ms / 1000
+
     async def _read(self, call: Callable[[float], Awaitable[T]], *, opening: bool = False) -> T:
         """Run an idempotent read with retries, translating the client's exceptions.
 
@@ -263,7 +270,10 @@ class LuceneClient(abc.ABC):
 
         try:
             return await retry_read(
-                attempt, transient=self._is_transient, attempts=self._spec.connection.retries
+                attempt,
+                transient=self._is_transient,
+                attempts=self._spec.connection.retries,
+                retry_after=self._retry_after_s,
             )
         except ConnectorError:
             raise

@@ -44,18 +44,24 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.TimeoutException)
 
 
-def _retry_after_ms(exc: BaseException) -> int:
-    """Retry-After (seconds) of a 429/503 as milliseconds; 1000 when absent or a date."""
+def asked_retry_after_s(exc: BaseException) -> float | None:
+    """Retry-After (whole seconds) of a 429/503, if Qdrant sent one (not a date)."""
     from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
     from qdrant_client.http.exceptions import UnexpectedResponse
 
     if isinstance(exc, ResourceExhaustedResponse):
-        return max(0, exc.retry_after_s) * 1000
+        return float(max(0, exc.retry_after_s))
     if isinstance(exc, UnexpectedResponse):
         value = exc.headers.get("retry-after")
         if value is not None and value.strip().isdigit():
-            return int(value.strip()) * 1000
-    return 1000
+            return float(value.strip())
+    return None
+
+
+def _retry_after_ms(exc: BaseException) -> int:
+    """Retry-After of a 429/503 as milliseconds; 1000 when absent or a date."""
+    asked = asked_retry_after_s(exc)
+    return 1000 if asked is None else int(asked * 1000)
 
 
 @contextmanager

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from connectors.errors import EngineUnavailable
-from connectors.qdrant_errors import engine_errors, is_transient
+from connectors.qdrant_errors import asked_retry_after_s, engine_errors, is_transient
 from connectors.qdrant_layout import Layout
 from connectors.qdrant_query import Translated, has_prefix
 from connectors.retry import remaining, retry_read
@@ -70,7 +70,12 @@ class QdrantReader:
                 return await call(traced_client(client, "qdrant", self._collection))
 
         with engine_errors():
-            return await retry_read(attempt, transient=is_transient, attempts=self._retries)
+            return await retry_read(
+                attempt,
+                transient=is_transient,
+                attempts=self._retries,
+                retry_after=asked_retry_after_s,
+            )
 
     def _with_vectors(self, wanted: bool) -> bool | list[str]:
         if not wanted or not self._layout.has_dense:

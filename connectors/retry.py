@@ -2,7 +2,9 @@
 
 The store sets the deadline (``deadline_scope``); a connector wraps each engine
 read in ``retry_read`` and asks ``remaining()`` for the per-call client timeout.
-Only failures the connector classifies as transient are retried.
+Only failures the connector classifies as transient are retried. An engine that
+says when to come back (``Retry-After``) is not asked again sooner, and not at all
+when that is past the deadline: the caller gets the engine's wait at once instead.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ _deadline: ContextVar[float | None] = ContextVar("a2m_deadline", default=None)
 _retries: ContextVar[int] = ContextVar("a2m_retries", default=0)
 
 RetryHook = Callable[[], None]
+RetryAfter = Callable[[BaseException], float | None]
+"""The seconds an engine's failure asked to wait before another try, if it said."""
 _on_retry: list[RetryHook] = []
 
 
@@ -71,11 +75,39 @@ def _deadline_reached() -> bool:
     return dl is not None and time.monotonic() >= dl - 0.05
 
 
+def _told_to_wait_past_deadline(seconds: float | None) -> bool:
+    return seconds is not None and seconds >= remaining() - 0.05
+
+
+def _no_hint(exc: BaseException) -> float | None:
+    return None
+
+
 class _StopBeforeDeadline(stop_base):
-    """Stop retrying once the request's deadline is (nearly) reached."""
+    """Stop retrying once the request's deadline is (nearly) reached, or the engine
+    asked to be left alone until after it."""
+
+    def __init__(self, retry_after: RetryAfter) -> None:
+        self._retry_after = retry_after
 
     def __call__(self, retry_state: RetryCallState) -> bool:
-        return _deadline_reached()
+        if _deadline_reached():
+            return True
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        return exc is not None and _told_to_wait_past_deadline(self._retry_after(exc))
+
+
+class _AtLeastRetryAfter:
+    """The backoff's wait, or the engine's Retry-After when that is longer."""
+
+    def __init__(self, retry_after: RetryAfter) -> None:
+        self._backoff = wait_random_exponential(multiplier=0.1, max=1.0)
+        self._retry_after = retry_after
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        asked = self._retry_after(exc) if exc is not None else None
+        return max(self._backoff(retry_state), asked or 0.0)
 
 
 async def retry_read(
@@ -83,9 +115,12 @@ async def retry_read(
     *,
     transient: Callable[[BaseException], bool],
     attempts: int,
+    retry_after: RetryAfter = _no_hint,
 ) -> T:
     """Call ``call`` up to ``attempts``+1 times while it fails transiently.
 
+    ``retry_after`` reads the engine's Retry-After off a failure: the next try waits at
+    least that long, and none is made when it would land past the deadline.
     The last exception propagates unchanged, for the connector to translate.
     """
 
@@ -96,6 +131,9 @@ async def retry_read(
     except Exception as exc:
         if attempts < 1 or not transient(exc) or _deadline_reached():
             raise
+        asked = retry_after(exc)
+        if _told_to_wait_past_deadline(asked):
+            raise
 
     def _count(state: RetryCallState | None) -> None:
         for hook in _on_retry:
@@ -105,11 +143,12 @@ async def retry_read(
     # (the first interval of the backoff below), then let tenacity run the rest, its
     # multiplier doubled so that the intervals continue where this one left off.
     _count(None)
-    await asyncio.sleep(random.uniform(0, 0.05))  # noqa: S311 - jitter, not a secret
+    jitter = random.uniform(0, 0.05)  # noqa: S311 - jitter, not a secret
+    await asyncio.sleep(max(jitter, asked or 0.0))
     retrying = AsyncRetrying(
         retry=retry_if_exception(transient),
-        stop=stop_any(stop_after_attempt(attempts), _StopBeforeDeadline()),
-        wait=wait_random_exponential(multiplier=0.1, max=1.0),
+        stop=stop_any(stop_after_attempt(attempts), _StopBeforeDeadline(retry_after)),
+        wait=_AtLeastRetryAfter(retry_after),
         reraise=True,
         before_sleep=_count,
     )
