@@ -10,8 +10,16 @@ force when a request arrives decides what happens to it.
   error body and, when set, a ``Retry-After`` header; the node sees nothing.
 - ``drop``: reset the connection (RST) mid-request: every other dropped
   request is reset before any byte of the answer, the rest after half of it.
+- ``reset``: read the request, then reset the connection unanswered (a node
+  that dies under the call).
+- ``hold`` (``hold``/``release``): keep each request until ``release()``, then
+  relay it: a node slow for exactly as long as a test says, no timing involved.
 - ``down`` (``go_down``/``come_up``): stop listening and reset every
   connection, so the node looks dead (connection refused) without touching it.
+
+``requests`` counts every request read, whatever the mode: a call the gateway
+refused without calling the engine leaves it unchanged. The soak and the
+resilience tests share this one relay.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from typing import Literal
 
 import orjson
 
-Mode = Literal["pass", "slow", "status", "drop"]
+Mode = Literal["pass", "slow", "status", "drop", "reset", "hold"]
 HEAD_LIMIT = 1 << 20
 
 _REASONS = {429: "Too Many Requests", 503: "Service Unavailable"}
@@ -150,6 +158,41 @@ class FaultProxy:
         self.port = 0
         self.counts: Counter[str] = Counter()
         """Requests seen, and what became of them: forwarded, slowed, status_429, ..."""
+        self.held = 0
+        """Requests waiting in ``hold`` mode now."""
+        self._gate = asyncio.Event()
+        self._changed = asyncio.Condition()
+
+    @property
+    def requests(self) -> int:
+        """Every request read so far, whatever became of it."""
+        return self.counts["seen"]
+
+    def hold(self) -> None:
+        """Keep every request from now on until ``release()``."""
+        self._gate.clear()
+        self.fault = Fault("hold")
+
+    def release(self) -> None:
+        """Let every held request through; new ones pass too."""
+        self.fault = PASS
+        self._gate.set()
+
+    async def wait_held(self, n: int) -> None:
+        """Until ``n`` requests are held (under a deadline, not a sleep)."""
+        async with asyncio.timeout(30), self._changed:
+            await self._changed.wait_for(lambda: self.held >= n)
+
+    async def _held(self) -> None:
+        async with self._changed:
+            self.held += 1
+            self._changed.notify_all()
+        try:
+            await self._gate.wait()
+        finally:
+            async with self._changed:
+                self.held -= 1
+                self._changed.notify_all()
 
     @property
     def url(self) -> str:
@@ -184,6 +227,7 @@ class FaultProxy:
             await server.wait_closed()
 
     async def close(self) -> None:
+        self.release()
         await self.go_down()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -220,6 +264,12 @@ class FaultProxy:
             _Reset: the client connection is to be reset (a drop, or the node is gone).
         """
         fault = self.fault
+        if fault.mode == "reset":
+            self.counts["reset"] += 1
+            raise _Reset
+        if fault.mode == "hold":
+            self.counts["held"] += 1
+            await self._held()
         if fault.mode == "status":
             self.counts[f"status_{fault.status}"] += 1
             writer.write(_status_answer(fault))

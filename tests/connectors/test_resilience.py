@@ -1,6 +1,6 @@
 """Circuit breaking and load shedding against real engines, behind a proxy that counts requests.
 
-The store reads the shared SciFact index through :class:`FaultProxy`, which
+The store reads the shared SciFact index through :class:`FaultProxy` (the soak's), which
 can drop every connection (the node died) or hold every request until the test
 releases it (a slow node). Its request count proves what the gateway never sent.
 The breaker runs on an injected clock, so "the open period has passed" is a
@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from bench.soak.proxy import Fault, FaultProxy
 from gateway.app import Gateway
 from gateway.config import parse_config
 from gateway.metrics import Metrics
@@ -25,7 +26,6 @@ from gateway.resilience import BreakerState, EngineGuard
 from gateway.transports.http import create_app
 from gateway.transports.inprocess import A2MRemoteError, InProcessClient
 from tests.connectors.conftest import INDEX, Loaded
-from tests.support.fault_proxy import FaultProxy
 from tests.support.resilience import FakeClock, state
 from tests.support.wire import assert_valid
 
@@ -47,7 +47,7 @@ async def proxy(request: pytest.FixtureRequest) -> AsyncIterator[FaultProxy]:
     try:
         yield p
     finally:
-        await p.stop()
+        await p.close()
 
 
 def _store(engine: str, proxy: FaultProxy, **resilience: Any) -> dict[str, Any]:
@@ -94,7 +94,7 @@ async def test_the_breaker_opens_answers_at_once_probes_and_closes(
         assert (await client.call("memory/recall", QUERY))["records"]
         assert (await http.get("/readyz")).status_code == 200
 
-        proxy.mode = "reset"  # the node dies
+        proxy.fault = Fault("reset")  # the node dies
         for _ in range(3):
             before = proxy.requests
             err = await _error(client)
@@ -264,7 +264,7 @@ async def test_a_federation_leaves_out_the_member_whose_breaker_is_open(
     client = InProcessClient(gateway.dispatcher("both"))
     try:
         assert not (await client.call("memory/recall", QUERY)).get("left_out")
-        proxy.mode = "reset"
+        proxy.fault = Fault("reset")
         first = await client.call("memory/recall", QUERY)
         assert first["left_out"] == [{"member": "failing", "reason": "engine_unavailable"}]
         before = proxy.requests
