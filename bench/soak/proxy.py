@@ -29,8 +29,10 @@ import contextlib
 import socket
 import struct
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -321,3 +323,15 @@ class _Upstream:
             self.writer.transport.abort()
             self.writer.close()
         self.reader = self.writer = None
+
+
+@contextlib.asynccontextmanager
+async def relay_to(url: str) -> AsyncIterator[FaultProxy]:
+    """A started proxy in front of the node at ``url`` (``http://host:port``), closed after."""
+    parts = urlsplit(url)
+    proxy = FaultProxy(parts.hostname or "127.0.0.1", parts.port or 80)
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.close()

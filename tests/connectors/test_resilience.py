@@ -13,12 +13,11 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
-from bench.soak.proxy import Fault, FaultProxy
+from bench.soak.proxy import Fault, FaultProxy, relay_to
 from gateway.app import Gateway
 from gateway.config import parse_config
 from gateway.metrics import Metrics
@@ -41,13 +40,8 @@ async def proxy(request: pytest.FixtureRequest) -> AsyncIterator[FaultProxy]:
     loaded: Loaded = request.getfixturevalue(
         "es_loaded" if request.node.callspec.params["engine"] == "elasticsearch" else "os_loaded"
     )
-    url = urlsplit(loaded.url)
-    p = FaultProxy(url.hostname or "127.0.0.1", url.port or 9200)
-    await p.start()
-    try:
+    async with relay_to(loaded.url) as p:
         yield p
-    finally:
-        await p.close()
 
 
 def _store(engine: str, proxy: FaultProxy, **resilience: Any) -> dict[str, Any]:

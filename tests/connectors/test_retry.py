@@ -5,12 +5,10 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from urllib.parse import urlsplit
 
 import pytest
 
-from bench.soak.proxy import Fault, FaultProxy
+from bench.soak.proxy import Fault, FaultProxy, relay_to
 from connectors.retry import deadline_scope, retry_read
 from gateway.app import Gateway
 from gateway.config import parse_config
@@ -88,22 +86,11 @@ async def test_without_a_hint_the_backoff_retries_as_before() -> None:
 # ---- against the real nodes, behind a proxy that answers 429 with a Retry-After
 
 
-@asynccontextmanager
-async def _proxy_for(loaded: Loaded) -> AsyncIterator[FaultProxy]:
-    url = urlsplit(loaded.url)
-    proxy = FaultProxy(url.hostname or "127.0.0.1", url.port or 80)
-    await proxy.start()
-    try:
-        yield proxy
-    finally:
-        await proxy.close()
-
-
 @pytest.fixture(params=ENGINES)
 async def busy_node(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, FaultProxy]]:
     """(engine, a proxy in front of its real node); the store opens through it first."""
     loaded: Loaded = request.getfixturevalue(request.param)
-    async with _proxy_for(loaded) as proxy:
+    async with relay_to(loaded.url) as proxy:
         yield loaded.engine, proxy
 
 
@@ -152,7 +139,7 @@ async def test_an_engine_that_asks_for_more_than_the_deadline_is_asked_once(
 @pytest.mark.elasticsearch
 async def test_an_engine_that_asks_for_a_second_waits_that_second(es_loaded: Loaded) -> None:
     # Elasticsearch only: opensearch-py drops an error answer's headers (test above).
-    async with _proxy_for(es_loaded) as proxy:
+    async with relay_to(es_loaded.url) as proxy:
         err, took = await _recall_while_busy("elasticsearch", proxy, "1", 10_000)
     assert proxy.counts["status_429"] == 3  # the first try and both retries
     assert took >= 2.0  # a second before each retry
