@@ -32,6 +32,7 @@ from connectors.lucene import LuceneConnector
 from connectors.lucene_client import EngineFailure, error_causes
 from connectors.lucene_order import PIT_KEEP_ALIVE, EngineIdOrder
 from connectors.lucene_query import PAGE_SIZE, Body, QueryTranslator
+from connectors.opensearch_http import connection_class
 
 if TYPE_CHECKING:
     from connectors.spec import ConnectorSpec
@@ -126,10 +127,9 @@ class OpenSearchConnector(LuceneConnector):
             kwargs["http_auth"] = _sigv4_auth(
                 self._aws_credentials, c.aws_sigv4.region, c.aws_sigv4.service
             )
-            # Only this connection class calls a signer per request.
-            from opensearchpy import AsyncHttpConnection
-
-            kwargs["connection_class"] = AsyncHttpConnection
+        # Only the AsyncHttpConnection class calls a signer per request; both keep a
+        # 429/503's Retry-After, which the stock classes drop.
+        kwargs["connection_class"] = connection_class(signing=c.aws_sigv4 is not None)
         if headers:
             kwargs["headers"] = headers
         # orjson instead of the client's stdlib json for bodies (a 384-float query
@@ -157,9 +157,11 @@ class OpenSearchConnector(LuceneConnector):
             return EngineFailure("connection")
         if isinstance(exc, TransportError):
             status = exc.status_code
+            hint = getattr(exc, "retry_after_ms", None)  # set by connectors.opensearch_http
             return EngineFailure(
                 "status",
                 status=status if isinstance(status, int) else 500,
+                retry_after_ms=hint if isinstance(hint, int) else None,
                 causes=error_causes(exc.info),
             )
         return None

@@ -12,6 +12,7 @@ import pytest
 
 from connectors.errors import EngineConfigError
 from tests.connectors.conftest import Loaded, LuceneSuite, make_connector, scifact_store
+from tests.support.recording_proxy import recording_proxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.opensearch]
 
@@ -46,3 +47,43 @@ class TestOpenSearch(LuceneSuite):
                 assert len((await direct.search(body=body))["hits"]["hits"]) == 3
         finally:
             await direct.delete_pit(body={"pit_id": [pit["pit_id"]]})
+
+    async def test_a_signed_store_still_signs_every_request(
+        self, loaded: Loaded, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # SigV4 needs the connection class that calls a signer per request; the
+        # Retry-After class wraps it and must keep calling it. A stand-in signer (the
+        # real one needs botocore and credentials; the test node checks none) and a
+        # proxy that reads every request's Authorization.
+        from types import SimpleNamespace
+
+        import connectors.opensearch as opensearch
+        from connectors.base import SearchRequest
+
+        signed: list[str] = []
+
+        def signer(credentials: Any, region: str, service: str) -> Any:
+            def sign(*, method: str, url: str, body: Any, headers: Any) -> dict[str, str]:
+                signed.append(method)
+                return {"authorization": f"AWS4-HMAC-SHA256 stand-in {region}/{service}"}
+
+            return sign
+
+        credentials = SimpleNamespace(access_key="AKIDEXAMPLE", secret_key="s", token=None)
+        monkeypatch.setattr(opensearch, "aws_credentials", lambda: credentials)
+        monkeypatch.setattr(opensearch, "_sigv4_auth", signer)
+        with recording_proxy(loaded.url) as (url, seen):
+            spec = scifact_store(
+                loaded,
+                connection={"hosts": [url], "aws_sigv4": {"region": "eu-west-1"}},
+                search={"mode": "lexical"},
+            )
+            conn = make_connector(spec)
+            await conn.open()
+            try:
+                assert await conn.search(SearchRequest(limit=3, text="vitamin D"))
+            finally:
+                await conn.close()
+        assert seen
+        assert len(signed) == len(seen)
+        assert all(r.authorization == "AWS4-HMAC-SHA256 stand-in eu-west-1/es" for r in seen)

@@ -95,7 +95,7 @@ async def busy_node(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, 
 
 
 async def _recall_while_busy(
-    engine: str, proxy: FaultProxy, retry_after: str, timeout_ms: int
+    engine: str, proxy: FaultProxy, retry_after: str | None, timeout_ms: int
 ) -> tuple[A2MRemoteError, float]:
     store = {
         "backend": engine,
@@ -126,22 +126,27 @@ async def test_an_engine_that_asks_for_more_than_the_deadline_is_asked_once(
     assert err.code == -32603
     assert err.data is not None
     assert err.data["retryable"] is True
-    if engine == "elasticsearch":
-        assert proxy.counts["status_429"] == 1  # no retry can succeed before the deadline
-        assert err.data["retry_after_ms"] == 60_000
-    else:
-        # opensearch-py drops an error answer's headers: the backoff retries, unhinted.
-        assert proxy.counts["status_429"] == 3
-        assert err.data["retry_after_ms"] == 1000
+    assert proxy.counts["status_429"] == 1  # no retry can succeed before the deadline
+    assert err.data["retry_after_ms"] == 60_000
 
 
-@pytest.mark.integration
-@pytest.mark.elasticsearch
-async def test_an_engine_that_asks_for_a_second_waits_that_second(es_loaded: Loaded) -> None:
-    # Elasticsearch only: opensearch-py drops an error answer's headers (test above).
-    async with relay_to(es_loaded.url) as proxy:
-        err, took = await _recall_while_busy("elasticsearch", proxy, "1", 10_000)
+async def test_an_engine_that_asks_for_a_second_waits_that_second(
+    busy_node: tuple[str, FaultProxy],
+) -> None:
+    engine, proxy = busy_node
+    err, took = await _recall_while_busy(engine, proxy, "1", 10_000)
     assert proxy.counts["status_429"] == 3  # the first try and both retries
     assert took >= 2.0  # a second before each retry
     assert err.data is not None
     assert err.data["retry_after_ms"] == 1000
+
+
+async def test_without_a_retry_after_the_backoff_retries_at_once(
+    busy_node: tuple[str, FaultProxy],
+) -> None:
+    engine, proxy = busy_node
+    err, took = await _recall_while_busy(engine, proxy, None, 10_000)
+    assert proxy.counts["status_429"] == 3
+    assert took < 2.0  # jittered backoff, at most a few hundred ms here
+    assert err.data is not None
+    assert err.data["retry_after_ms"] == 1000  # the default hint
