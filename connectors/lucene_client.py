@@ -245,7 +245,7 @@ class LuceneClient(abc.ABC):
         return failure is not None and failure.transient
 
     def _retry_after_s(self, exc: BaseException) -> float | None:
-        """The engine's Retry-After, when its client kept the header (Elasticsearch)."""
+        """The engine's Retry-After, when the failure carried one (see ``EngineFailure``)."""
         failure = self._failure(exc)
         if failure is None or failure.retry_after_ms is None:
             return None

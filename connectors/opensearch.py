@@ -25,6 +25,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from connectors.base import Metric, SearchRequest, VectorInfo
 from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
@@ -134,7 +136,7 @@ class OpenSearchConnector(LuceneConnector):
             kwargs["headers"] = headers
         # orjson instead of the client's stdlib json for bodies (a 384-float query
         # vector) and responses.
-        kwargs["serializer"] = _OrjsonSerializer()
+        kwargs["serializer"] = OrjsonSerializer()
         try:
             return AsyncOpenSearch(**kwargs)
         except (ValueError, TypeError):
@@ -292,27 +294,25 @@ def _sigv4_auth(credentials: Any, region: str, service: str) -> Any:
     return AWSV4SignerAsyncAuth(credentials, region, service)
 
 
-class _OrjsonSerializer:
-    """opensearch-py's JSON serializer interface, on orjson."""
+class OrjsonSerializer:
+    """opensearch-py's JSON serializer interface, on orjson (also the latency floor's)."""
 
     mimetype = "application/json"
 
     def loads(self, s: str | bytes) -> Any:
-        import orjson
-        from opensearchpy.exceptions import SerializationError
-
         try:
             return orjson.loads(s)
         except orjson.JSONDecodeError as exc:
+            from opensearchpy.exceptions import SerializationError
+
             raise SerializationError(s, exc) from None
 
     def dumps(self, data: Any) -> Any:
-        import orjson
-        from opensearchpy.exceptions import SerializationError
-
         if isinstance(data, str):
             return data  # already serialized, as the stock serializer does
         try:
             return orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY).decode()
         except TypeError as exc:
+            from opensearchpy.exceptions import SerializationError
+
             raise SerializationError(data, exc) from None

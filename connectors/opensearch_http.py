@@ -40,7 +40,7 @@ class _KeepsRetryAfter:
             try:
                 self._raise_error(status, raw, response_headers.get("content-type"))  # type: ignore[attr-defined]
             except Exception as exc:
-                exc.retry_after_ms = retry_after_ms(dict(response_headers))  # type: ignore[attr-defined]
+                exc.retry_after_ms = retry_after_ms(response_headers)  # type: ignore[attr-defined]
                 raise
         return status, response_headers, raw
 

@@ -83,6 +83,12 @@ def _no_hint(exc: BaseException) -> float | None:
     return None
 
 
+def _asked(retry_after: RetryAfter, retry_state: RetryCallState) -> float | None:
+    """The wait the failure of the attempt that just ended asked for, if any."""
+    exc = retry_state.outcome.exception() if retry_state.outcome else None
+    return retry_after(exc) if exc is not None else None
+
+
 class _StopBeforeDeadline(stop_base):
     """Stop retrying once the request's deadline is (nearly) reached, or the engine
     asked to be left alone until after it."""
@@ -91,10 +97,9 @@ class _StopBeforeDeadline(stop_base):
         self._retry_after = retry_after
 
     def __call__(self, retry_state: RetryCallState) -> bool:
-        if _deadline_reached():
-            return True
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        return exc is not None and _told_to_wait_past_deadline(self._retry_after(exc))
+        return _deadline_reached() or _told_to_wait_past_deadline(
+            _asked(self._retry_after, retry_state)
+        )
 
 
 class _AtLeastRetryAfter:
@@ -105,9 +110,7 @@ class _AtLeastRetryAfter:
         self._retry_after = retry_after
 
     def __call__(self, retry_state: RetryCallState) -> float:
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        asked = self._retry_after(exc) if exc is not None else None
-        return max(self._backoff(retry_state), asked or 0.0)
+        return max(self._backoff(retry_state), _asked(self._retry_after, retry_state) or 0.0)
 
 
 async def retry_read(

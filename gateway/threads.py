@@ -7,7 +7,7 @@ with one pure-Python worker thread on this 2-core machine (load average ~22):
 loop lag p50 17-18 ms at 5 ms, 0.7-9.8 ms at 1 ms (docs/benchmarks.md). With the
 worker threads also nicer than the loop's (connectors/compute.py), 0.5 ms took the
 demo's /healthz p99 at concurrency 8 from 5.1-5.8 ms (1 ms) to 3.8-4.2 ms; alone,
-without the nicer threads, 0.5 or 0.2 ms changed nothing (7.4-7.5 ms, same run)."""
+without the nicer threads, 0.5 or 0.2 ms changed nothing (7.4-7.5 ms, httpx prober)."""
 
 from __future__ import annotations
 

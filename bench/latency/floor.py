@@ -6,8 +6,8 @@ that answers the benchmark's ``memory/recall`` POST by sending the body the
 gateway's connector would send to OpenSearch and returning the hits as records.
 Two engine clients:
 
-- ``official``: opensearch-py's ``AsyncOpenSearch`` with an orjson serializer,
-  as the gateway's connector makes it;
+- ``official``: opensearch-py's ``AsyncOpenSearch`` with the connector's own
+  orjson serializer;
 - ``raw``: one ``aiohttp`` session posting pre-encoded bytes, no engine client;
 - ``none``: no engine call at all, the first engine answer replayed (the server's
   share alone: HTTP in and out, JSON, the records).
@@ -65,16 +65,6 @@ def records(answer: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-class _Orjson:
-    mimetype = "application/json"
-
-    def loads(self, s: str | bytes) -> Any:
-        return orjson.loads(s)
-
-    def dumps(self, data: Any) -> Any:
-        return data if isinstance(data, (str, bytes)) else orjson.dumps(data).decode()
-
-
 Search = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
@@ -98,7 +88,9 @@ def make_app(
     if client == "official":
         from opensearchpy import AsyncOpenSearch
 
-        engine = AsyncOpenSearch(hosts=[url], maxsize=64, timeout=30, serializer=_Orjson())
+        from connectors.opensearch import OrjsonSerializer
+
+        engine = AsyncOpenSearch(hosts=[url], maxsize=64, timeout=30, serializer=OrjsonSerializer())
 
         async def search(body: dict[str, Any]) -> dict[str, Any]:
             answer: dict[str, Any] = await engine.search(index=index, body=body)
