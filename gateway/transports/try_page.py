@@ -37,6 +37,7 @@ STATIC = resources.files("gateway.transports") / "try_static"
 ASSETS = {
     "try.js": "text/javascript; charset=utf-8",
     "try.css": "text/css; charset=utf-8",
+    "icon.svg": "image/svg+xml",
 }
 """The page's own files under /try/, by name; nothing else is served from the directory."""
 
