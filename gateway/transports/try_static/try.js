@@ -35,8 +35,24 @@
     return h;
   }
 
+  // Requests in flight, on <body data-pending>: "0" once the page has settled (tests wait on it).
+  let pending = 0;
+  function track(delta) {
+    pending += delta;
+    document.body.dataset.pending = String(pending);
+  }
+
   // One request: {ok, status, body} where body is the parsed JSON (or null).
   async function request(method, path, payload, extraHeaders) {
+    track(1);
+    try {
+      return await send(method, path, payload, extraHeaders);
+    } finally {
+      track(-1);
+    }
+  }
+
+  async function send(method, path, payload, extraHeaders) {
     const init = {
       method: method,
       headers: Object.assign(headers(payload !== undefined), extraHeaders || {}),
@@ -264,6 +280,7 @@
     const params = Object.assign({}, form.params);
     if (form.mode !== "fetch" && caps.includes("prompt")) params.prompt = { cite: true };
     $("run").disabled = true;
+    $("results").hidden = true;
     try {
       const call = mcpCall(form.mode, form.params);
       const [a2m, mcp] = await Promise.all([
