@@ -171,10 +171,10 @@ def test_a_query_on_the_demo(browser: Any, open_server: HttpServer) -> None:
     # The mapping preview: each document as read, beside the record it became.
     pairs = preview_pairs(browser)
     assert len(pairs) == 3
-    for document, record in pairs:
-        assert record["id"] == document["id"]
-        assert record["content"] == document["source"]["content"]
-        assert record["metadata"]["title"] == document["source"]["title"]
+    for document, mapped in pairs:
+        assert mapped["id"] == document["id"]
+        assert mapped["content"] == document["source"]["content"]
+        assert mapped["metadata"]["title"] == document["source"]["title"]
     screenshot(browser, "demo-query")
     assert severe_console(browser) == []  # no CSP violation, no failed request
 
