@@ -141,6 +141,7 @@ def test_a_query_on_the_demo(browser: Any, open_server: HttpServer) -> None:
     _open(browser, open_server.base_url + "/")  # a browser at / gets the page
     assert browser.title == "a2m-gateway: try a store"
     assert options(browser, "store") == ["demo", "left", "right", "both"]
+    assert text(browser, "status") == "3 stores and 1 federation on this server."
     assert options(browser, "mode") == ["recall", "timeline", "fetch"]
     assert "hybrid" in text(browser, "store-info") or "lexical" in text(browser, "store-info")
     _fill(browser, "query", "how are scores normalised?")
@@ -225,6 +226,7 @@ def test_an_authenticated_store(browser: Any, auth_server: HttpServer) -> None:
     _connect(browser, BOB_KEY)
     assert not shown(browser, "error")
     assert options(browser, "store") == ["team"]
+    assert text(browser, "status") == "1 store on this server."
     assert "scoped" in text(browser, "store-info")
     _fill(browser, "query", "deploy keys")
     _run(browser)

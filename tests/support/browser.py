@@ -123,6 +123,7 @@ def severe_console(driver: Any, allow: tuple[str, ...] = ()) -> list[str]:
 
 def screenshot(driver: Any, name: str) -> Path:
     """The whole page as a PNG artifact."""
+    driver.set_window_size(1280, 800)  # the page's own height, not a previous shot's window
     height = int(driver.execute_script("return document.documentElement.scrollHeight"))
     driver.set_window_size(1280, min(max(height + 40, 800), 8000))
     path = artifacts_dir() / f"{name}.png"

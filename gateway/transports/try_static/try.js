@@ -149,8 +149,15 @@
       }
       select.append(optgroup);
     }
-    const count = Object.keys(state.stores).length + Object.keys(state.federations).length;
-    setStatus(count + (count === 1 ? " store" : " stores") + " on this server.");
+    const nStores = Object.keys(state.stores).length;
+    const nFederations = Object.keys(state.federations).length;
+    const count = nStores + nFederations;
+    const plural = (n, one, many) => n + " " + (n === 1 ? one : many);
+    setStatus(
+      plural(nStores, "store", "stores") +
+        (nFederations ? " and " + plural(nFederations, "federation", "federations") : "") +
+        " on this server.",
+    );
     select.disabled = count === 0;
     if (count) await selectStore();
   }
