@@ -34,6 +34,8 @@ pytestmark = pytest.mark.integration
 
 UNMAPPED = "classified-note-q7"
 """A payload value of a field the team store does not map: it must never reach the page."""
+MARKUP = '<img src="/nowhere.png" onerror="window.pwned = 1">'
+"""In one record's content: the page must show it as text, never run or load it."""
 
 
 def _team_docs() -> list[tuple[int, dict[str, Any]]]:
@@ -42,7 +44,7 @@ def _team_docs() -> list[tuple[int, dict[str, Any]]]:
         (
             i + 1,
             {
-                "text": f"{team} note {i} about rotating deploy keys",
+                "text": f"{team} note {i} about rotating deploy keys" + (MARKUP if i == 5 else ""),
                 "key": f"{team}/{i}",
                 "created_at": f"2026-02-0{i + 1}T00:00:00Z",
                 "acl": [team],
@@ -236,6 +238,11 @@ def test_an_authenticated_store(browser: Any, auth_server: HttpServer) -> None:
     assert "team-a" not in text(browser, "records")
     assert "team-a" not in text(browser, "mcp-text")
     assert "team-b/" in browser.find_element("id", "mcp-json").get_attribute("textContent")
+    # Record content is text: the markup in team-b/5 is shown, not parsed, loaded or run.
+    [marked] = [r for r in found if r["key"] == "team-b/5"]
+    assert marked["content"].endswith(MARKUP)
+    assert browser.execute_script("return window.pwned") is None
+    assert browser.find_elements("css selector", "#records img") == []
     pairs = preview_pairs(browser)
     assert len(pairs) == 3
     assert all(doc["source"]["key"].startswith("team-b/") for doc, _ in pairs)
