@@ -33,6 +33,7 @@ from gateway.methods import METHOD_CAPABILITY, WRITE_METHODS, Capability
 from gateway.params import (
     DescribeParams,
     FetchParams,
+    PreviewParams,
     RecallParams,
     TimelineParams,
     parse_params,
@@ -112,20 +113,21 @@ class Dispatcher:
         """
         return await self._observed(method, params, caller, self._dispatch)
 
-    async def preview(self, limit: int, caller: Caller = LOCAL) -> Any:
+    async def preview(self, params: Any, caller: Caller = LOCAL) -> Any:
         """The try page's mapping preview (not an A2M method), charged, audited and timed as one.
 
         Raises:
             A2MError: as dispatch; CapabilityNotSupported for a federation.
         """
-        return await self._observed(PREVIEW, {"limit": limit}, caller, self._preview)
+        return await self._observed(PREVIEW, params, caller, self._preview)
 
     async def _preview(self, method: str, params: Any, caller: Caller) -> Any:
+        parsed = parse_params(PreviewParams, params)
         store = self.store
         if not isinstance(store, Previewable):
             raise CapabilityNotSupported("A federation has no mapping preview; pick a member")
         await store.ensure_started()
-        return {"documents": await store.preview(params["limit"], caller)}
+        return {"documents": await store.preview(parsed.limit, caller)}
 
     async def _observed(
         self,

@@ -25,10 +25,9 @@ from typing import Any
 
 import orjson
 from fastapi import FastAPI, Request, Response
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gateway.app import Gateway
-from gateway.errors import A2MError, InvalidParams
+from gateway.errors import A2MError, ParseError
 from gateway.jsonrpc import error_body
 from gateway.transports.admission import Admission, plain
 
@@ -51,13 +50,6 @@ PAGE_HEADERS = {
     "cross-origin-opener-policy": "same-origin",
     "cross-origin-resource-policy": "same-origin",
 }
-MAX_PREVIEW = 10
-
-
-class PreviewParams(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
-
-    limit: int = Field(default=3, ge=1, le=MAX_PREVIEW)
 
 
 def _read(name: str) -> bytes:
@@ -69,23 +61,14 @@ def try_page_response() -> Response:
     return Response(_read("try.html"), media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
 
 
-def _preview_params(body: bytes) -> PreviewParams:
-    """Raises InvalidParams naming the field, never pydantic's text."""
+def _json_body(body: bytes) -> Any:
+    """Raises ParseError: the body is not JSON (an empty body is no params)."""
+    if not body.strip():
+        return None
     try:
-        data = orjson.loads(body) if body.strip() else {}
+        return orjson.loads(body)
     except orjson.JSONDecodeError:
-        raise InvalidParams("Invalid params: the body must be a JSON object") from None
-    if not isinstance(data, dict):
-        raise InvalidParams("Invalid params: the body must be a JSON object")
-    try:
-        return PreviewParams.model_validate(data)
-    except ValidationError as exc:
-        names = {str(e["loc"][0]) if e["loc"] else "body" for e in exc.errors()}
-        raise InvalidParams(
-            f"Invalid params: {', '.join(sorted(names))}: limit must be an integer "
-            f"between 1 and {MAX_PREVIEW}, and nothing else may be given",
-            data={"fields": sorted(names)},
-        ) from None
+        raise ParseError() from None
 
 
 def add_try_page(app: FastAPI, gateway: Gateway, admission: Admission) -> None:
@@ -119,8 +102,8 @@ def add_try_page(app: FastAPI, gateway: Gateway, admission: Admission) -> None:
         if isinstance(body, Response):
             return body
         try:
-            params = _preview_params(body)
-            result: dict[str, Any] = await gateway.dispatcher(store).preview(params.limit, caller)
+            params = _json_body(body)
+            result: dict[str, Any] = await gateway.dispatcher(store).preview(params, caller)
         except A2MError as err:  # the dispatcher maps every failure to one
             return Response(error_body(None, err), media_type=JSON)
         result["mapping"] = gateway.stores[store].config.mapping.model_dump(mode="json")

@@ -184,19 +184,40 @@ async def test_the_preview_shows_each_visible_document_beside_its_record_and_is_
 
 
 @pytest.mark.parametrize(
-    "body",
-    [{"limit": 0}, {"limit": 11}, {"limit": "3"}, {"limit": 3, "query": "x"}, [1], "x"],
-    ids=["zero", "over-ten", "string", "unknown-field", "array", "string-body"],
+    ("body", "named"),
+    [
+        ({"limit": 0}, "'limit'"),
+        ({"limit": 11}, "'limit'"),
+        ({"limit": "3"}, "'limit'"),
+        ([1], "object"),
+        ("x", "object"),
+    ],
+    ids=["zero", "over-ten", "string", "array", "string-body"],
 )
-async def test_bad_preview_params_are_invalid_params(body: Any) -> None:
+async def test_bad_preview_params_are_invalid_params_and_audited(
+    body: Any, named: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    gateway, engine = _gateway(auth=False)
+    with caplog.at_level(logging.INFO, logger="a2m.audit"):
+        async with _client(gateway) as http:
+            reply = await _preview(http, "docs", body)
+    assert reply.status_code == 200
+    error = reply.json()["error"]
+    assert error["code"] == ErrorCode.INVALID_PARAMS
+    assert named in error["message"]
+    assert engine.calls == 0
+    [line] = [r for r in caplog.records if r.name == "a2m.audit"]
+    assert getattr(line, "method", None) == "gateway/preview"
+    assert getattr(line, "code", None) == ErrorCode.INVALID_PARAMS
+
+
+async def test_a_preview_body_that_is_not_json_is_a_parse_error() -> None:
     gateway, engine = _gateway(auth=False)
     async with _client(gateway) as http:
-        reply = await _preview(http, "docs", body)
-    assert reply.status_code == 200
-    assert reply.json()["error"]["code"] == ErrorCode.INVALID_PARAMS
-    assert (
-        "limit" in reply.json()["error"]["message"] or "object" in reply.json()["error"]["message"]
-    )
+        reply = await http.post(
+            "/try/preview/docs", content=b"{limit", headers={"content-type": "application/json"}
+        )
+    assert reply.json()["error"]["code"] == ErrorCode.PARSE_ERROR
     assert engine.calls == 0
 
 
