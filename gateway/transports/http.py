@@ -320,6 +320,8 @@ def create_app(
         # Open like /healthz: it names only this server's fixed URL scheme. Store names are
         # the operator's, but with auth on they are left to the (authenticated) discovery doc.
         page = index_page(None if auth.enabled else list(gateway.stores))
+        if server.try_page:
+            page["endpoints"]["GET /try"] = "the try page: query a store from a browser"
         if prefers_html(request.headers.get("accept", "")):
             if server.try_page:
                 return try_page_response()

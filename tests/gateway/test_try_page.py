@@ -118,6 +118,7 @@ async def test_a_browser_at_root_gets_the_page_and_a_script_the_json() -> None:
     assert "content-security-policy" in browser.headers
     assert script.headers["content-type"] == "application/json"
     assert script.json()["stores"] == {"docs": "/a2m/docs", "more": "/a2m/more"}
+    assert "GET /try" in script.json()["endpoints"]
 
 
 async def test_switched_off_there_is_no_page_and_no_preview_route() -> None:
@@ -130,6 +131,7 @@ async def test_switched_off_there_is_no_page_and_no_preview_route() -> None:
     assert [page.status_code, script.status_code, preview.status_code] == [404, 404, 404]
     assert root.headers["content-type"].startswith("text/html")
     assert "<code>POST /a2m/{store}</code>" in root.text  # the plain listing
+    assert "/try" not in root.text
     assert engine.calls == 0
 
 
