@@ -265,6 +265,7 @@ def test_a_store_the_caller_may_not_see(browser: Any, auth_server: HttpServer) -
     assert text(browser, "record-count") == "(0)"
     assert "No records" in text(browser, "records")
     assert "No matching records" in text(browser, "mcp-text")
+    assert text(browser, "prompt") == "(empty: no record to cite)"
     assert preview_pairs(browser) == []
     assert "No documents visible" in text(browser, "preview-table")
     page = str(browser.page_source)

@@ -350,9 +350,11 @@
       list.append(card);
     }
     const prompt = $("prompt");
-    prompt.textContent = result.prompt !== undefined && result.prompt !== null
-      ? result.prompt
-      : "(no prompt block: the store does not declare the prompt capability, or this mode has none)";
+    if (result.prompt === undefined || result.prompt === null) {
+      prompt.textContent = "(no prompt block: the store does not declare the prompt capability, or this mode has none)";
+    } else {
+      prompt.textContent = result.prompt || "(empty: no record to cite)";
+    }
   }
 
   function showMcp(name, mcp) {
