@@ -34,6 +34,9 @@ pytestmark = pytest.mark.integration
 
 UNMAPPED = "classified-note-q7"
 """A payload value of a field the team store does not map: it must never reach the page."""
+SLOW_MACHINE_MS = 120_000
+"""The servers' request deadline: what is tested is the page, not the deadline, and a loaded
+CI machine can take longer than the default 10 s to open a local-mode store or embed a query."""
 MARKUP = '<img src="/nowhere.png" onerror="window.pwned = 1">'
 """In one record's content: the page must show it as text, never run or load it."""
 
@@ -68,6 +71,7 @@ def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer
     doc = default_demo_config(root / "data").model_dump(mode="json", exclude_none=True)
     doc["stores"].update(write_qdrant_pair(root / "pair"))
     doc["federations"] = {"both": {"members": ["left", "right"]}}
+    doc.setdefault("server", {})["request_timeout_ms"] = SLOW_MACHINE_MS
     config = root / "open.yaml"
     config.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     server = start_http_server(root / "data", config)
@@ -81,6 +85,7 @@ def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer
     write_qdrant(root / "team", "team", _team_docs(), "text")
     doc = {
         "server": {
+            "request_timeout_ms": SLOW_MACHINE_MS,
             "auth": {
                 "api_keys": [
                     {
@@ -90,7 +95,7 @@ def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer
                     },
                     {"subject": "carol", "hash": hash_api_key(CAROL_KEY)},
                 ]
-            }
+            },
         },
         "stores": {
             "team": {
@@ -149,7 +154,7 @@ def test_a_query_on_the_demo(browser: Any, open_server: HttpServer) -> None:
     _fill(browser, "query", "how are scores normalised?")
     _fill(browser, "limit", "3")
     _run(browser)
-    assert not shown(browser, "error")
+    assert not shown(browser, "error"), text(browser, "error")
     found = records(browser)
     assert len(found) == 3
     assert text(browser, "record-count") == "(3)"
@@ -201,7 +206,7 @@ def test_a_federation(browser: Any, open_server: HttpServer) -> None:
     assert "both" in text(browser, "store-info") or "federated" in text(browser, "store-info")
     _fill(browser, "query", "harbour cranes")
     _run(browser)
-    assert not shown(browser, "error")
+    assert not shown(browser, "error"), text(browser, "error")
     keys = [r["key"] for r in records(browser)]
     assert {k.split("/")[0] for k in keys} == {"left", "right"}
     assert len(keys) == 6
@@ -226,7 +231,7 @@ def test_an_authenticated_store(browser: Any, auth_server: HttpServer) -> None:
     screenshot(browser, "auth-wrong-key")
 
     _connect(browser, BOB_KEY)
-    assert not shown(browser, "error")
+    assert not shown(browser, "error"), text(browser, "error")
     assert options(browser, "store") == ["team"]
     assert text(browser, "status") == "1 store on this server."
     assert "scoped" in text(browser, "store-info")
@@ -260,7 +265,7 @@ def test_a_store_the_caller_may_not_see(browser: Any, auth_server: HttpServer) -
     assert options(browser, "store") == ["team"]
     _fill(browser, "query", "deploy keys")
     _run(browser)
-    assert not shown(browser, "error")
+    assert not shown(browser, "error"), text(browser, "error")
     assert records(browser) == []
     assert text(browser, "record-count") == "(0)"
     assert "No records" in text(browser, "records")

@@ -19,8 +19,8 @@ from tests.conftest import missing
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
-WAIT_S = 60.0
-"""Longest wait for the page to settle (a first recall may load the embedder)."""
+WAIT_S = 180.0
+"""Longest wait for the page to settle (a first recall may load the embedder; CI may be loaded)."""
 
 
 def artifacts_dir() -> Path:
