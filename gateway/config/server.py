@@ -109,6 +109,11 @@ class ServerConfig(StrictModel):
     rate_limit: RateLimitConfig | None = None
     audit: AuditConfig = Field(default_factory=AuditConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    try_page: bool = Field(
+        default=True,
+        description="serve the try page at /try (and to browsers at /): a form over the same "
+        "endpoints, admitted as any other call; false: no page, no preview route",
+    )
 
     @model_validator(mode="after")
     def _one_body_fits(self) -> ServerConfig:
