@@ -189,9 +189,10 @@ class ScopePolicy:
             for source in rule.claims:
                 for v in claim_values(principal.claims, source.claim):
                     if source.strip_prefix:
-                        v = under_prefix(v, source.strip_prefix)
-                        if v is None:
+                        stripped = under_prefix(v, source.strip_prefix)
+                        if stripped is None:
                             continue
+                        v = stripped
                     values.append(f"{source.prefix}{v}" if source.prefix else v)
             values = list(dict.fromkeys(values))
             if not values or len(values) > MAX_CLAIM_VALUES:

@@ -700,7 +700,22 @@ def keycloak_ready(port: int) -> bool:
 def keycloak_poll(launch: Launch) -> bool:
     if launch.proc.poll() is not None:
         raise failure(launch, f"exited with {launch.proc.returncode} while starting")
-    return keycloak_ready(launch.port)
+    if not keycloak_ready(launch.port):
+        return False
+    launch.pid = server_pid(launch.proc.pid)
+    return True
+
+
+def server_pid(pid: int) -> int:
+    """The JVM kc.sh runs: its child, or kc.sh itself once it exec'd the JVM after a build.
+
+    `stop` signals that pid; a signal to a waiting kc.sh would leave the JVM running.
+    """
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return pid
+    return int(children[0]) if len(children) == 1 else pid
 
 
 def part_healthy(name: str, port: int) -> bool:
