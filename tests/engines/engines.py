@@ -597,7 +597,9 @@ def launch_elasticsearch(node: Node, port: int, fresh: bool) -> Launch:
 KEYCLOAK_REALM_FILE = Path(__file__).resolve().with_name("keycloak-realm.json")
 KEYCLOAK_REALMS = ("a2m", "a2m-other")
 KEYCLOAK_ADMIN = ("admin", "admin")  # dev-mode bootstrap admin (master realm), loopback only
-KEYCLOAK_HEAP = "-Xms256m -Xmx768m"  # the default is 70 % of the machine's memory
+KEYCLOAK_HEAP = "-Xms256m -Xmx768m"
+KEYCLOAK_READY_TIMEOUT = 900.0
+"""The first start builds the dev-mode server (Quarkus augmentation): minutes on a busy host."""
 
 
 def fetch_keycloak(version: str) -> Path:
@@ -633,6 +635,10 @@ def keycloak_home(kc_home: Path, base: Path) -> Path:
 
     target = base / "home"
     shutil.copytree(kc_home, target, ignore=shutil.ignore_patterns("data"), dirs_exist_ok=True)
+    built = kc_home.parent / "dev-build"
+    if built.is_dir():  # the dev-mode build of an earlier start: start-dev then skips its own
+        shutil.rmtree(target / "lib" / "quarkus")
+        shutil.copytree(built, target / "lib" / "quarkus")
     shutil.rmtree(target / "lib" / "lib", ignore_errors=True)
     shutil.copytree(kc_home / "lib" / "lib", target / "lib" / "lib", copy_function=link)
     imports = target / "data" / "import"
@@ -703,6 +709,11 @@ def keycloak_poll(launch: Launch) -> bool:
     if not keycloak_ready(launch.port):
         return False
     launch.pid = server_pid(launch.proc.pid)
+    built = fetch_keycloak(NODES[launch.name].version).parent / "dev-build"
+    if not built.is_dir():  # keep the dev-mode build for the next start
+        tmp = fresh_dir(built.with_suffix(".tmp"))
+        shutil.copytree(run_dir(launch.name) / "home" / "lib" / "quarkus", tmp, dirs_exist_ok=True)
+        tmp.rename(built)
     return True
 
 
@@ -795,8 +806,9 @@ def wait_ready(
         for launch in list(pending):
             try:
                 ready = poll(launch)
-                if not ready and time.monotonic() - launch.t0 > timeout:
-                    raise failure(launch, f"not yellow after {timeout:.0f} s")
+                limit = KEYCLOAK_READY_TIMEOUT if NODES[launch.name].kind == KEYCLOAK else timeout
+                if not ready and time.monotonic() - launch.t0 > limit:
+                    raise failure(launch, f"not ready after {limit:.0f} s")
             except EngineError as exc:
                 errors.append(str(exc))
                 pending.remove(launch)

@@ -1,13 +1,15 @@
 """An MCP client logging in against Keycloak, as Claude Code or VS Code would.
 
-A real ``a2m-gateway serve`` verifies tokens of the ``a2m`` realm (tests/support/keycloak.py)
-and serves the colliding-ids alias on a real Elasticsearch index, scoped by the Keycloak
-group under ``/tenants/``. The official MCP SDK's OAuth client (``OAuthClientProvider``)
-gets the 401, follows its ``resource_metadata`` to the RFC 9728 document, from there to
-Keycloak's metadata, and runs the authorization code flow with PKCE for the public
-client ``a2m-mcp``, with the RFC 8707 ``resource``; the browser step posts Keycloak's
-login form. Keycloak 26.4 does not act on ``resource``: the realm's audience mapper puts
-the MCP URL in ``aud``, and the gateway's audience check requires it.
+A real ``a2m-gateway serve`` verifies tokens of the ``a2m`` realm
+(tests/support/keycloak.py) and serves a Qdrant collection whose points of two
+tenants share an id and a key, scoped by the Keycloak group under ``/tenants/``.
+The official MCP SDK's OAuth client (``OAuthClientProvider``) gets the 401,
+follows its ``resource_metadata`` to the RFC 9728 document, from there to
+Keycloak's metadata, and runs the authorization code flow with PKCE for the
+public client ``a2m-mcp``, naming the RFC 8707 ``resource``; the browser step
+posts Keycloak's login form. Keycloak 26.4 does not act on ``resource``: an
+audience mapper puts the MCP URL in ``aud``, and the gateway's audience check
+requires it.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from mcp.shared.auth import (
 
 from tests.conformance.conftest import CALL_TIMEOUT_S, HttpServer, free_port, start_http_server
 from tests.mcp.support import structured, tools_by_name
-from tests.security.acl_corpus import ALIAS, SECRET, collision_store, load_collisions
+from tests.security.acl_corpus import SECRET, load_qdrant_collisions, qdrant_collision_store
 from tests.support.keycloak import (
     AUDIENCE,
     MCP_CLIENT,
@@ -45,7 +47,7 @@ from tests.support.keycloak import (
     remove_mapper,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.elasticsearch]
+pytestmark = pytest.mark.integration
 
 TENANT_SCOPE = {
     "filters": [{"field": "tenant", "claims": [{"claim": "groups", "strip_prefix": "/tenants/"}]}]
@@ -62,12 +64,11 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served(
-    tmp_path_factory: pytest.TempPathFactory, keycloak_url: str, elasticsearch_url: str
-) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory, keycloak_url: str) -> Iterator[Served]:
     keycloak = Keycloak(keycloak_url)
-    load_collisions("elasticsearch", elasticsearch_url)
-    store = {**collision_store("elasticsearch", elasticsearch_url, ALIAS), "scope": TENANT_SCOPE}
+    qdrant = tmp_path_factory.mktemp("mcp-keycloak-qdrant")
+    load_qdrant_collisions(qdrant)
+    store = {**qdrant_collision_store(qdrant), "scope": TENANT_SCOPE}
     port = free_port()
     resource = f"http://127.0.0.1:{port}/mcp"
     jwt_cfg = keycloak.jwt_config(audience=[AUDIENCE, resource])

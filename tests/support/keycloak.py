@@ -117,9 +117,13 @@ async def login(authorization_url: str, username: str) -> dict[str, str]:
         if found is None:
             raise LoginError(f"no login form at {authorization_url}: {page.text[:300]}")
         action = urljoin(str(page.url), html.unescape(found.group(1)))
+        # Keycloak's session cookies are `Secure`; browsers send them to http://127.0.0.1 (a
+        # secure context), httpx does not: they are sent by hand.
+        cookies = "; ".join(f"{name}={value}" for name, value in browser.cookies.items())
         r = await browser.post(
             action,
             data={"username": username, "password": PASSWORDS[username], "credentialId": ""},
+            headers={"cookie": cookies},
         )
     if r.status_code != 302:
         raise LoginError(f"login of {username}: HTTP {r.status_code} {r.text[:300]}")
