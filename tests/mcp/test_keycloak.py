@@ -200,6 +200,7 @@ async def test_the_sdk_logs_in_with_pkce_and_each_user_sees_their_tenant(
             )
             auth_url = session.browser.opened[0]
             requests = session.requests
+            refresh = session.storage.tokens.refresh_token
     # alice (/tenants/A) sees A's copies; bob (/tenants/B and /A) sees B's and never A's.
     assert "tenant A" in seen["alice"]
     assert SECRET not in seen["alice"]
@@ -217,6 +218,14 @@ async def test_the_sdk_logs_in_with_pkce_and_each_user_sees_their_tenant(
     assert claims["iss"] == issuer
     assert claims["azp"] == MCP_CLIENT
     assert served.resource in claims["aud"]
+    # Keycloak's refresh token is a JWT too (HS512, realm secret): never a credential here.
+    assert refresh is not None
+    assert jwt.get_unverified_header(refresh)["alg"].startswith("HS")
+    async with httpx.AsyncClient(timeout=CALL_TIMEOUT_S) as http:
+        r = await http.post(
+            served.resource, json={}, headers={"authorization": f"Bearer {refresh}"}
+        )
+    assert r.status_code == 401
 
 
 async def test_a_keycloak_token_without_the_mcp_audience_is_refused_on_mcp(

@@ -652,3 +652,20 @@ async def test_api_keys_file_is_reread_off_the_event_loop(
     assert (await auth.authenticate(f"Bearer {CAROL_KEY}")) is not None
     assert threads
     assert threading.get_ident() not in threads
+
+
+async def test_protected_resource_metadata_names_the_scopes_to_request(issuer: Issuer) -> None:
+    # Without scopes_supported an MCP SDK asks for every scope the IdP lists (Keycloak refuses).
+    mcp = {"resource": "https://memory.test.example/mcp", "scopes_supported": ["openid"]}
+    for extra, expected in (({}, None), (mcp, ["openid"])):
+        gateway = build_gateway(
+            {"auth": auth_section(issuer), "mcp": extra},
+            {"docs": memory_store_config()},
+            {"docs": MemoryConnector([])},
+        )
+        async with asgi_client(gateway) as c:
+            r = await c.get("/.well-known/oauth-protected-resource/mcp")
+        await gateway.close()
+        assert r.status_code == 200, r.text
+        assert r.json().get("scopes_supported") == expected
+        assert r.json()["authorization_servers"] == [ISSUER]
