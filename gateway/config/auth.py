@@ -63,6 +63,10 @@ class JwtConfig(StrictModel):
     algorithms: list[JwtAlgorithm] = Field(min_length=1)
     jwks_url: str | None = Field(default=None, description="https URL of the issuer's JWKS")
     jwks_file: str | None = Field(default=None, description="a JWKS JSON file (mounted)")
+    jwks_ca_file: str | None = Field(
+        default=None,
+        description="PEM CA bundle for the JWKS URL's certificate (default: the system's)",
+    )
     secret: SecretStr | None = Field(default=None, description="HS* shared secret, >= 32 bytes")
     leeway_s: float = Field(default=30, ge=0, le=300, description="clock skew for exp/nbf/iat")
     jwks_cache_s: float = Field(default=300, gt=0)
@@ -104,6 +108,8 @@ class JwtConfig(StrictModel):
                     url.scheme == "http" and is_loopback(url.hostname or "")
                 ):
                     raise ValueError("jwt.jwks_url must be https (http only on loopback)")
+            if self.jwks_ca_file is not None and self.jwks_url is None:
+                raise ValueError("jwt.jwks_ca_file applies to jwks_url only")
         return self
 
 

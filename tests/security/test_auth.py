@@ -498,7 +498,7 @@ async def test_auth_off_admits_everyone_as_anonymous() -> None:
     assert await auth.authenticate("Bearer whatever") is None
 
 
-# -- issue 9 item 1: JWKS fetches are single-flight and failures are cooled down ------------------
+# -- JWKS fetches are single-flight and failures are cooled down ------------------
 
 
 def _verifier(url: str, **overrides: Any) -> JwtVerifier:
