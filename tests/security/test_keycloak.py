@@ -165,9 +165,11 @@ async def test_a_token_without_the_gateway_audience_is_refused(
 
 
 async def test_an_expired_token_is_refused(keycloak: Keycloak, door: Door) -> None:
+    # The JWKS is fetched first, so the short-lived token is checked at once.
+    assert contents(await door.post(await keycloak.client_credentials("a2m-service")))
     token = await keycloak.client_credentials("a2m-short")
     exp = claims_of(token)["exp"]
-    assert exp - claims_of(token)["iat"] <= 2  # the client's token lifespan
+    assert exp - claims_of(token)["iat"] <= 10  # the client's token lifespan
     assert contents(await door.post(token))  # valid until it expires
     await asyncio.sleep(max(0.0, exp + 1 - time.time()))
     assert_401(await door.post(token))
@@ -199,13 +201,14 @@ async def test_rotating_the_realm_signing_key_while_the_gateway_runs(keycloak: K
         kid_old, kid_new = (jwt.get_unverified_header(t)["kid"] for t in (old, new))
         assert kid_new != kid_old
         # An unknown kid refetches the JWKS, at most once per cooldown.
-        assert await wait_for_status(d, new, 200, within_s=cooldown_s + 2) <= cooldown_s + 1
+        # (The slack is the fetch itself, on a busy host.)
+        assert await wait_for_status(d, new, 200, within_s=cooldown_s + 10) <= cooldown_s + 5
         assert contents(await d.post(old))  # both keys are published: both verify
         for provider in before:
             await remove_component(admin, OTHER_REALM, provider["id"])
         # The cached set still holds the old key until it expires; then the old token fails.
-        waited = await wait_for_status(d, old, 401, within_s=cache_s + cooldown_s + 3)
-        assert waited <= cache_s + cooldown_s + 1
+        waited = await wait_for_status(d, old, 401, within_s=cache_s + cooldown_s + 10)
+        assert waited <= cache_s + cooldown_s + 5
         assert contents(await d.post(new))
     finally:
         await admin.aclose()

@@ -7,7 +7,7 @@ realm ``a2m`` and, the same clients and users under another issuer, ``a2m-other`
 - ``a2m-service`` (group ``/tenants/A``) and ``a2m-service-b`` (``/tenants/B`` and a
   top-level ``/A``): confidential clients for the client-credentials grant, their
   tokens naming the audience ``a2m-gateway``;
-- ``a2m-short``: the same, but its tokens live two seconds; ``a2m-elsewhere``: tokens
+- ``a2m-short``: the same, but its tokens live ten seconds; ``a2m-elsewhere``: tokens
   without the gateway's audience;
 - ``a2m-mcp``: the public client MCP clients log in with (authorization code + PKCE
   S256, any loopback redirect URI); users ``alice`` (``/tenants/A``) and ``bob``
