@@ -669,3 +669,22 @@ async def test_protected_resource_metadata_names_the_scopes_to_request(issuer: I
         assert r.status_code == 200, r.text
         assert r.json().get("scopes_supported") == expected
         assert r.json()["authorization_servers"] == [ISSUER]
+
+
+async def test_authorized_parties_admit_only_the_listed_clients(
+    issuer: Issuer, engine: MemoryConnector
+) -> None:
+    gateway = build_gateway(
+        {"auth": auth_section(issuer, authorized_parties=["svc-a"])},
+        {"docs": memory_store_config(scope=SCOPE)},
+        {"docs": engine},
+    )
+    async with asgi_client(gateway) as c:
+        ok = await post(c, bearer(issuer.token(groups=["team-a"], azp="svc-a")))
+        assert ok.status_code == 200, ok.text
+        # RFC 9068 access tokens name the client in client_id.
+        rfc9068 = await post(c, bearer(issuer.token(groups=["team-a"], client_id="svc-a")))
+        assert rfc9068.status_code == 200, rfc9068.text
+        for claims in ({"azp": "svc-b"}, {}, {"azp": ["svc-a"]}, {"client_id": 7}):
+            assert_refused(await post(c, bearer(issuer.token(groups=["team-a"], **claims))))
+    await gateway.close()

@@ -164,6 +164,20 @@ async def test_a_token_without_the_gateway_audience_is_refused(
     assert door.engine.calls == 0
 
 
+async def test_authorized_parties_keep_other_clients_of_the_realm_out(
+    keycloak: Keycloak,
+) -> None:
+    # Both services' tokens name the gateway's audience; only one client is let in.
+    d = Door(keycloak, authorized_parties=["a2m-service"])
+    try:
+        assert contents(await d.post(await keycloak.client_credentials("a2m-service")))
+        other = await keycloak.client_credentials("a2m-service-b")
+        assert "a2m-gateway" in claims_of(other)["aud"]
+        assert_401(await d.post(other))
+    finally:
+        await d.close()
+
+
 async def test_an_expired_token_is_refused(keycloak: Keycloak, door: Door) -> None:
     # The JWKS is fetched first, so the short-lived token is checked at once.
     assert contents(await door.post(await keycloak.client_credentials("a2m-service")))
