@@ -442,7 +442,7 @@ async def test_jwks_file_rotation_is_picked_up(tmp_path: Path, issuer: Issuer) -
 
 
 async def test_jwks_file_is_reread_off_the_event_loop(tmp_path: Path, issuer: Issuer) -> None:
-    """Issue 13: a slow mount must not stall the loop while a rotated file is read."""
+    """A slow mount must not stall the loop while a rotated file is read."""
 
     path = tmp_path / "jwks.json"
     keys = issuer.jwks()["keys"]
@@ -593,7 +593,7 @@ def _key_file_authenticator(path: Path) -> Authenticator:
 
 
 async def test_api_keys_file_follows_the_jwks_file_rule(tmp_path: Path) -> None:
-    """Issue 13: api_keys_file, like jwks_file, is re-read when a key matches nothing and
+    """`api_keys_file`, like `jwks_file`, is re-read when a key matches nothing and
     the file changed: an added key works without a restart, a removed one stops then."""
     path = tmp_path / "keys.yaml"
     _key_file(path, ("bob", BOB_KEY), mtime=10)

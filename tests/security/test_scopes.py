@@ -166,7 +166,7 @@ async def test_authenticated_store_without_scope_rules_declares_no_scopes(issuer
 
 
 async def test_owner_field_without_filters_narrows_to_the_principal(issuer: Issuer) -> None:
-    # Issue 9 item 4: with mapping.owner but no scope.filters, owner "bob" from alice
+    # With mapping.owner but no scope.filters, owner "bob" from alice
     # answered every record. It is now checked against the principal on every transport.
     h = await http_app({"auth": auth_section(issuer)})
     h.headers = bearer(issuer.token("alice"))
@@ -197,7 +197,7 @@ async def test_owner_field_without_filters_narrows_to_the_principal(issuer: Issu
 
 
 async def test_an_empty_string_claim_sees_nothing(issuer: Issuer) -> None:
-    # Issue 9 item 5: a claim value "" matched documents whose ACL field is "".
+    # A claim value "" must not match documents whose ACL field is "".
     h = await http_app({"auth": auth_section(issuer)}, scope=ACL)
     h.engine.docs.append(("blank", {"body": "deploy keys", "k": "doc/blank", "acl": [""]}))
     for groups in ([""], "", ["", "team-z"]):
