@@ -242,6 +242,23 @@ class JwtVerifier:
         source = "secret" if c.secret else ("JWKS URL" if c.jwks_url else "JWKS file")
         return f"JWT from {c.issuer} ({', '.join(c.algorithms)}, {source})"
 
+    def _check_party(self, claims: dict[str, Any]) -> None:
+        """With ``authorized_parties``, the client the token was issued to must be listed.
+
+        An audience alone does not say which client asked: Keycloak adds it to other
+        clients' tokens too (an audience mapper on them, or, by its default `roles`
+        scope, to any client whose users hold roles of a client named like the audience).
+
+        Raises:
+            AuthenticationError: `azp` (or RFC 9068 `client_id`) is missing or not listed.
+        """
+        parties = self._cfg.authorized_parties
+        if not parties:
+            return
+        party = claims.get("azp", claims.get("client_id"))
+        if not isinstance(party, str) or party not in parties:
+            raise AuthenticationError("JWT issued to a client not in authorized_parties")
+
     async def verify(self, token: str) -> Principal:
         """The principal a valid token stands for.
 
@@ -289,6 +306,7 @@ class JwtVerifier:
             # PyJWT takes int() of these: "9999999999" or 1e30 would pass as times.
             if name in claims and (not isinstance(value, int) or isinstance(value, bool)):
                 raise AuthenticationError(f"JWT {name} is not an integer")
+        self._check_party(claims)
         subject = claims.get(self._cfg.subject_claim)
         if not isinstance(subject, str) or not subject:
             raise AuthenticationError(f"JWT has no string {self._cfg.subject_claim!r} claim")

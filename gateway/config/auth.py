@@ -75,6 +75,10 @@ class JwtConfig(StrictModel):
     )
     jwks_timeout_ms: int = Field(default=5000, gt=0)
     subject_claim: str = Field(default="sub", min_length=1)
+    authorized_parties: list[str] = Field(
+        default_factory=list,
+        description="when set, `azp` (or RFC 9068 `client_id`) must be one of these clients",
+    )
     max_token_bytes: int = Field(default=16_384, gt=0)
 
     @field_validator("audience", mode="before")

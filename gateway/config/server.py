@@ -74,6 +74,11 @@ class McpConfig(StrictModel):
     audience_check: bool = Field(
         default=False, description="RFC 8707: a JWT on /mcp must name `resource` in `aud`"
     )
+    scopes_supported: list[str] = Field(
+        default_factory=list,
+        description="RFC 9728 `scopes_supported`: the scopes an MCP client asks for (else the "
+        "SDKs ask for every scope the authorization server lists, which Keycloak refuses)",
+    )
 
     @model_validator(mode="after")
     def _audience_needs_resource(self) -> McpConfig:

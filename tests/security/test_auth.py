@@ -652,3 +652,39 @@ async def test_api_keys_file_is_reread_off_the_event_loop(
     assert (await auth.authenticate(f"Bearer {CAROL_KEY}")) is not None
     assert threads
     assert threading.get_ident() not in threads
+
+
+async def test_protected_resource_metadata_names_the_scopes_to_request(issuer: Issuer) -> None:
+    # Without scopes_supported an MCP SDK asks for every scope the IdP lists (Keycloak refuses).
+    mcp = {"resource": "https://memory.test.example/mcp", "scopes_supported": ["openid"]}
+    for extra, expected in (({}, None), (mcp, ["openid"])):
+        gateway = build_gateway(
+            {"auth": auth_section(issuer), "mcp": extra},
+            {"docs": memory_store_config()},
+            {"docs": MemoryConnector([])},
+        )
+        async with asgi_client(gateway) as c:
+            r = await c.get("/.well-known/oauth-protected-resource/mcp")
+        await gateway.close()
+        assert r.status_code == 200, r.text
+        assert r.json().get("scopes_supported") == expected
+        assert r.json()["authorization_servers"] == [ISSUER]
+
+
+async def test_authorized_parties_admit_only_the_listed_clients(
+    issuer: Issuer, engine: MemoryConnector
+) -> None:
+    gateway = build_gateway(
+        {"auth": auth_section(issuer, authorized_parties=["svc-a"])},
+        {"docs": memory_store_config(scope=SCOPE)},
+        {"docs": engine},
+    )
+    async with asgi_client(gateway) as c:
+        ok = await post(c, bearer(issuer.token(groups=["team-a"], azp="svc-a")))
+        assert ok.status_code == 200, ok.text
+        # RFC 9068 access tokens name the client in client_id.
+        rfc9068 = await post(c, bearer(issuer.token(groups=["team-a"], client_id="svc-a")))
+        assert rfc9068.status_code == 200, rfc9068.text
+        for claims in ({"azp": "svc-b"}, {}, {"azp": ["svc-a"]}, {"client_id": 7}):
+            assert_refused(await post(c, bearer(issuer.token(groups=["team-a"], **claims))))
+    await gateway.close()

@@ -262,6 +262,20 @@ async def test_claims_with_prefixes_and_two_rules(issuer: Issuer) -> None:
     await h.client.aclose()
 
 
+def test_strip_prefix_reads_group_paths_under_one_parent_only() -> None:
+    # Keycloak's groups claim holds full paths; /A and /other/A are other groups than /tenants/A.
+    scope = {"filters": [{"field": "acl", "claims": [{"claim": "groups", "strip_prefix": "/t/"}]}]}
+    cfg = parse_config({"stores": {"docs": memory_store_config(scope=scope)}})
+    policy = ScopePolicy(cfg.stores["docs"])
+    groups = ["/t/A", "/A", "/other/t/B", "/t/", "/t/B/sub", 7, "/t/A"]
+    principal = Principal("p", {"groups": groups}, "jwt")
+    (cond,) = policy.conditions(Caller(network=True, principal=principal), None)
+    assert cond == Condition(field="acl", values=("A", "B/sub"))
+    outside = Principal("p", {"groups": ["/A", "/other/A"]}, "jwt")
+    with pytest.raises(NothingVisible):
+        policy.conditions(Caller(network=True, principal=outside), None)
+
+
 def test_claim_values_reads_literal_names_and_dotted_paths() -> None:
     claims = {
         "https://example.com/groups": ["a", "b", "a"],
