@@ -303,7 +303,7 @@ def create_app(
     async def index(request: Request) -> Response:
         # Open like /healthz: it names only this server's fixed URL scheme. Store names are
         # the operator's, but with auth on they are left to the (authenticated) discovery doc.
-        page = index_page(None if auth.enabled else list(gateway.stores))
+        page = index_page(None if auth.enabled else list(gateway.stores), mcp=mcp is not None)
         if prefers_html(request.headers.get("accept", "")):
             return Response(as_html(page), media_type="text/html; charset=utf-8")
         return Response(orjson.dumps(page), media_type=JSON)
