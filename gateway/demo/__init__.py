@@ -2,7 +2,8 @@
 
 ``gateway/demo/corpus/*.md`` are short documents about A2M and this gateway.
 Each ``##`` section becomes one chunk (one point) with ``content`` (the
-section's heading and text), ``title``, ``uri`` (a relative reference to the
+section's text), ``title`` (the document's and the section's heading, which
+also leads the indexed text), ``uri`` (a relative reference to the
 section, ``gateway/demo/corpus/recall.md#limits``), ``media_type``
 (``text/markdown``), ``key`` (``demo/<file>/<section>``), ``group`` (the
 file's stem) and ``created_at`` (deterministic, distinct per chunk). Chunks
@@ -114,7 +115,9 @@ def chunks() -> list[Chunk]:
                     group=stem,
                     title=f"{doc_title}: {heading}",
                     uri=f"{CORPUS_URI_BASE}/{stem}.md#{slug}",
-                    content=f"{heading}\n\n" + "\n".join(body).strip(),
+                    # The heading is the title's; in content too it would be read twice
+                    # wherever a title and its content are shown together (prompt, MCP).
+                    content="\n".join(body).strip(),
                     created_at=(EPOCH + timedelta(minutes=len(out))).strftime(
                         "%Y-%m-%dT%H:%M:%S.000Z"
                     ),
@@ -316,7 +319,11 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
 
     if hybrid is None:
         hybrid = missing_message("auto") is None
-    about = "Documentation of A2M and this gateway, packaged as a demo (Qdrant local mode)"
+    where = "in memory" if data_dir is None else "on disk"
+    about = (
+        "Documentation of A2M and this gateway, packaged as a demo "
+        f"(Qdrant local mode, {where})"
+    )
     if hybrid:
         about += "; hybrid search: lexical and all-MiniLM-L6-v2, computed on this machine"
         search = QdrantSearchConfig(

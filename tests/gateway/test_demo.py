@@ -51,6 +51,28 @@ def test_chunking_is_deterministic() -> None:
     assert chunks() == chunks()
 
 
+def test_the_demo_says_where_it_is_indexed_as_it_really_is() -> None:
+    """In memory: the corpus's own account, describe's description and the README agree."""
+    store = default_demo_config().stores[DEMO_STORE]
+    assert isinstance(store.connection, QdrantConnection)
+    assert store.connection.location == ":memory:"
+    about = next(c for c in chunks() if c.key == "demo/overview/this-demo").content
+    assert "local mode in memory" in about
+    assert "on disk" not in about.replace("no index to disk", "")
+    assert store.description is not None and "in memory" in store.description
+    readme = (REPO / "README.md").read_text()
+    assert "local mode **in memory**" in readme
+
+
+def test_a_chunk_does_not_repeat_its_heading_in_content() -> None:
+    """The heading is the title's: a prompt line or an MCP snippet shows it once."""
+    for c in chunks():
+        heading = c.title.split(": ", 1)[1]
+        assert not c.content.startswith(heading + "\n"), c.key
+    on_disk = default_demo_config(Path("/nonexistent")).stores[DEMO_STORE].description
+    assert on_disk is not None and "on disk" in on_disk
+
+
 # -- config ----------------------------------------------------------------------------------
 
 
