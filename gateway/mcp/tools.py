@@ -88,6 +88,10 @@ class ToolError(Exception):
     """A tool call that cannot be served; its message goes to the model as an isError result."""
 
 
+class InvalidArguments(ToolError):
+    """Arguments outside the tool's input schema (INVALID_PARAMS on the call's span)."""
+
+
 class McpTools:
     """Tool listing and tool calls over a gateway's stores."""
 
@@ -188,7 +192,9 @@ class McpTools:
             span.failed(int(ErrorCode.INVALID_PARAMS))
             return _error(_describe_invalid(exc))
         except ToolError as exc:
-            span.failed(None)
+            span.failed(
+                int(ErrorCode.INVALID_PARAMS) if isinstance(exc, InvalidArguments) else None
+            )
             return _error(str(exc))
         except Exception as exc:  # the tool boundary: logged with its traceback, never sent
             err = to_a2m_error(exc)
@@ -304,11 +310,11 @@ def _check_limit(args: Any, source: Source) -> None:
     """The input schema's bounds on `limit`: at least 1, at most the store's maximum.
 
     Raises:
-        ToolError: outside them (A2M's `limit: 0`, "all", is not offered to a model).
+        InvalidArguments: outside them (A2M's `limit: 0`, "all", is not offered to a model).
     """
     limit = getattr(args, "limit", None)
     if limit is not None and not 1 <= limit <= source.max_limit:
-        raise ToolError(
+        raise InvalidArguments(
             f"Invalid arguments: 'limit' must be between 1 and {source.max_limit} "
             "(the store's max_recall_limit). See the tool's input schema."
         )
