@@ -25,6 +25,7 @@ import hashlib
 import logging
 import os
 import re
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import resources
@@ -281,7 +282,17 @@ async def _embed(store: QdrantStoreConfig, texts: list[str], sha: str) -> Any:
                 return cached
         except (OSError, ValueError):
             pass
+        # Tens of seconds on a small machine, once per corpus version: say so before it starts.
+        log.info(
+            "demo store: embedding %d chunks with all-MiniLM-L6-v2 (%s weights) on this "
+            "machine, once: the vectors are cached in %s for later starts",
+            len(texts),
+            weights,
+            cache,
+        )
+        started = time.monotonic()
         vectors = load_encoder(weights, 1).encode(texts)
+        log.info("demo store: embedded %d chunks in %.1f s", len(texts), time.monotonic() - started)
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)
             tmp = cache.with_suffix(f".{os.getpid()}.tmp")

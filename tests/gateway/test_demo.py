@@ -277,3 +277,39 @@ async def test_with_the_extra_the_demo_is_hybrid(tmp_path: Path) -> None:
     # The extra removed: the same directory is rebuilt lexical, not served half-hybrid.
     lexical = default_demo_config(tmp_path, hybrid=False).stores[DEMO_STORE]
     assert await ensure_demo_index(lexical) == len(chunks())
+
+
+async def test_the_first_hybrid_start_says_what_it_embeds_and_where_it_caches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A progress line before the slow work (how many, where cached); none once cached.
+
+    The encoder is a stand-in: what is tested is the message around it, not the model.
+    """
+    import logging
+
+    import numpy as np
+
+    from gateway.demo import _embed
+    from gateway.embedders import minilm
+
+    class Encoder:
+        def encode(self, texts: list[str]) -> object:
+            return np.zeros((len(texts), 384), dtype=np.float32)
+
+    monkeypatch.setattr(minilm, "load_encoder", lambda weights, threads: Encoder())
+    monkeypatch.setenv("A2M_CACHE_DIR", str(tmp_path / "cache"))
+    store = default_demo_config(tmp_path, hybrid=True).stores[DEMO_STORE]
+    assert isinstance(store, QdrantStoreConfig)
+    texts = [c.content for c in chunks()]
+    with caplog.at_level(logging.INFO, logger="gateway.demo"):
+        await _embed(store, texts, "sha")
+    lines = [r.getMessage() for r in caplog.records if r.name == "gateway.demo"]
+    assert lines[0].startswith(f"demo store: embedding {len(texts)} chunks with all-MiniLM")
+    assert str(tmp_path / "cache") in lines[0]
+    assert lines[1].startswith(f"demo store: embedded {len(texts)} chunks in ")
+    assert list((tmp_path / "cache").iterdir())  # the cache it named is where they went
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="gateway.demo"):
+        await _embed(store, texts, "sha")
+    assert not [r for r in caplog.records if "embedding" in r.getMessage()]
