@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from gateway import PROTOCOL
@@ -213,6 +214,7 @@ def create_app(
         # A redirect would send a POST (and its credential) to whatever Host said.
         redirect_slashes=False,
     )
+    app.add_exception_handler(StarletteHTTPException, _transport_refusal)
     app.host_guard = HostGuard(server.allowed_hosts, bind_host or server.host)
     app.metrics = metrics
     app.state.body_budget = admission.budget
@@ -334,6 +336,13 @@ def create_app(
 
     app.rpc_handler = rpc
     return app
+
+
+async def _transport_refusal(request: Request, exc: Exception) -> Response:
+    """The router's own refusals (a GET on /a2m: 405, an unknown path: 404) in the one
+    transport shape of the A2M door, ``{"error": message}``, as admission answers."""
+    assert isinstance(exc, StarletteHTTPException)
+    return _plain(exc.status_code, str(exc.detail).lower(), dict(exc.headers or {}))
 
 
 def _mcp_app(gateway: Gateway, server: ServerConfig, admission: Admission) -> Any:
