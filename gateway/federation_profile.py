@@ -100,7 +100,7 @@ class FederationProfile:
         if limit == 0:
             return top  # DECISIONS.md §2: as many as the store allows
         if limit > top:
-            raise InvalidParams(f"limit must be between 0 and max_recall_limit ({top})")
+            raise InvalidParams(f"'limit' must be between 0 and {top} (max_recall_limit)")
         return limit
 
     def gate(self, params: RecallParams | TimelineParams) -> PromptOptions | None:

@@ -142,6 +142,23 @@ class ClientTracebacks(logging.Filter):
         return True
 
 
+QUIET_LOGGERS = ("mcp.server.streamable_http",)
+"""Libraries whose INFO lines are per request and say nothing: the MCP SDK logs
+``Terminating session: None`` after every stateless POST. Their warnings still show."""
+
+
+class PlainNames(logging.Filter):
+    """uvicorn's general logger is named ``uvicorn.error``; its start-up lines are no errors.
+
+    Records of that logger read ``uvicorn`` (their level says whether one is an error).
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "uvicorn.error":
+            record.name = "uvicorn"
+        return True
+
+
 def configure(fmt: str = "text", level: str = "info") -> None:
     """Send every log line to stderr (stdout belongs to the stdio transport)."""
     # The logging HOWTO's "Optimization": no formatter here prints the caller's file and line,
@@ -154,9 +171,14 @@ def configure(fmt: str = "text", level: str = "info") -> None:
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     if level.lower() != "debug":
         handler.addFilter(ClientTracebacks())
+    handler.addFilter(PlainNames())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     # Client libraries log request URLs (hosts) at INFO; keep them quiet unless debugging.
     for noisy in CLIENT_LOGGERS:
         logging.getLogger(noisy).setLevel(logging.WARNING if level != "debug" else logging.DEBUG)
+    for quiet in QUIET_LOGGERS:
+        logging.getLogger(quiet).setLevel(
+            logging.WARNING if level.lower() != "debug" else logging.DEBUG
+        )

@@ -58,7 +58,7 @@ class QueryPlanner:
             # DECISIONS.md §2: 0 is "as many as the store allows".
             return lim
         if limit < 0 or limit > lim:
-            raise InvalidParams(f"limit must be between 0 and max_recall_limit ({lim})")
+            raise InvalidParams(f"'limit' must be between 0 and {lim} (max_recall_limit)")
         return limit
 
     def query_text(self, query: str | None) -> str:

@@ -64,9 +64,12 @@ def configure_from_env() -> bool:
     try:
         from gateway.tracing import tracing_from_env
     except ImportError:
+        from gateway.install import extra_command
+
         log.warning(
-            "OTEL_TRACES_EXPORTER is set but the otel extra is not installed "
-            "(pip install 'a2m-gateway[otel]'): tracing stays off"
+            "OTEL_TRACES_EXPORTER is set but the otel extra is not installed (%s): "
+            "tracing stays off",
+            extra_command("otel"),
         )
         return False
     try:

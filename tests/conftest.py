@@ -17,8 +17,10 @@ import pytest
 
 from tests.support.http_peer import HttpPeer, PeerHandler, StartPeer
 
+SCIFACT_DEFAULT = "../shared/data/scifact"
+"""Where the collection is looked for unless A2M_SCIFACT_DIR says: beside the checkout."""
 SCIFACT_DIR = Path(
-    os.environ.get("A2M_SCIFACT_DIR", Path(__file__).resolve().parents[2] / "shared/data/scifact")
+    os.environ.get("A2M_SCIFACT_DIR") or Path(__file__).resolve().parents[1] / SCIFACT_DEFAULT
 )
 SCIFACT_FILES = (
     "corpus.jsonl",
@@ -73,13 +75,20 @@ def scifact_missing(root: Path) -> list[str]:
     return [name for name in SCIFACT_FILES if not (root / name).is_file()]
 
 
+def scifact_where(explicit: str | None) -> str:
+    """Where SciFact was looked for, in the reader's terms: the variable, or beside the checkout
+    (never this machine's absolute path outside the repository)."""
+    if explicit:
+        return f"A2M_SCIFACT_DIR={explicit}"
+    return f"{SCIFACT_DEFAULT}, beside the checkout (set A2M_SCIFACT_DIR to put it elsewhere)"
+
+
 @pytest.fixture(scope="session")
 def scifact_dir() -> Path:
     absent = scifact_missing(SCIFACT_DIR)
     if absent:
-        missing(
-            f"SciFact incomplete at {SCIFACT_DIR}: no {', '.join(absent)} (set A2M_SCIFACT_DIR)"
-        )
+        where = scifact_where(os.environ.get("A2M_SCIFACT_DIR"))
+        missing(f"SciFact incomplete: no {', '.join(absent)} in {where}")
     return SCIFACT_DIR
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SCIFACT_FILES, missing, scifact_missing
+from tests.conftest import SCIFACT_FILES, missing, scifact_missing, scifact_where
 
 
 @pytest.mark.parametrize(
@@ -37,3 +37,12 @@ def test_every_scifact_file_is_checked(tmp_path: Path) -> None:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("")
     assert scifact_missing(tmp_path) == [SCIFACT_FILES[-1]]
+
+
+def test_the_scifact_message_names_no_path_outside_the_repository() -> None:
+    outside = str(Path(__file__).resolve().parents[2])  # the checkout's parent directory
+    default = scifact_where(None)
+    assert outside not in default
+    assert "../shared/data/scifact" in default
+    assert "A2M_SCIFACT_DIR" in default
+    assert scifact_where("/data/scifact") == "A2M_SCIFACT_DIR=/data/scifact"

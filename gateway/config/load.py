@@ -12,6 +12,7 @@ secret's value.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import typing
@@ -107,12 +108,39 @@ def _error_line(err: Any) -> str:
     backend = None
     if len(loc) >= 3 and loc[0] == "stores" and loc[2] in set(Backend):
         backend = loc.pop(2)
-    if backend is not None and err["type"] == "extra_forbidden":
-        # Another engine's key gets a message saying so; a plain typo keeps pydantic's.
+    if err["type"] == "extra_forbidden":
+        msg = _unknown_key(loc, backend)
+    return f"{'.'.join(loc) or 'config'}: {msg}"
+
+
+def _unknown_key(loc: list[str], backend: str | None) -> str:
+    """Another engine's key says so; a typo gets the nearest key ("did you mean ...?")."""
+    if backend is not None:
         others = [b for b in _backends_with(tuple(loc[2:])) if b != backend]
         if others:
-            msg = f"does not apply to backend {backend} (a key of {' and '.join(others)} stores)"
-    return f"{'.'.join(loc) or 'config'}: {msg}"
+            return f"does not apply to backend {backend} (a key of {' and '.join(others)} stores)"
+        keys = _keys_at(STORE_MODELS[Backend(backend)], loc[2:-1])
+    else:
+        keys = _keys_at(GatewayConfig, loc[:-1])
+    near = difflib.get_close_matches(loc[-1], keys, n=1, cutoff=0.6)
+    if near:
+        return f"unknown key; did you mean `{near[0]}`?"
+    return "unknown key" + (f" (the keys here: {', '.join(sorted(keys))})" if keys else "")
+
+
+def _keys_at(model: type[BaseModel] | None, path: list[str]) -> list[str]:
+    """The keys the model at ``path`` takes (a mapping's entry name is skipped)."""
+    i = 0
+    while model is not None and i < len(path):
+        field = model.model_fields.get(path[i])
+        if field is None:
+            return []
+        annotation = field.annotation
+        if typing.get_origin(annotation) is dict:
+            model, i = _model_of(typing.get_args(annotation)[1]), i + 2
+        else:
+            model, i = _model_of(annotation), i + 1
+    return list(model.model_fields) if model is not None and i == len(path) else []
 
 
 def _validate(data: Any) -> GatewayConfig:

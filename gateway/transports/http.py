@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from gateway import PROTOCOL
@@ -229,6 +230,7 @@ def create_app(
         # A redirect would send a POST (and its credential) to whatever Host said.
         redirect_slashes=False,
     )
+    app.add_exception_handler(StarletteHTTPException, _transport_refusal)
     app.host_guard = hosts
     app.metrics = metrics
     app.state.body_budget = admission.budget
@@ -319,7 +321,7 @@ def create_app(
     async def index(request: Request) -> Response:
         # Open like /healthz: it names only this server's fixed URL scheme. Store names are
         # the operator's, but with auth on they are left to the (authenticated) discovery doc.
-        page = index_page(None if auth.enabled else list(gateway.stores))
+        page = index_page(None if auth.enabled else list(gateway.stores), mcp=mcp is not None)
         if server.try_page:
             page["endpoints"]["GET /try"] = "the try page: query a store from a browser"
         if prefers_html(request.headers.get("accept", "")):
@@ -357,6 +359,13 @@ def create_app(
 
     app.rpc_handler = rpc
     return app
+
+
+async def _transport_refusal(request: Request, exc: Exception) -> Response:
+    """The router's own refusals (a GET on /a2m: 405, an unknown path: 404) in the one
+    transport shape of the A2M door, ``{"error": message}``, as admission answers."""
+    assert isinstance(exc, StarletteHTTPException)
+    return _plain(exc.status_code, str(exc.detail).lower(), dict(exc.headers or {}))
 
 
 def _mcp_app(gateway: Gateway, server: ServerConfig, admission: Admission) -> Any:

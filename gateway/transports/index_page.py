@@ -23,8 +23,15 @@ DOCS = {
 """Where to read more: files of the gateway's source distribution, and the A2M draft."""
 
 
-def index_page(stores: list[str] | None) -> dict[str, Any]:
-    """The body of ``GET /``; ``stores`` None leaves store names out."""
+MCP_ENDPOINTS = {
+    "POST /mcp": "MCP Streamable HTTP: every store and federation (docs/mcp.md)",
+    "POST /mcp/{store}": "MCP Streamable HTTP: one store or federation",
+}
+"""The MCP door, listed unless ``server.mcp.enabled`` is false."""
+
+
+def index_page(stores: list[str] | None, *, mcp: bool = True) -> dict[str, Any]:
+    """The body of ``GET /``; ``stores`` None leaves store names out, ``mcp`` False the MCP door."""
     page: dict[str, Any] = {
         "name": "a2m-gateway",
         "description": "Read-only A2M (Agent-to-Memory) JSON-RPC server",
@@ -33,6 +40,7 @@ def index_page(stores: list[str] | None) -> dict[str, Any]:
             "POST /a2m": "A2M JSON-RPC on the default store",
             "POST /a2m/{store}": "A2M JSON-RPC on one store",
             "GET /.well-known/a2m-server.json": "the default store's describe, with every store",
+            **(MCP_ENDPOINTS if mcp else {}),
             "GET /a2m/{store}/.well-known/a2m-server.json": "one store's describe",
             "GET /healthz": "process alive",
             "GET /readyz": "every store's engine reachable (503 otherwise)",

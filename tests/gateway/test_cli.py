@@ -7,9 +7,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from gateway.install import extra_command
 
 
 def run(args: list[str], tmp_path: Path, **env_vars: str) -> subprocess.CompletedProcess[str]:
@@ -115,7 +118,8 @@ def test_top_level_help_explains_the_gateway(capsys: pytest.CaptureFixture[str])
 def test_serve_help_gives_host_and_port_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     text = _help(["serve"], capsys)
     assert "--host HOST address to bind (default: server.host from the config, 127.0.0.1" in text
-    assert "--port PORT TCP port (default: server.port from the config, 8080" in text
+    assert "--port PORT TCP port, 1-65535, or 0 for any free port" in text
+    assert "default: server.port from the config, 8080 when unset" in text
     assert "(default: None)" not in text
 
 
@@ -209,5 +213,123 @@ def test_a_missing_extra_is_one_line_and_exit_2(
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
         "a2m-gateway: embedder.kind 'local' needs the sentence-transformers package: "
-        "pip install 'a2m-gateway[local-embeddings]'"
+        + extra_command("local-embeddings")
     ]
+
+
+def test_version_names_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from gateway import __version__
+    from gateway.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"a2m-gateway {__version__}"
+
+
+def test_hash_key_help_describes_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    text = _help(["hash-key"], capsys)
+    assert "Print the hash of an API key" in text
+    assert "stdin" in text
+    assert "--new" in text
+
+
+@pytest.mark.parametrize(
+    ("port", "problem"),
+    [
+        ("99999", "99999 is not a TCP port: use 1-65535, or 0 for any free port"),
+        ("-1", "-1 is not a TCP port: use 1-65535, or 0 for any free port"),
+        ("65536", "65536 is not a TCP port"),
+        ("http", "'http' is not a port number"),
+    ],
+)
+def test_serve_refuses_a_port_out_of_range(
+    port: str, problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gateway.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "--port", port])
+    assert exit_.value.code == 2
+    assert problem in capsys.readouterr().err
+
+
+def test_check_refuses_what_serve_refuses_with_the_same_sentence(tmp_path: Path) -> None:
+    """A scoped store without server.auth: serve refuses it, so check does too (exit 2)."""
+    cfg = tmp_path / "scoped.yaml"
+    cfg.write_text(
+        "stores:\n  docs:\n    backend: elasticsearch\n    index: d\n"
+        "    connection: {hosts: ['http://127.0.0.1:9'], timeout_ms: 500, retries: 0}\n"
+        "    mapping: {content: body}\n    search: {text_fields: [body]}\n"
+        "    scope: {filters: [{field: tenant, claims: [tenant]}]}\n"
+    )
+    check = run(["check", "--config", str(cfg)], tmp_path)
+    serve = run(["serve", "--config", str(cfg), "--port", "0"], tmp_path)
+    assert check.returncode == serve.returncode == 2
+    sentence = "a2m-gateway: stores docs have scope.filters or scope.forward_credential"
+    assert check.stderr.strip().splitlines() == serve.stderr.strip().splitlines()
+    assert check.stderr.startswith(sentence)
+    assert check.stdout == ""  # refused before any engine was asked
+
+
+def test_check_counts_no_attempts_for_a_host_it_never_tried(tmp_path: Path) -> None:
+    cfg = tmp_path / "bad-host.yaml"
+    cfg.write_text(
+        "stores:\n  docs:\n    backend: elasticsearch\n    index: d\n"
+        "    connection: {hosts: ['not-a-url'], retries: 3}\n"
+        "    mapping: {content: body}\n    search: {text_fields: [body]}\n"
+    )
+    proc = run(["check", "--config", str(cfg)], tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    out = json.loads(proc.stdout)
+    assert "attempts" not in out["tried"]
+    assert "connection.retries" not in out["tried"]
+    assert out["tried"] == "opening index 'd': stopped at the first error (not one that is retried)"
+    assert "connection.hosts" in out["error"]
+
+
+@pytest.fixture
+def plain_http_server() -> Iterator[str]:
+    """A real HTTP server on loopback that is no search engine: 404 for every path."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class NotFound(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"<html><body>Not Found</body></html>"
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_POST = do_HEAD = do_GET
+
+        def log_message(self, format: str, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("backend", ["elasticsearch", "opensearch"])
+def test_check_on_a_server_that_is_no_search_engine_says_so(
+    plain_http_server: str, backend: str, tmp_path: Path
+) -> None:
+    cfg = tmp_path / "web.yaml"
+    cfg.write_text(
+        f"stores:\n  docs:\n    backend: {backend}\n    index: d\n"
+        f"    connection: {{hosts: ['{plain_http_server}'], timeout_ms: 2000, retries: 0}}\n"
+        "    mapping: {content: body}\n    search: {text_fields: [body]}\n"
+    )
+    proc = run(["check", "--config", str(cfg)], tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    out = json.loads(proc.stdout)
+    assert "does not exist" not in out["error"]
+    assert "not an Elasticsearch or OpenSearch node" in out["error"]

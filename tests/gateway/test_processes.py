@@ -217,3 +217,42 @@ def test_serve_workers_refuses_a_local_store_on_disk(locked_store: tuple[Path, P
         proc.stderr
     )
     assert "Traceback" not in proc.stderr
+
+
+def test_serve_on_port_0_logs_the_port_it_bound(tmp_path: Path) -> None:
+    """`--port 0` is any free port; the start-up line names the real one, which answers."""
+    import re
+
+    repo = Path(__file__).resolve().parents[2]
+    log = tmp_path / "serve.log"
+    cmd = [*gateway_command(), "serve", "--port", "0", "--config", str(repo / "config/demo.yaml")]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+    try:
+        deadline = time.monotonic() + EXIT_TIMEOUT_S
+        found = None
+        while found is None and time.monotonic() < deadline and proc.poll() is None:
+            found = re.search(
+                r"INFO uvicorn Uvicorn running on http://127\.0\.0\.1:(\d+)", log.read_text()
+            )
+            time.sleep(0.2)
+        assert found is not None, log.read_text()
+        port = int(found.group(1))
+        assert port != 0
+        base = f"http://127.0.0.1:{port}"
+        assert httpx.get(f"{base}/healthz").status_code == 200
+        listed = httpx.post(
+            f"{base}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+            headers={"Accept": "application/json, text/event-stream"},
+        )
+        assert listed.status_code == 200, listed.text
+    finally:
+        stop_server(proc)
+    text = log.read_text()
+    assert "uvicorn.error" not in text
+    assert "Terminating session" not in text
+    # The lexical demo names the command that makes it hybrid, as it works here.
+    hint = next(ln for ln in text.splitlines() if "for hybrid search install the minilm" in ln)
+    assert "install -e '" in hint
+    assert "a2m-gateway[" not in hint

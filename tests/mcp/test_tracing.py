@@ -91,7 +91,8 @@ async def test_a_refused_tool_call_records_why_on_its_span(spans: InMemorySpanEx
     async with _mcp_client({}) as client:
         spans.clear()
         invalid = await client.call_tool("search", {"query": "memory", "limit": 0})
-        refused = await client.call_tool("search", {"query": "memory", "limit": 1_000_000})
+        # Past the store's max_query_length: the schema's maxLength, refused by the A2M call.
+        refused = await client.call_tool("search", {"query": "memory " * 1000})
         unknown = await client.call_tool("zebra-tool", {})
     assert invalid.is_error
     assert refused.is_error
@@ -102,7 +103,7 @@ async def test_a_refused_tool_call_records_why_on_its_span(spans: InMemorySpanEx
     for span in tools:
         assert span.status.status_code is StatusCode.ERROR
     codes = [(s.attributes or {}).get("rpc.jsonrpc.error_code") for s in tools]
-    assert codes[0] == ErrorCode.INVALID_PARAMS  # the tool's own argument check
+    assert codes[0] == ErrorCode.INVALID_PARAMS  # the tool's own argument check (limit >= 1)
     assert codes[1] == ErrorCode.INVALID_PARAMS  # the A2M call's refusal
     assert codes[2] is None
     assert (tools[2].attributes or {})["error.type"] == "tool_error"

@@ -352,3 +352,30 @@ def test_an_engine_client_failure_is_one_line_unless_debugging() -> None:
     assert "| Traceback" in quiet.split("own failure")[1]  # the gateway's own traces stay
     assert quiet.count("| Traceback") == 1
     assert loud.count("| Traceback") == 2
+
+
+def test_start_up_lines_are_not_named_error_and_mcp_posts_log_nothing() -> None:
+    """uvicorn's INFO start-up lines read `uvicorn`; the MCP SDK's per-POST INFO line is gone."""
+    from gateway.logsetup import QUIET_LOGGERS, configure
+
+    loggers = [logging.getLogger(), *map(logging.getLogger, QUIET_LOGGERS)]
+    levels = [lg.level for lg in loggers]
+    handlers = loggers[0].handlers[:]
+    stream = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stream):
+            configure("text", "info")
+            logging.getLogger("uvicorn.error").info("Uvicorn running on http://127.0.0.1:1")
+            logging.getLogger("uvicorn.error").error("Exception in ASGI application")
+            logging.getLogger("mcp.server.streamable_http").info("Terminating session: None")
+            logging.getLogger("mcp.server.streamable_http").warning("a real SDK warning")
+    finally:  # leave logging as pytest set it up
+        loggers[0].handlers[:] = handlers
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+    out = stream.getvalue()
+    assert " INFO uvicorn Uvicorn running on" in out
+    assert " ERROR uvicorn Exception in ASGI application" in out
+    assert "uvicorn.error" not in out
+    assert "Terminating session" not in out
+    assert "a real SDK warning" in out
