@@ -237,6 +237,7 @@ class Federation:
         records = fuse_legs(
             merge_calibrated(lex_ranked, depth),
             merge_by_score(dense_ranked, depth),
+            fusion=s.fusion,
             k=s.rrf_k,
             lexical_weight=s.lexical_weight,
             dense_weight=s.dense_weight,

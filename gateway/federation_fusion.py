@@ -20,8 +20,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from connectors.base import Hit
-from connectors.fusion import fuse_rrf
+from connectors.base import Fusion, Hit
+from connectors.fusion import fuse, fuse_rrf
 
 Ranked = Sequence[tuple[Sequence[dict[str, Any]], float]]
 """Per member: its records (ids already federation-encoded, best first) and weight."""
@@ -87,17 +87,23 @@ def fuse_legs(
     lexical: Sequence[dict[str, Any]],
     dense: Sequence[dict[str, Any]],
     *,
+    fusion: Fusion,
     k: int,
     lexical_weight: float,
     dense_weight: float,
     limit: int,
 ) -> list[dict[str, Any]]:
-    """Two merged legs fused as one store fuses its hybrid legs (fuse_rrf, same k, weights)."""
+    """Two merged legs fused as one store fuses its hybrid legs (same fusion, k, weights).
+
+    Score fusions normalise each merged leg over its own list, as a store does over one
+    index's leg: the lexical leg's calibrated scores and the dense leg's cosines stand in
+    for one index's BM25 and cosine scores.
+    """
     legs = [
-        ([Hit(id=r["id"], source=r) for r in lexical], lexical_weight),
-        ([Hit(id=r["id"], source=r) for r in dense], dense_weight),
+        ([Hit(id=r["id"], source=r, score=r.get("score")) for r in lexical], lexical_weight),
+        ([Hit(id=r["id"], source=r, score=r.get("score")) for r in dense], dense_weight),
     ]
-    fused = fuse_rrf(legs, k=k, limit=limit)
+    fused = fuse(legs, fusion=fusion, k=k, limit=limit)
     return [{**(hit.source or {}), "score": round(hit.score or 0.0, 6)} for hit in fused]
 
 
