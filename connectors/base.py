@@ -81,11 +81,11 @@ Fusion = Literal["rrf", "minmax", "zscore", "dbsf"]
 """How a hybrid search's two ranked lists become one (``search.fusion``):
 
 - ``rrf``: weighted reciprocal rank fusion, ``weight / (k + rank)`` per list;
-- ``minmax``, ``zscore``, ``dbsf``: a convex combination ``sum(share x normalised score)``
-  of each list's scores normalised over that list (min-max; z-score; distribution-based,
+- ``zscore``, ``minmax``, ``dbsf``: a convex combination ``sum(share x normalised score)``
+  of each list's scores normalised over that list (z-score; min-max; distribution-based,
   the mean +- 3 standard deviations mapped onto [0, 1]), ``share`` each list's weight
   over the weights' sum. A document one list did not return gets that list's lowest
-  normalised score.
+  normalised score. A combined z-score is reported through a logistic, into (0, 1).
 """
 
 

@@ -54,7 +54,13 @@ def fuse(
     """The lists fused by ``fusion``, best first, scores in [0, 1]; see :data:`Fusion`."""
     if fusion == "rrf":
         return fuse_rrf(legs, k=k, limit=limit, group_of=group_of)
-    return fuse_scores(legs, normalise=NORMALISERS[fusion], limit=limit, group_of=group_of)
+    return fuse_scores(
+        legs,
+        normalise=NORMALISERS[fusion],
+        limit=limit,
+        group_of=group_of,
+        to_unit=logistic if fusion == "zscore" else clamp01,
+    )
 
 
 def _weights(legs: Legs) -> list[float]:
@@ -141,14 +147,16 @@ def fuse_scores(
     normalise: Callable[[Sequence[float]], list[float]],
     limit: int,
     group_of: Callable[[Hit], Any] | None = None,
+    to_unit: Callable[[float], float] = clamp01,
 ) -> list[Hit]:
     """A convex combination of each list's normalised scores, best first, scores in [0, 1].
 
-    Each list's scores are normalised over that list (``normalise``, into [0, 1]); a
-    document scores ``sum(share x normalised)`` with ``share`` = weight / sum of weights,
-    and a list that did not return it adds its lowest normalised score (its floor), so a
-    document both lists rank well comes first and the scale of either engine's scores
-    never matters. Ties keep the order of first appearance.
+    Each list's scores are normalised over that list (``normalise``); a document scores
+    ``sum(share x normalised)`` with ``share`` = weight / sum of weights, and a list that
+    did not return it adds its lowest normalised score (its floor), so a document both
+    lists rank well comes first and the scale of either engine's scores never matters.
+    ``to_unit`` maps the combined value into [0, 1] (monotone: the order is kept). Ties
+    keep the order of first appearance.
     """
     weights = _weights(legs)
     total = sum(weights)
@@ -163,7 +171,7 @@ def fuse_scores(
     fused = _merge(legs)
     for ident in fused:  # a list that did not return the document counts its floor
         scores[ident] += sum(floor for floor, returned in floors if ident not in returned)
-    return _ranked(fused, scores, limit, group_of)
+    return _ranked(fused, {i: to_unit(v) for i, v in scores.items()}, limit, group_of)
 
 
 def minmax(values: Sequence[float]) -> list[float]:
@@ -176,26 +184,38 @@ def minmax(values: Sequence[float]) -> list[float]:
     return [(v - lo) / (hi - lo) for v in values]
 
 
-def zscore(values: Sequence[float]) -> list[float]:
-    """Standard scores over the list, squashed into [0, 1] by a logistic (order kept)."""
-    if len(values) < 2:
-        return [1.0 for _ in values]
+def _spread(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and population standard deviation (0 when there is no usable spread)."""
     mean = math.fsum(values) / len(values)
     spread = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
-    if not (spread > 0 and math.isfinite(spread)):
-        return [1.0 for _ in values]
-    return [1.0 / (1.0 + math.exp(-(v - mean) / spread)) for v in values]
+    return mean, spread if math.isfinite(spread) else 0.0
+
+
+def zscore(values: Sequence[float]) -> list[float]:
+    """Standard scores over the list (too short or flat to tell apart: all 0)."""
+    if len(values) < 2:
+        return [0.0 for _ in values]
+    mean, spread = _spread(values)
+    if spread <= 0:
+        return [0.0 for _ in values]
+    return [(v - mean) / spread for v in values]
 
 
 def dbsf(values: Sequence[float]) -> list[float]:
     """Distribution-based: the mean +- 3 standard deviations mapped onto [0, 1], clipped."""
     if len(values) < 2:
         return [1.0 for _ in values]
-    mean = math.fsum(values) / len(values)
-    spread = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
-    if not (spread > 0 and math.isfinite(spread)):
+    mean, spread = _spread(values)
+    if spread <= 0:
         return [1.0 for _ in values]
     return [clamp01((v - mean + 3 * spread) / (6 * spread)) for v in values]
+
+
+def logistic(x: float) -> float:
+    """A combined z-score as a score in (0, 1): 0.5 at the lists' means."""
+    if x < -700:
+        return 0.0
+    return 1.0 / (1.0 + math.exp(-x))
 
 
 NORMALISERS: dict[str, Callable[[Sequence[float]], list[float]]] = {

@@ -166,10 +166,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 s: statistics.fmean(per_query(legs, qrels, s, limit, engine).values())
                 for s in grid()
             }
+            alone = {
+                leg: statistics.fmean(
+                    ndcg10([d for d, _ in legs[leg].get(q, [])], r) for q, r in qrels.items()
+                )
+                for leg in ("bm25", "dense")
+            }
             print(
-                f"{engine} limit {limit}: bm25 / dense alone "
-                f"{statistics.fmean(ndcg10([d for d, _ in legs['bm25'].get(q, [])], r) for q, r in qrels.items()):.4f} / "
-                f"{statistics.fmean(ndcg10([d for d, _ in legs['dense'].get(q, [])], r) for q, r in qrels.items()):.4f}; "
+                f"{engine} limit {limit}: bm25 {alone['bm25']:.4f}, dense {alone['dense']:.4f}, "
                 f"rrf:60:0.5 {results['rrf:60:0.5']:.4f}"
             )
             for family in ("rrf", *NORMS):

@@ -12,7 +12,7 @@ from gateway.config.base import StrictModel
 
 DEFAULT_CANDIDATES = 100
 """kNN breadth, Qdrant prefetch and federation member depth when ``candidates`` is unset."""
-DEFAULT_FUSION: Fusion = "rrf"
+DEFAULT_FUSION: Fusion = "zscore"
 """``search.fusion`` when unset (docs/configuration.md, "Hybrid fusion")."""
 FUSION_DEPTH_PER_RESULT = 2
 """Hits per Lucene hybrid leg per requested result when ``candidates`` is unset."""
@@ -80,8 +80,8 @@ class SearchConfig(StrictModel):
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     fusion: Fusion = Field(
         default=DEFAULT_FUSION,
-        description="how hybrid fuses its legs: rrf (reciprocal rank), or a convex "
-        "combination of scores normalised per leg: minmax, zscore, dbsf",
+        description="how hybrid fuses its legs: zscore (each leg's scores standardised over "
+        "its list, then weighted and summed), minmax, dbsf, or rrf (reciprocal rank)",
     )
     question_words: Literal["drop", "keep"] = Field(
         default="drop",

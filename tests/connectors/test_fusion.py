@@ -50,13 +50,24 @@ def test_minmax_maps_a_list_onto_its_own_range() -> None:
     assert minmax([]) == []
 
 
-def test_zscore_and_dbsf_keep_the_order_inside_zero_one() -> None:
-    values = [9.0, 4.0, 3.5, 1.0]
-    for normalise in (zscore, dbsf):
-        out = normalise(values)
-        assert out == sorted(out, reverse=True)
-        assert all(0.0 <= v <= 1.0 for v in out)
+def test_zscore_standardises_and_dbsf_maps_three_deviations_onto_zero_one() -> None:
+    assert zscore([3.0, 1.0]) == [1.0, -1.0]
+    assert zscore([2.0]) == [0.0]
+    assert zscore([5.0, 5.0]) == [0.0, 0.0]
+    out = dbsf([9.0, 4.0, 3.5, 1.0])
+    assert out == sorted(out, reverse=True)
+    assert all(0.0 <= v <= 1.0 for v in out)
     assert dbsf([1.0, 1.0]) == [1.0, 1.0]
+
+
+def test_zscore_fusion_reports_the_combined_value_through_a_logistic() -> None:
+    lexical = _hits(("a", 3.0), ("b", 1.0))  # z: +1, -1
+    dense = _hits(("b", 0.9), ("a", 0.1))  # z: +1, -1
+    fused = fuse([(lexical, 3.0), (dense, 1.0)], fusion="zscore", k=60, limit=2)
+    # a: 0.75 * 1 + 0.25 * -1 = 0.5; b: -0.5
+    assert [h.id for h in fused] == ["a", "b"]
+    assert fused[0].score == pytest.approx(1 / (1 + math.exp(-0.5)))
+    assert fused[1].score == pytest.approx(1 / (1 + math.exp(0.5)))
 
 
 def test_score_fusion_ignores_each_engines_scale() -> None:
