@@ -8,7 +8,10 @@ and outweigh them, and the analyzers differ in which of them they drop (Elastics
 list). :func:`lexical_text` removes them before any engine sees the text, so every engine
 ranks by the same words: only from a text that reads as a question (ends with ``?`` or
 starts with a question word), and never down to nothing. Statements, keyword queries and
-claims reach the engine unchanged. ``search.question_words: keep`` turns it off.
+claims reach the engine unchanged. It runs where a store sets ``search.question_words:
+drop``; the default is ``keep``, because on the demo's training questions the Qdrant
+sparse encoder's own stopwords already leave the content words in charge and dropping
+more did not rank better (docs/benchmarks.md).
 
 The dense leg always embeds the caller's text as written: a sentence encoder reads the
 whole question.

@@ -84,7 +84,7 @@ class SearchConfig(StrictModel):
         "its list, then weighted and summed), minmax, dbsf, or rrf (reciprocal rank)",
     )
     question_words: Literal["drop", "keep"] = Field(
-        default="drop",
+        default="keep",
         description="drop: a question's own words (how, what, do I...) are left out of the "
         "lexical leg's text (gateway.query_text); keep: the text as asked",
     )
