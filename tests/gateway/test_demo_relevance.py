@@ -38,12 +38,12 @@ DEMO_MODES: dict[str, Callable[[], GatewayConfig]] = {
 }
 
 FLOORS: dict[tuple[str, str], tuple[int, int]] = {
-    ("lexical", "heading-like"): (19, 24),
+    ("lexical", "heading-like"): (20, 24),
     ("hybrid", "heading-like"): (20, 24),
-    ("lexical", "newcomer-train"): (29, 44),
-    ("hybrid", "newcomer-train"): (36, 45),
+    ("lexical", "newcomer-train"): (30, 44),
+    ("hybrid", "newcomer-train"): (39, 44),
     ("lexical", "newcomer-dev"): (14, 18),
-    ("hybrid", "newcomer-dev"): (15, 20),
+    ("hybrid", "newcomer-dev"): (14, 20),
 }
 """(hit@1, hit@3) of each mode on each question set, as measured at the demo's defaults."""
 
@@ -56,9 +56,16 @@ class Relevance:
     """(question, expected key, the top 3 keys) of each question missed at 3."""
 
 
+RELEVANCE_TIMEOUT_MS = 120_000
+"""What is measured here is the ranking, not the speed: a loaded machine (the first query
+loads the embedding model) must not turn a miss into an error."""
+
+
 async def measure(
     cfg: GatewayConfig, questions: list[tuple[str, str]] = DEMO_QUESTIONS
 ) -> Relevance:
+    store = cfg.stores[DEMO_STORE]
+    cfg.stores[DEMO_STORE] = store.model_copy(update={"request_timeout_ms": RELEVANCE_TIMEOUT_MS})
     gateway = Gateway(cfg)
     await gateway.start()
     try:
