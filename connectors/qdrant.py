@@ -16,13 +16,17 @@ Search (the request's legs and query in ``connectors.qdrant_search``):
   * sparse only -> ``query_points`` on the named sparse vector (lexical leg);
   * dense only -> ``query_points`` on the dense vector (named, or the
     collection's unnamed default when ``search.vector_field`` is unset);
-  * both -> two prefetches, each ``candidates`` deep, fused by reciprocal rank
-    fusion with the request's k and weights (``RrfQuery``, qdrant-client 1.16+;
-    a server needs Qdrant 1.16+ for parameterised RRF). Weights are only sent
-    when they differ, and a leg with weight 0 is dropped rather than sent.
+  * both -> each leg ``candidates`` deep, fused by the request's ``fusion``: the score
+    fusions (``zscore``, the default, ``minmax``, ``dbsf``) send the two legs in one
+    ``query_batch_points`` and fuse them here with :func:`connectors.fusion.fuse`, as
+    the Lucene connectors do; ``rrf`` sends two prefetches fused by Qdrant's reciprocal
+    rank fusion with the request's k and weights (``RrfQuery``, qdrant-client 1.16+;
+    a server needs Qdrant 1.16+ for parameterised RRF; weights only sent when they
+    differ). A leg with weight 0 is dropped rather than sent.
   Scores are mapped into [0, 1], higher better: cosine and dot s -> (s+1)/2
   clamped; Euclid distance d -> 1/(1+d); sparse and RRF scores, which have no
-  fixed range, are divided by the best score of the result.
+  fixed range, are divided by the best score of the result; fused scores are the
+  fusion's own, in [0, 1].
 
 What the collection holds is checked once at open() (``connectors.qdrant_layout``).
 Filters become payload filters (``connectors.qdrant_query``). Qdrant has no
