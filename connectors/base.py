@@ -77,6 +77,18 @@ class SparseVector:
     values: tuple[float, ...]
 
 
+Fusion = Literal["rrf", "minmax", "zscore", "dbsf"]
+"""How a hybrid search's two ranked lists become one (``search.fusion``):
+
+- ``rrf``: weighted reciprocal rank fusion, ``weight / (k + rank)`` per list;
+- ``zscore``, ``minmax``, ``dbsf``: a convex combination ``sum(share x normalised score)``
+  of each list's scores normalised over that list (z-score; min-max; distribution-based,
+  the mean +- 3 standard deviations mapped onto [0, 1]), ``share`` each list's weight
+  over the weights' sum. A document one list did not return gets that list's lowest
+  normalised score. A combined z-score is reported through a logistic, into (0, 1).
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
     """A ranked search. At least one of text, dense, sparse is set.
@@ -84,7 +96,7 @@ class SearchRequest:
     text: lexical (BM25) query text: ES/OS analyse it, Qdrant encodes it into its sparse
     leg. sparse: a ready sparse vector for Qdrant's lexical leg (wins over text).
     dense: a query vector. When a lexical leg and dense are both present the
-    connector fuses them by reciprocal rank fusion with the given k and weights.
+    connector fuses them by ``fusion`` with the given weights (and k for RRF).
     """
 
     limit: int
@@ -99,6 +111,8 @@ class SearchRequest:
     rrf_k: int = 60
     lexical_weight: float = 1.0
     dense_weight: float = 1.0
+    fusion: Fusion = "rrf"
+    """How two legs are fused (:data:`Fusion`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,8 @@
 Each leg (BM25 ``multi_match``, kNN) is a whole ``_search`` body built by the
 translator and the dialect, so each carries the request's filter, the caller's
 scope included, in every place it selects documents (the query's
-``bool.filter``, the kNN clause's filter). The legs are fused here by weighted RRF.
+``bool.filter``, the kNN clause's filter). The legs are fused here
+(``search.fusion``, :func:`connectors.fusion.fuse`).
 
 Where the fused page's documents come from depends on the legs' depth (measured,
 docs/benchmarks.md "Hybrid cost"): the engine's cost of a leg grows with the
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from connectors.base import Filter, Hit, SearchRequest, value_at
-from connectors.fusion import fuse_rrf
+from connectors.fusion import fuse
 from connectors.lucene_query import MAX_WINDOW, Body, QueryTranslator, any_of
 
 INLINE_FACTOR = 2
@@ -127,8 +128,9 @@ class HybridPlanner:
                     h.score = self._knn_score(h.score) if h.score is not None else 0.0
             ranked.append((hits, leg.weight))
         group = self._group
-        return fuse_rrf(
+        return fuse(
             ranked,
+            fusion=request.fusion,
             k=request.rrf_k,
             limit=limit,
             group_of=(lambda h: value_at(h.source, group)) if group else None,

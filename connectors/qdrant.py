@@ -16,13 +16,17 @@ Search (the request's legs and query in ``connectors.qdrant_search``):
   * sparse only -> ``query_points`` on the named sparse vector (lexical leg);
   * dense only -> ``query_points`` on the dense vector (named, or the
     collection's unnamed default when ``search.vector_field`` is unset);
-  * both -> two prefetches, each ``candidates`` deep, fused by reciprocal rank
-    fusion with the request's k and weights (``RrfQuery``, qdrant-client 1.16+;
-    a server needs Qdrant 1.16+ for parameterised RRF). Weights are only sent
-    when they differ, and a leg with weight 0 is dropped rather than sent.
+  * both -> each leg ``candidates`` deep, fused by the request's ``fusion``: the score
+    fusions (``zscore``, the default, ``minmax``, ``dbsf``) send the two legs in one
+    ``query_batch_points`` and fuse them here with :func:`connectors.fusion.fuse`, as
+    the Lucene connectors do; ``rrf`` sends two prefetches fused by Qdrant's reciprocal
+    rank fusion with the request's k and weights (``RrfQuery``, qdrant-client 1.16+;
+    a server needs Qdrant 1.16+ for parameterised RRF; weights only sent when they
+    differ). A leg with weight 0 is dropped rather than sent.
   Scores are mapped into [0, 1], higher better: cosine and dot s -> (s+1)/2
   clamped; Euclid distance d -> 1/(1+d); sparse and RRF scores, which have no
-  fixed range, are divided by the best score of the result.
+  fixed range, are divided by the best score of the result; fused scores are the
+  fusion's own, in [0, 1].
 
 What the collection holds is checked once at open() (``connectors.qdrant_layout``).
 Filters become payload filters (``connectors.qdrant_query``). Qdrant has no
@@ -63,15 +67,30 @@ import asyncio
 import logging
 import math
 import warnings
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from connectors.base import EngineInfo, Filter, Hit, OrderedRequest, SearchRequest, SparseVector
 from connectors.errors import EngineConfigError
+from connectors.fusion import fuse
 from connectors.qdrant_layout import METRICS, inspect_collection
 from connectors.qdrant_local import LocalClient, open_local
-from connectors.qdrant_query import MatchesNothing, has_prefix, translate_filter, with_ids
+from connectors.qdrant_query import (
+    MatchesNothing,
+    Translated,
+    has_prefix,
+    translate_filter,
+    with_ids,
+)
 from connectors.qdrant_reader import QdrantReader
-from connectors.qdrant_search import check_legs, legs, normalise, ranked_query, vector_of
+from connectors.qdrant_search import (
+    Leg,
+    check_legs,
+    leg_requests,
+    legs,
+    normalise,
+    ranked_query,
+    vector_of,
+)
 from connectors.qdrant_sparse import LexicalSparseEncoder
 from connectors.retry import remaining
 
@@ -227,8 +246,10 @@ class QdrantConnector(QdrantReader):
                 tr = with_ids(tr, ids)  # exact: the engine ranks only prefixed points
             else:
                 limit = max(request.limit, request.candidates)  # broad prefix: over-fetch
-        ranked = ranked_query(request, ranked_legs, tr.qfilter)  # the prefix's ids included
         with_vectors = self._with_vectors(request.with_vectors)
+        if len(ranked_legs) == 2 and request.fusion != "rrf":
+            return await self._fused(request, ranked_legs, tr, limit, with_vectors)
+        ranked = ranked_query(request, ranked_legs, tr.qfilter)  # the prefix's ids included
         response = await self._read(
             lambda c: c.query_points(
                 self._collection,
@@ -254,6 +275,44 @@ class QdrantConnector(QdrantReader):
             )
             for p, score in zip(points, scores, strict=True)
         ]
+
+    async def _fused(
+        self,
+        request: SearchRequest,
+        ranked_legs: list[Leg],
+        tr: Translated,
+        limit: int,
+        with_vectors: Any,
+    ) -> list[Hit]:
+        """Both legs in one ``query_batch_points``, fused here by ``search.fusion``."""
+        requests = leg_requests(
+            request,
+            ranked_legs,
+            tr.qfilter,
+            limit=limit,
+            with_payload=self._payload_fields or False,
+            with_vectors=with_vectors,
+        )
+        responses = await self._read(
+            lambda c: c.query_batch_points(
+                self._collection, requests=requests, timeout=self._server_timeout()
+            )
+        )
+        lists: list[tuple[list[Hit], float]] = []
+        for (kind, *_, weight), response in zip(ranked_legs, responses, strict=True):
+            points = [p for p in response.points if has_prefix(p.payload, tr.prefix)]
+            scores = normalise(kind, self._layout, [p.score for p in points])
+            hits = [
+                Hit(
+                    id=str(p.id),
+                    source=dict(p.payload or {}),
+                    score=score,
+                    vector=vector_of(p.vector, self._layout) if request.with_vectors else None,
+                )
+                for p, score in zip(points, scores, strict=True)
+            ]
+            lists.append((hits, weight))
+        return fuse(lists, fusion=request.fusion, k=request.rrf_k, limit=request.limit)
 
     async def ordered(self, request: OrderedRequest) -> list[Hit]:
         """Hits in creation order (newest first when asked), at most ``limit``.

@@ -82,6 +82,32 @@ def ranked_query(
     return RankedQuery(kind="rrf", query=models.RrfQuery(rrf=rrf), prefetch=prefetch)
 
 
+def leg_requests(
+    request: SearchRequest,
+    ranked_legs: list[Leg],
+    qfilter: models.Filter | None,
+    *,
+    limit: int,
+    with_payload: Any,
+    with_vectors: Any,
+) -> list[Any]:
+    """One ``QueryRequest`` per leg, for the gateway to fuse (``search.fusion`` other than
+    rrf): each leg ``candidates`` deep (at least ``limit``), under the same filter."""
+    from qdrant_client.http import models
+
+    return [
+        models.QueryRequest(
+            query=models.NearestQuery(nearest=query),
+            using=using,
+            filter=qfilter,
+            limit=max(limit, request.candidates),
+            with_payload=with_payload,
+            with_vector=with_vectors,
+        )
+        for _, query, using, _ in ranked_legs
+    ]
+
+
 def normalise(kind: Kind, layout: Layout, scores: list[float]) -> list[float]:
     """Scores into [0, 1], higher better."""
     if kind == "dense":

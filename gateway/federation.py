@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -42,7 +43,13 @@ from gateway.federation_fanout import (
     encoded,
     routes,
 )
-from gateway.federation_fusion import fuse_legs, merge_by_score, merge_calibrated, merge_rrf
+from gateway.federation_fusion import (
+    calibrated,
+    fuse_legs,
+    merge_by_score,
+    merge_calibrated,
+    merge_rrf,
+)
 from gateway.federation_profile import FederationProfile
 from gateway.methods import Capability
 from gateway.paging import off_loop_if_large
@@ -234,9 +241,11 @@ class Federation:
             for o in ok
         ]
         s = self.members[0].store.config.search
+        lexical_leg = _calibrated_leg(calibrated(lex_ranked, depth))
         records = fuse_legs(
-            merge_calibrated(lex_ranked, depth),
+            lexical_leg,
             merge_by_score(dense_ranked, depth),
+            fusion=s.fusion,
             k=s.rrf_k,
             lexical_weight=s.lexical_weight,
             dense_weight=s.dense_weight,
@@ -326,3 +335,10 @@ def _record(wire: dict[str, Any]) -> Record:
         score=wire.get("score"),
         embedding=wire.get("embedding"),
     )
+
+
+def _calibrated_leg(values: list[tuple[float, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The merged lexical leg, each record scored by its calibrated value (a weight-0
+    member's, minus infinity, at the lowest finite value: last, but still on the scale)."""
+    floor = min((c for c, _ in values if math.isfinite(c)), default=0.0)
+    return [{**r, "score": c if math.isfinite(c) else floor} for c, r in values]

@@ -20,8 +20,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from connectors.base import Hit
-from connectors.fusion import fuse_rrf
+from connectors.base import Fusion, Hit
+from connectors.fusion import fuse, fuse_rrf
 
 Ranked = Sequence[tuple[Sequence[dict[str, Any]], float]]
 """Per member: its records (ids already federation-encoded, best first) and weight."""
@@ -66,12 +66,11 @@ def standardise(scores: Sequence[float]) -> list[float]:
     return [(s - mean) / spread for s in scores]
 
 
-def merge_calibrated(ranked: Ranked, limit: int) -> list[dict[str, Any]]:
-    """Records ordered by their member-standardised score, weighted; scores in [0, 1].
+def calibrated(ranked: Ranked, limit: int) -> list[tuple[float, dict[str, Any]]]:
+    """(calibrated value, record), best first: each member's z-scores, weight-shifted.
 
     A weight w shifts a member's z-scores by ``log(w / heaviest)`` (0 for the heaviest;
-    weight 0 ranks the member last). The reported score is a logistic of the
-    calibrated value: monotone, comparable across calls at the same depth.
+    weight 0 ranks the member last).
     """
     top = max((w for _, w in ranked), default=0.0) or 1.0
     scored: list[tuple[float, int, dict[str, Any]]] = []
@@ -80,24 +79,40 @@ def merge_calibrated(ranked: Ranked, limit: int) -> list[dict[str, Any]]:
         zs = standardise([float(r.get("score") or 0.0) for r in rs])
         scored += [(z + shift, i, r) for z, r in zip(zs, rs, strict=True)]
     scored.sort(key=lambda t: (-t[0], t[1]))
-    return [{**r, "score": round(_logistic(c), 6)} for c, _, r in scored[:limit]]
+    return [(c, r) for c, _, r in scored[:limit]]
+
+
+def merge_calibrated(ranked: Ranked, limit: int) -> list[dict[str, Any]]:
+    """Records ordered by their member-standardised score, weighted; scores in [0, 1].
+
+    See :func:`calibrated`. The reported score is a logistic of the calibrated value:
+    monotone, comparable across calls at the same depth.
+    """
+    return [{**r, "score": round(_logistic(c), 6)} for c, r in calibrated(ranked, limit)]
 
 
 def fuse_legs(
     lexical: Sequence[dict[str, Any]],
     dense: Sequence[dict[str, Any]],
     *,
+    fusion: Fusion,
     k: int,
     lexical_weight: float,
     dense_weight: float,
     limit: int,
 ) -> list[dict[str, Any]]:
-    """Two merged legs fused as one store fuses its hybrid legs (fuse_rrf, same k, weights)."""
+    """Two merged legs fused as one store fuses its hybrid legs (same fusion, k, weights).
+
+    Score fusions normalise each merged leg over its own list, as a store does over one
+    index's leg: the lexical records' ``score`` should then be their calibrated value
+    (:func:`calibrated`), an affine stand-in for one index's BM25, and the dense ones'
+    their cosine score.
+    """
     legs = [
-        ([Hit(id=r["id"], source=r) for r in lexical], lexical_weight),
-        ([Hit(id=r["id"], source=r) for r in dense], dense_weight),
+        ([Hit(id=r["id"], source=r, score=r.get("score")) for r in lexical], lexical_weight),
+        ([Hit(id=r["id"], source=r, score=r.get("score")) for r in dense], dense_weight),
     ]
-    fused = fuse_rrf(legs, k=k, limit=limit)
+    fused = fuse(legs, fusion=fusion, k=k, limit=limit)
     return [{**(hit.source or {}), "score": round(hit.score or 0.0, 6)} for hit in fused]
 
 

@@ -24,6 +24,7 @@ from gateway.config import SearchMode, StoreConfig
 from gateway.errors import EmbeddingMismatch, InvalidParams
 from gateway.mapping import TIME_FIELDS, UNFILTERABLE_FIELDS, RecordMapper
 from gateway.params import WhereValue
+from gateway.query_text import lexical_text
 from gateway.records import parse_timestamp
 from gateway.scopes import Caller, NothingVisible, ScopePolicy
 
@@ -202,8 +203,9 @@ class QueryPlanner:
         lexical = bool(text) and (s.mode in (SearchMode.LEXICAL, SearchMode.HYBRID) or given_vector)
         if info is not None and not info.lexical:
             lexical = False
-        # Qdrant encodes the text into its sparse leg itself (connectors.qdrant_sparse).
-        lex_text = text if lexical else None
+        # Qdrant encodes the text into its sparse leg itself (connectors.qdrant_sparse);
+        # a question's own words are dropped first, alike for every engine.
+        lex_text = (lexical_text(text) if s.question_words == "drop" else text) if lexical else None
         if dense is None and lex_text is None:
             raise MatchesNothing
         return SearchRequest(
@@ -215,6 +217,7 @@ class QueryPlanner:
             candidates=max(s.knn_candidates, limit),
             fusion_depth=s.fusion_depth(limit),
             rrf_k=s.rrf_k,
+            fusion=s.fusion,
             lexical_weight=s.lexical_weight,
             dense_weight=s.dense_weight,
         )

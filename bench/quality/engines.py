@@ -48,6 +48,20 @@ class Tuning:
     """None: the store's default (legs of 2 x limit on ES/OS, 100 on Qdrant)."""
     lexical_weight: float = 1.0
     dense_weight: float = 1.0
+    fusion: str | None = None
+    """None: the store's default ``search.fusion``."""
+
+    def search_keys(self) -> dict[str, Any]:
+        """The tuned keys every store's ``search`` section carries."""
+        keys: dict[str, Any] = {
+            "rrf_k": self.rrf_k,
+            "candidates": self.candidates,
+            "lexical_weight": self.lexical_weight,
+            "dense_weight": self.dense_weight,
+        }
+        if self.fusion is not None:
+            keys["fusion"] = self.fusion
+        return keys
 
 
 @dataclass(frozen=True)
@@ -100,10 +114,7 @@ def load_lucene(
             "mode": "lexical",
             "text_fields": list(tuning.text_fields),
             "vector_field": "embedding",
-            "rrf_k": tuning.rrf_k,
-            "candidates": tuning.candidates,
-            "lexical_weight": tuning.lexical_weight,
-            "dense_weight": tuning.dense_weight,
+            **tuning.search_keys(),
         },
         "limits": _limits(),
     }
@@ -130,10 +141,7 @@ def load_qdrant(path: Path, split: Split, tuning: Tuning) -> Loaded:
             "mode": "lexical",
             "sparse_vector": qdrant_loader.SPARSE,
             "vector_field": qdrant_loader.DENSE,
-            "rrf_k": tuning.rrf_k,
-            "candidates": tuning.candidates,
-            "lexical_weight": tuning.lexical_weight,
-            "dense_weight": tuning.dense_weight,
+            **tuning.search_keys(),
         },
         "limits": _limits(),
     }

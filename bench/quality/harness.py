@@ -7,7 +7,7 @@ A2M ``memory/recall`` over HTTP — exactly what an agent would send:
 
 - bm25:   ``{"query": text, "limit": 100}``  (Qdrant: the lexical sparse leg)
 - dense:  ``{"embedding": vector, "limit": 100}``
-- hybrid: ``{"query": text, "embedding": vector, "limit": 100}``  (reciprocal rank fusion)
+- hybrid: ``{"query": text, "embedding": vector, "limit": 100}``  (fused by search.fusion)
 - dense-minilm, hybrid-minilm: ``{"query": text, "limit": 100}`` to a store in dense or
   hybrid mode whose ``embedder: {kind: minilm}`` embeds the text in the gateway (opt in:
   ``--modes dense dense-minilm hybrid hybrid-minilm``; needs the ``minilm`` extra)
@@ -243,6 +243,7 @@ def run(args: argparse.Namespace) -> Report:
         text_fields=tuple(args.text_fields.split(",")),
         rrf_k=args.rrf_k,
         candidates=args.candidates,
+        fusion=args.fusion,
     )
     need_vectors = any(m != "bm25" for m in modes)
     split = load_split(
@@ -345,7 +346,8 @@ def markdown(report: Report) -> str:
         "",
         f"{report.documents} documents, {report.evaluated_queries} judged queries "
         f"(`{Path(report.queries).name}`, `{Path(report.qrels).name}`); "
-        f"limit {report.limit}; text_fields {', '.join(t['text_fields'])}; rrf_k {t['rrf_k']}; "
+        f"limit {report.limit}; text_fields {', '.join(t['text_fields'])}; "
+        f"fusion {t.get('fusion') or 'default'}; rrf_k {t['rrf_k']}; "
         f"candidates {t['candidates'] or 'unset'}. "
         "BEIR paper, BM25 (Elasticsearch) on the *test* split: "
         f"{BEIR_BM25_TEST}.",
@@ -422,6 +424,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--text-fields", default="title,text", help="ES/OS lexical fields, ^boosts ok")
     p.add_argument("--rrf-k", type=int, default=60)
+    p.add_argument(
+        "--fusion",
+        choices=["zscore", "minmax", "dbsf", "rrf"],
+        help="search.fusion of the stores (default: unset, the store's default)",
+    )
     p.add_argument(
         "--limit",
         type=int,

@@ -7,10 +7,13 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
 
+from connectors.base import Fusion
 from gateway.config.base import StrictModel
 
 DEFAULT_CANDIDATES = 100
 """kNN breadth, Qdrant prefetch and federation member depth when ``candidates`` is unset."""
+DEFAULT_FUSION: Fusion = "zscore"
+"""``search.fusion`` when unset (docs/configuration.md, "Hybrid fusion")."""
 FUSION_DEPTH_PER_RESULT = 2
 """Hits per Lucene hybrid leg per requested result when ``candidates`` is unset."""
 
@@ -75,6 +78,16 @@ class SearchConfig(StrictModel):
     mode: SearchMode = SearchMode.LEXICAL
     vector_field: str | None = None
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    fusion: Fusion = Field(
+        default=DEFAULT_FUSION,
+        description="how hybrid fuses its legs: zscore (each leg's scores standardised over "
+        "its list, then weighted and summed), minmax, dbsf, or rrf (reciprocal rank)",
+    )
+    question_words: Literal["drop", "keep"] = Field(
+        default="keep",
+        description="drop: a question's own words (how, what, do I...) are left out of the "
+        "lexical leg's text (gateway.query_text); keep: the text as asked",
+    )
     rrf_k: int = Field(default=60, gt=0)
     lexical_weight: float = Field(default=1.0, ge=0)
     dense_weight: float = Field(default=1.0, ge=0)

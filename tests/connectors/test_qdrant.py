@@ -22,6 +22,7 @@ from connectors.base import (
     Condition,
     Connector,
     Filter,
+    Fusion,
     OrderedRequest,
     SearchRequest,
     SparseVector,
@@ -32,6 +33,7 @@ from connectors.errors import (
     EngineTimeout,
     EngineUnavailable,
 )
+from connectors.fusion import fuse
 from connectors.qdrant import ENCODE_INLINE_CHARS, QdrantConnector
 from connectors.qdrant_query import prefix_words, translate_filter
 from connectors.qdrant_sparse import LexicalSparseEncoder
@@ -629,3 +631,18 @@ async def test_a_sparse_vector_without_the_idf_modifier_is_refused_at_open(
                 await c.open()
     finally:
         await c.close()
+
+
+@pytest.mark.parametrize("fusion", ["zscore", "minmax", "dbsf"])
+async def test_score_fusion_fuses_the_two_legs_in_the_gateway(
+    loaded: Loaded, conn: QdrantConnector, fusion: Fusion
+) -> None:
+    qid = loaded.query_ids[3]
+    depth = 30
+    sparse = await conn.search(_request(loaded, qid, "sparse", limit=depth))
+    dense = await conn.search(_request(loaded, qid, "dense", limit=depth))
+    expected = fuse([(sparse, 1.0), (dense, 1.0)], fusion=fusion, k=60, limit=10)
+    hits = await conn.search(_request(loaded, qid, "hybrid", candidates=depth, fusion=fusion))
+    assert [h.id for h in hits] == [h.id for h in expected]
+    assert [h.score for h in hits] == pytest.approx([h.score for h in expected])
+    assert all(0.0 <= (h.score or 0.0) <= 1.0 for h in hits)

@@ -431,7 +431,7 @@ async def test_bad_input_gets_one_canonical_error(fed: Fed, issuer: Issuer) -> N
 DEPTH = 100  # fusion shards asks each member as deep as its hybrid legs (candidates)
 
 
-def calibrated(answers: dict[str, dict[str, Any]]) -> list[str]:
+def calibrated_values(answers: dict[str, dict[str, Any]]) -> list[tuple[str, float]]:
     """Members' lexical answers merged by z-score over each list, shifted by log weight."""
     top = max(WEIGHTS.values())
     scored: list[tuple[float, str]] = []
@@ -441,7 +441,36 @@ def calibrated(answers: dict[str, dict[str, Any]]) -> list[str]:
         for r in own["records"]:
             z = (r["score"] - mean) / spread + math.log(WEIGHTS[m] / top)
             scored.append((z, encode_id(m, r["id"])))
-    return [fid for _, fid in sorted(scored, key=lambda s: -s[0])]
+    return [(fid, z) for z, fid in sorted(scored, key=lambda s: -s[0])]
+
+
+def calibrated(answers: dict[str, dict[str, Any]]) -> list[str]:
+    return [fid for fid, _ in calibrated_values(answers)]
+
+
+def by_score_values(answers: dict[str, dict[str, Any]]) -> list[tuple[str, float]]:
+    top = max(WEIGHTS.values())
+    scored = [
+        (WEIGHTS[m] * r["score"] / top, encode_id(m, r["id"]))
+        for m, own in answers.items()
+        for r in own["records"]
+    ]
+    return [(fid, s) for s, fid in sorted(scored, key=lambda s: -s[0])]
+
+
+def zscore_fused(legs: list[list[tuple[str, float]]]) -> dict[str, float]:
+    """Equal-weight sum of each list's z-scores; a list's lowest z for what it missed."""
+    fused: dict[str, float] = {}
+    for leg in legs:
+        values = [v for _, v in leg]
+        mean, spread = statistics.fmean(values), statistics.pstdev(values)
+        zs = {fid: (v - mean) / spread for fid, v in leg}
+        floor = min(zs.values())
+        for fid in [f for other in legs for f, _ in other]:
+            fused.setdefault(fid, 0.0)
+        for fid in fused:
+            fused[fid] += 0.5 * zs.get(fid, floor)
+    return fused
 
 
 def by_score(answers: dict[str, dict[str, Any]]) -> list[str]:
@@ -487,14 +516,13 @@ async def test_shards_fusion_fuses_the_merged_legs_as_one_store(fed: Fed) -> Non
             m: await fed.result(bob, "memory/recall", {"embedding": vector, "limit": DEPTH}, m)
             for m in MEMBERS
         }
-        fused: dict[str, float] = {}
-        for leg in (calibrated(lex)[:DEPTH], by_score(dense)[:DEPTH]):
-            for rank, fid in enumerate(leg, start=1):
-                fused[fid] = fused.get(fid, 0.0) + 1.0 / (RRF_K + rank)
+        # The stores' default fusion (z-score) over the two merged legs.
+        fused = zscore_fused([calibrated_values(lex)[:DEPTH], by_score_values(dense)[:DEPTH]])
         expected = sorted(fused, key=lambda f: -fused[f])[:20]
         assert ids_of(got) == expected
-        best = 2.0 / (RRF_K + 1)
-        assert [r["score"] for r in got["records"]] == [round(fused[f] / best, 6) for f in expected]
+        assert [r["score"] for r in got["records"]] == pytest.approx(
+            [1 / (1 + math.exp(-fused[f])) for f in expected], abs=1e-6
+        )
         only_vector = await fed.result(
             bob, "memory/recall", {"embedding": vector, "limit": 20}, "shards"
         )

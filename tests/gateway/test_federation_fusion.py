@@ -34,7 +34,9 @@ def test_flat_or_single_lists_and_zero_weights() -> None:
 def test_merged_legs_fuse_as_one_stores_hybrid() -> None:
     lexical = recs("a", [1.0, 0.5]) + recs("b", [0.4])
     dense = [lexical[2], lexical[0]]
-    fused = fuse_legs(lexical, dense, k=60, lexical_weight=1.0, dense_weight=1.0, limit=3)
+    fused = fuse_legs(
+        lexical, dense, fusion="rrf", k=60, lexical_weight=1.0, dense_weight=1.0, limit=3
+    )
     # a:0 is 1st lexically and 2nd densely; b:0 3rd and 1st; a:1 only 2nd lexically.
     assert [r["id"] for r in fused] == ["a:0", "b:0", "a:1"]
     assert fused[0]["score"] == round((1 / 61 + 1 / 62) / (2 / 61), 6)
