@@ -23,7 +23,7 @@ _BAD_CREDENTIALS: Final = (
 )
 _NO_ACCESS: Final = (
     "the qdrant credentials do not grant access to the collection named by index "
-    "(an access token for another collection?)"
+    "(an access token for another collection, or an expired one)"
 )
 _MISSING_INDEX: Final = (
     "qdrant's strict mode refused a filter on a field without a payload index "

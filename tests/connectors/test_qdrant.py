@@ -98,7 +98,12 @@ SERVER_COLLECTIONS = ("a2m-test-scifact", "a2m-test-scifact-unnamed")
 def server_encoder(corpus: Corpus, request: pytest.FixtureRequest) -> LexicalSparseEncoder:
     """The subset loaded once per session into the server (both protocols read it)."""
     server: QdrantServer = request.getfixturevalue("qdrant_server")
-    client = {"url": server.url, "api_key": server.api_key, "timeout": 60}
+    client = {
+        "url": server.url,
+        "api_key": server.api_key,
+        "timeout": 60,
+        "check_compatibility": False,
+    }
     named, unnamed = SERVER_COLLECTIONS
     sf, dids = corpus.sf, corpus.doc_ids
     with warnings.catch_warnings():
