@@ -129,10 +129,20 @@ class QdrantConnector(QdrantReader):
             # Local mode holds a lock on its path: never keep it after a failed open.
             await self.close()
             raise
+        for need in self._layout.indexes:
+            if not need.present:
+                log.warning(
+                    "qdrant collection has no %s payload index on %r (%s): %s",
+                    " or ".join(need.kinds),
+                    need.field,
+                    need.purpose,
+                    need.without,
+                )
         return EngineInfo(
             engine=engine,
             vectors=self._layout.vectors,
             lexical=self._layout.sparse_name is not None,
+            indexes=self._layout.indexes,
         )
 
     async def close(self) -> None:

@@ -9,13 +9,18 @@ both protocols: the client's code paths and the server's error encodings
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 import warnings
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import jwt
 import pytest
+import yaml
 
 from bench.soak.proxy import Fault, relay_to
 from connectors.base import Condition, Filter, OrderedRequest, SearchRequest
@@ -409,3 +414,64 @@ async def test_faults_in_front_of_the_server_are_retried_then_unavailable(
             assert await c.search(SearchRequest(limit=3, text="harbour"))  # and it recovers
         finally:
             await c.close()
+
+
+# -- payload indexes the mapping needs -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("missing", ["created_at", "key", "group"])
+async def test_a_collection_missing_an_index(
+    server: QdrantServer, transport: str, missing: str
+) -> None:
+    name = f"a2m-test-server-no-{missing.replace('_', '-')}"
+    client = admin(server)
+    try:
+        create(client, name, indexes={f: s for f, s in INDEXES.items() if f != missing})
+        c = connector(server, transport, index=name)
+        if missing == "created_at":
+            # order_by cannot work without it: the store is refused at open, saying which index.
+            with pytest.raises(EngineConfigError, match=r"mapping\.created_at needs a datetime"):
+                await c.open()
+            await c.close()
+            return
+        info = await c.open()
+        try:
+            needs = {n.field: n for n in info.indexes}
+            assert set(needs) == {"created_at", "key", "group"}
+            assert [f for f, n in needs.items() if not n.present] == [missing]
+            assert needs[missing].kinds == ("keyword",)
+            assert needs[missing].without.startswith("slower")
+            # Without strict mode the server still matches the field, by a payload scan.
+            flt = Filter(must=(Condition(missing, (str(DOCS[4][missing]),)),))
+            got = await c.ordered(OrderedRequest(limit=30, filter=flt))
+            assert "notes/4" in {h.source["key"] for h in got}
+        finally:
+            await c.close()
+    finally:
+        client.delete_collection(name)
+        client.close()
+
+
+def test_check_lists_the_indexes_and_what_is_missing(server: QdrantServer, tmp_path: Path) -> None:
+    store = store_data(server, "rest")
+    store["scope"] = {"filters": [{"field": "colour", "claims": ["groups"]}]}
+    # The check process imports qdrant-client inside its first deadline: room for a busy machine.
+    store["request_timeout_ms"] = 60_000
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({"stores": {"s": store}}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "gateway", "check", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    indexes = {i["field"]: i for i in report["indexes"]}
+    assert {f for f, i in indexes.items() if i["present"]} == {"created_at", "key", "group"}
+    assert indexes["colour"]["present"] is False
+    assert indexes["colour"]["purpose"].startswith("scope.filters")
+    assert "strict mode refuses" in indexes["colour"]["without"]
+    assert "without" not in indexes["key"]
+    assert server.api_key not in proc.stdout + proc.stderr
