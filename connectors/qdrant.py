@@ -237,6 +237,8 @@ class QdrantConnector(QdrantReader):
             )
         )
         points = [p for p in response.points if has_prefix(p.payload, tr.prefix)]
+        # A server returns equal scores (common under RRF) in no fixed order: ties by id.
+        points.sort(key=lambda p: (-p.score, isinstance(p.id, str), p.id))
         points = points[: request.limit]
         scores = normalise(ranked.kind, self._layout, [p.score for p in points])
         return [
