@@ -44,7 +44,7 @@ TRANSPORTS = ["rest", "grpc"]
 DOCS = [
     {
         "text": f"note {i} about harbour cranes and {'tides' if i % 2 else 'ships'}",
-        "key": f"notes/{i}",
+        "key": f"notes/g{i % 3}/{i}",
         "group": f"g{i % 3}",
         "created_at": f"2026-01-01T00:{i:02d}:00Z",
         "colour": "red" if i % 2 else "blue",
@@ -267,12 +267,22 @@ async def test_timeline_pages_by_order_by_and_fetch_matches_the_key(
     conn: QdrantConnector,
 ) -> None:
     newest = await conn.ordered(OrderedRequest(limit=7))
-    assert [h.source["key"] for h in newest] == [f"notes/{i}" for i in range(29, 22, -1)]
+    assert [h.source["key"] for h in newest] == [DOCS[i]["key"] for i in range(29, 22, -1)]
     oldest = await conn.ordered(OrderedRequest(limit=40, newest_first=False))
-    assert [h.source["key"] for h in oldest] == [f"notes/{i}" for i in range(30)]
-    hit = await conn.fetch(Filter(must=(Condition("key", ("notes/12",)),)))
+    assert [h.source["key"] for h in oldest] == [d["key"] for d in DOCS]
+    hit = await conn.fetch(Filter(must=(Condition("key", ("notes/g0/12",)),)))
     assert hit is not None
     assert hit.source == {k: v for k, v in DOCS[12].items() if k != "colour"}
+
+
+async def test_a_key_prefix_of_several_words_on_a_keyword_index(conn: QdrantConnector) -> None:
+    # "notes/g1/" prefilters on the words "notes" and "g1"; the key has a keyword index.
+    flt = Filter(key_prefix=("key", "notes/g1/"))
+    expected = {d["key"] for d in DOCS if str(d["key"]).startswith("notes/g1/")}
+    got = await conn.ordered(OrderedRequest(limit=30, filter=flt))
+    assert {h.source["key"] for h in got} == expected
+    ranked = await conn.search(SearchRequest(limit=30, text="harbour", filter=flt))
+    assert {h.source["key"] for h in ranked} == expected
 
 
 # -- strict mode --------------------------------------------------------------------------------
@@ -444,7 +454,7 @@ async def test_a_collection_missing_an_index(
             # Without strict mode the server still matches the field, by a payload scan.
             flt = Filter(must=(Condition(missing, (str(DOCS[4][missing]),)),))
             got = await c.ordered(OrderedRequest(limit=30, filter=flt))
-            assert "notes/4" in {h.source["key"] for h in got}
+            assert "notes/g1/4" in {h.source["key"] for h in got}
         finally:
             await c.close()
     finally:
