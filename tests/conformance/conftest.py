@@ -563,7 +563,7 @@ QDRANT_SERVERS: dict[str, bool] = {"qdrant-rest": False, "qdrant-grpc": True}
 """The demo corpus on the Qdrant server of tests/engines/engines.py -> read over gRPC."""
 BACKENDS = [
     pytest.param(QDRANT, id=QDRANT),
-    *(pytest.param(name, id=name) for name in QDRANT_SERVERS),
+    *(pytest.param(name, id=name, marks=pytest.mark.integration) for name in QDRANT_SERVERS),
     pytest.param("elasticsearch", id="elasticsearch", marks=pytest.mark.elasticsearch),
     pytest.param("opensearch", id="opensearch", marks=pytest.mark.opensearch),
 ]
