@@ -165,6 +165,21 @@ class EngineInfo:
     """e.g. 'elasticsearch 8.19.3' — for logs and `check`, not put on the wire."""
     vectors: VectorInfo | None = None
     lexical: bool = False
+    indexes: tuple[IndexNeed, ...] = ()
+    """The engine-side indexes the store's mapping relies on (Qdrant payload indexes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexNeed:
+    """One index the mapping needs on a field: which kinds do, whether it is there, and why."""
+
+    field: str
+    kinds: tuple[str, ...]
+    """Index kinds that serve (e.g. Qdrant's 'keyword'; 'datetime', 'integer', 'float')."""
+    present: bool
+    purpose: str
+    without: str
+    """What happens without it: refused at open, or slower (a payload scan)."""
 
 
 @runtime_checkable

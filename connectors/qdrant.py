@@ -65,13 +65,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
-import warnings
 from typing import TYPE_CHECKING, Any, Final
 
 from connectors.base import EngineInfo, Filter, Hit, OrderedRequest, SearchRequest, SparseVector
 from connectors.errors import EngineConfigError
 from connectors.fusion import fuse
+from connectors.qdrant_connect import server_client
 from connectors.qdrant_layout import METRICS, inspect_collection
 from connectors.qdrant_local import LocalClient, open_local
 from connectors.qdrant_query import (
@@ -149,10 +148,20 @@ class QdrantConnector(QdrantReader):
             # Local mode holds a lock on its path: never keep it after a failed open.
             await self.close()
             raise
+        for need in self._layout.indexes:
+            if not need.present:
+                log.warning(
+                    "qdrant collection has no %s payload index on %r (%s): %s",
+                    " or ".join(need.kinds),
+                    need.field,
+                    need.purpose,
+                    need.without,
+                )
         return EngineInfo(
             engine=engine,
             vectors=self._layout.vectors,
             lexical=self._layout.sparse_name is not None,
+            indexes=self._layout.indexes,
         )
 
     async def close(self) -> None:
@@ -179,25 +188,10 @@ class QdrantConnector(QdrantReader):
             return False
 
     def _make_client(self) -> AsyncQdrantClient:
-        from qdrant_client import AsyncQdrantClient
-
         c = self._spec.connection
+        if c.url is not None:
+            return server_client(c, self._timeout_s)
         try:
-            if c.url is not None:
-                api_key = c.api_key.get_secret_value() if c.api_key is not None else None
-                if api_key is not None and c.url.startswith("http://"):
-                    log.warning("qdrant: an api_key is sent over plain http")
-                with warnings.catch_warnings():
-                    # The client warns about an api key over http (logged above)
-                    # and pytest runs with warnings as errors.
-                    warnings.simplefilter("ignore", UserWarning)
-                    return AsyncQdrantClient(
-                        url=c.url,
-                        api_key=api_key,
-                        timeout=max(1, math.ceil(self._timeout_s)),
-                        check_compatibility=False,  # it would make a request now, in a thread
-                        pool_size=c.pool_maxsize,
-                    )
             return open_local(c.path, c.location)
         except ValueError as exc:
             log.debug("qdrant client refused the connection settings: %s", exc)
@@ -264,6 +258,8 @@ class QdrantConnector(QdrantReader):
             )
         )
         points = [p for p in response.points if has_prefix(p.payload, tr.prefix)]
+        # A server returns equal scores (common under RRF) in no fixed order: ties by id.
+        points.sort(key=lambda p: (-p.score, isinstance(p.id, str), p.id))
         points = points[: request.limit]
         scores = normalise(ranked.kind, self._layout, [p.score for p in points])
         return [

@@ -18,16 +18,67 @@ from connectors.errors import (
 log = logging.getLogger("connectors.qdrant")
 
 _MISSING_COLLECTION: Final = "the qdrant collection named by index does not exist"
+_BAD_CREDENTIALS: Final = (
+    "qdrant refused the gateway's credentials (connection.api_key or connection.access_token)"
+)
+_NO_ACCESS: Final = (
+    "the qdrant credentials do not grant access to the collection named by index "
+    "(an access token for another collection, or an expired one)"
+)
+_MISSING_INDEX: Final = (
+    "qdrant's strict mode refused a filter on a field without a payload index "
+    "(`a2m-gateway check` lists the indexes the mapping needs)"
+)
+_MISSING_INDEX_TEXT: Final = ("Index required but not found", "No range index for `order_by`")
+"""How a Qdrant server says a payload index is missing (strict mode, order_by)."""
+
+# gRPC status names (grpc.StatusCode members) -> the HTTP status Qdrant would have sent.
+_GRPC_AS_HTTP: Final = {
+    "UNAVAILABLE": 503,
+    "RESOURCE_EXHAUSTED": 429,
+    "INTERNAL": 500,
+    "UNKNOWN": 500,
+    "ABORTED": 503,
+    "DEADLINE_EXCEEDED": 408,
+    "CANCELLED": 408,
+    "NOT_FOUND": 404,
+    "UNAUTHENTICATED": 401,
+    "PERMISSION_DENIED": 403,
+}
+
+
+def _grpc_status(exc: BaseException) -> int | None:
+    """A gRPC call's failure as the HTTP status a REST call would have had (400 for the rest)."""
+    import grpc  # type: ignore[import-untyped]
+
+    if not isinstance(exc, grpc.aio.AioRpcError | grpc.RpcError):
+        return None
+    code = exc.code() if callable(getattr(exc, "code", None)) else None
+    name = getattr(code, "name", "")
+    return _GRPC_AS_HTTP.get(name, 400)
 
 
 def _status(exc: BaseException) -> int | None:
     from qdrant_client.http.exceptions import UnexpectedResponse
 
-    return exc.status_code if isinstance(exc, UnexpectedResponse) else None
+    if isinstance(exc, UnexpectedResponse):
+        return exc.status_code
+    return _grpc_status(exc)
+
+
+def _server_text(exc: BaseException) -> str:
+    """What the server said (REST body or gRPC details); for matching and debug logs only."""
+    from qdrant_client.http.exceptions import UnexpectedResponse
+
+    if isinstance(exc, UnexpectedResponse):
+        return exc.content[:2000].decode(errors="replace")
+    details = getattr(exc, "details", None)
+    return str(details() or "") if callable(details) else str(exc)
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Connection failures, 5xx and 429 are worth another try; nothing else is."""
+    """Connection failures, 5xx and 429 (gRPC: unavailable, exhausted, internal) are worth
+    another try; nothing else is."""
     import httpx
     from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
     from qdrant_client.http.exceptions import ResponseHandlingException
@@ -51,10 +102,16 @@ def asked_retry_after_s(exc: BaseException) -> float | None:
 
     if isinstance(exc, ResourceExhaustedResponse):
         return float(max(0, exc.retry_after_s))
+    value: str | None = None
     if isinstance(exc, UnexpectedResponse):
         value = exc.headers.get("retry-after")
-        if value is not None and value.strip().isdigit():
-            return float(value.strip())
+    elif _grpc_status(exc) is not None:
+        trailing = getattr(exc, "trailing_metadata", None)
+        for key, item in (trailing() or ()) if callable(trailing) else ():
+            if key == "retry-after":
+                value = item if isinstance(item, str) else None
+    if value is not None and value.strip().isdigit():
+        return float(value.strip())
     return None
 
 
@@ -67,6 +124,7 @@ def _retry_after_ms(exc: BaseException) -> int:
 @contextmanager
 def engine_errors() -> Iterator[None]:
     """Translate qdrant-client's exceptions into :mod:`connectors.errors` (the one boundary)."""
+    import grpc
     import httpx
     from qdrant_client.common.client_exceptions import QdrantException
     from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
@@ -78,15 +136,9 @@ def engine_errors() -> Iterator[None]:
     except TimeoutError as exc:
         raise EngineTimeout("qdrant did not answer in time") from exc
     except UnexpectedResponse as exc:
-        status = exc.status_code or 0
-        log.debug("qdrant answered HTTP %s: %s", status, exc)
-        if status == 429 or status >= 500:
-            raise EngineUnavailable(f"qdrant answered HTTP {status}", _retry_after_ms(exc)) from exc
-        if status == 404:
-            raise EngineConfigError(_MISSING_COLLECTION) from exc
-        if status in (401, 403):
-            raise EngineConfigError("qdrant refused the gateway's credentials") from exc
-        raise EngineRejected(f"qdrant refused the request (HTTP {status})") from exc
+        raise _answered(exc, exc.status_code or 0) from exc
+    except grpc.RpcError as exc:
+        raise _answered(exc, _grpc_status(exc) or 400) from exc
     except QdrantException as exc:  # a 429 whose Retry-After the client parsed
         log.debug("qdrant answered 429: %s", exc)
         raise EngineUnavailable("qdrant is rate limiting", _retry_after_ms(exc)) from exc
@@ -123,3 +175,23 @@ def engine_errors() -> Iterator[None]:
     except ArithmeticError as exc:  # local mode computes scores with numpy in-process
         log.debug("qdrant local mode arithmetic failed: %s", exc)
         raise EngineRejected("qdrant could not score the query") from exc
+
+
+def _answered(exc: BaseException, status: int) -> ConnectorError:
+    """The neutral error for a server's answer (REST status, or a gRPC code mapped to one)."""
+    text = _server_text(exc)
+    log.debug("qdrant answered %s: %s", status, text)
+    if status == 429 or status >= 500:
+        return EngineUnavailable(f"qdrant answered {status}", _retry_after_ms(exc))
+    if status == 408:
+        return EngineTimeout("qdrant timed out the request (server-side timeout)")
+    if status == 404:
+        return EngineConfigError(_MISSING_COLLECTION)
+    if status == 401:
+        return EngineConfigError(_BAD_CREDENTIALS)
+    if status == 403:
+        return EngineConfigError(_NO_ACCESS)
+    if any(marker in text for marker in _MISSING_INDEX_TEXT):
+        return EngineConfigError(_MISSING_INDEX)
+    # Strict mode's limits on a caller's input (a limit, a filter too large) land here too.
+    return EngineRejected(f"qdrant refused the request ({status})")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from connectors.base import Metric, VectorInfo
+from connectors.base import IndexNeed, Metric, VectorInfo
 from connectors.errors import EngineConfigError
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ class Layout:
     metric: Metric = "cosine"
     sparse_name: str | None = None
     vectors: VectorInfo | None = None
+    indexes: tuple[IndexNeed, ...] = ()
 
 
 def inspect_collection(info: models.CollectionInfo, spec: ConnectorSpec, *, local: bool) -> Layout:
@@ -84,11 +85,16 @@ def inspect_collection(info: models.CollectionInfo, spec: ConnectorSpec, *, loca
             )
         sparse_name = s.sparse_vector
 
-    if spec.fields.created_at and not local:
-        _check_order_index(info, spec.fields.created_at)
+    indexes = () if local else index_needs(info, spec)
+    missing_order = [n for n in indexes if n.kinds == _RANGE and not n.present]
+    if missing_order:
+        raise EngineConfigError(
+            "mapping.created_at needs a datetime, integer or float payload index "
+            "on the qdrant server (create_payload_index) to order by it"
+        )
 
     if dense_cfg is None:
-        return Layout(dense_name=s.vector_field, sparse_name=sparse_name)
+        return Layout(dense_name=s.vector_field, sparse_name=sparse_name, indexes=indexes)
     metric = _METRIC_OF.get(str(dense_cfg.distance))
     if metric is None:
         raise EngineConfigError(
@@ -100,15 +106,52 @@ def inspect_collection(info: models.CollectionInfo, spec: ConnectorSpec, *, loca
         metric=metric,
         sparse_name=sparse_name,
         vectors=VectorInfo(dimensions=dense_cfg.size, metric=metric, metrics=METRICS),
+        indexes=indexes,
     )
 
 
-def _check_order_index(info: models.CollectionInfo, created_at: str) -> None:
-    """A server orders by a payload key only through a range-capable index on it."""
+_RANGE: Final = ("datetime", "integer", "float")
+_KEYWORD: Final = ("keyword",)
+_SCAN: Final = (
+    "slower: each filtered read checks payloads point by point, "
+    "and a collection in strict mode refuses the filter"
+)
+
+
+def index_needs(info: models.CollectionInfo, spec: ConnectorSpec) -> tuple[IndexNeed, ...]:
+    """The payload indexes a server collection needs for the store's mapping, and which it has.
+
+    ``order_by`` on ``mapping.created_at`` needs a range-capable index (refused at
+    open without one); exact matches on the key, group, owner and scope fields
+    use a keyword index (without one they scan, and strict mode refuses them).
+    Key-prefix matching runs a word prefilter on the key field and checks the
+    exact prefix itself, so a keyword index on the key serves it too.
+    """
     schema = info.payload_schema or {}
-    index = schema.get(created_at)
-    if index is None or str(index.data_type) not in ("datetime", "integer", "float"):
-        raise EngineConfigError(
-            "mapping.created_at needs a datetime, integer or float payload index "
-            "on the qdrant server (create_payload_index) to order by it"
+
+    def has(field: str, kinds: tuple[str, ...]) -> bool:
+        index = schema.get(field)
+        return index is not None and str(index.data_type) in kinds
+
+    f = spec.fields
+    needs: list[IndexNeed] = []
+    if f.created_at:
+        needs.append(
+            IndexNeed(
+                f.created_at,
+                _RANGE,
+                has(f.created_at, _RANGE),
+                "mapping.created_at: timeline and recall without a query order by it",
+                "refused at open: the server cannot order_by a field without a range index",
+            )
         )
+    purposes: dict[str | None, str] = {
+        f.key: "mapping.key: fetch, where and key_prefix match it",
+        f.group: "mapping.group: where matches it",
+        f.owner: "mapping.owner: where and owner match it",
+        **{field: "scope.filters: every read of a scoped caller matches it" for field in f.scope},
+    }
+    for field, purpose in purposes.items():
+        if field and field != f.created_at:
+            needs.append(IndexNeed(field, _KEYWORD, has(field, _KEYWORD), purpose, _SCAN))
+    return tuple(needs)

@@ -62,11 +62,11 @@ def _build_filter(flt: Filter) -> Translated:
     if flt.key_prefix is not None and flt.key_prefix[1]:
         field, value = flt.key_prefix
         prefix = (field, value)
-        tokens = prefix_words(value)
-        if tokens:
-            must.append(
-                models.FieldCondition(key=field, match=models.MatchText(text=" ".join(tokens)))
-            )
+        # One match per word: with a full-text index each is a token lookup; without one
+        # (a keyword index, local mode) a server matches each as a substring, which a whole
+        # word of the key always is (the words joined by spaces would not be).
+        for token in dict.fromkeys(prefix_words(value)):
+            must.append(models.FieldCondition(key=field, match=models.MatchText(text=token)))
     return Translated(qfilter=models.Filter(must=must) if must else None, prefix=prefix)
 
 

@@ -50,6 +50,9 @@ class ConnectionSpec:
     ca_certs: str | None = None
     verify_certs: bool = True
     aws_sigv4: AwsSigV4 | None = None
+    access_token: Secret | None = None
+    prefer_grpc: bool = False
+    grpc_port: int = 6334
     timeout_ms: int = 10_000
     pool_maxsize: int = 32
     retries: int = 3

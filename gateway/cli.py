@@ -360,6 +360,17 @@ async def _check(cfg: GatewayConfig) -> int:
             try:
                 await store.ensure_started()
                 out["describe"] = store.describe()
+                if store.info is not None and store.info.indexes:
+                    out["indexes"] = [
+                        {
+                            "field": n.field,
+                            "kinds": list(n.kinds),
+                            "present": n.present,
+                            "purpose": n.purpose,
+                            **({} if n.present else {"without": n.without}),
+                        }
+                        for n in store.info.indexes
+                    ]
                 out["sample"] = await store.sample(3)
                 agreement = await compare_stored_vectors(store)
                 if agreement is not None:

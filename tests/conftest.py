@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,33 @@ def elasticsearch_url() -> str:
 def keycloak_url() -> str:
     """The Keycloak of tests/engines/engines.py (realms of tests/engines/keycloak-realm.json)."""
     return _engine_url("A2M_TEST_KEYCLOAK_URL").rstrip("/")
+
+
+@dataclass(frozen=True)
+class QdrantServer:
+    """The Qdrant server of tests/engines/engines.py: where it listens and its keys."""
+
+    url: str
+    grpc_port: int
+    api_key: str
+    read_only_api_key: str
+
+
+@pytest.fixture(scope="session")
+def qdrant_server() -> QdrantServer:
+    url = _engine_url("A2M_TEST_QDRANT_URL")
+    keys = ("A2M_TEST_QDRANT_GRPC_PORT", "A2M_TEST_QDRANT_API_KEY")
+    absent = [
+        var for var in (*keys, "A2M_TEST_QDRANT_READ_ONLY_API_KEY") if not os.environ.get(var)
+    ]
+    if absent:
+        missing(f'{", ".join(absent)} not set (eval "$(python tests/engines/engines.py env)")')
+    return QdrantServer(
+        url=url,
+        grpc_port=int(os.environ["A2M_TEST_QDRANT_GRPC_PORT"]),
+        api_key=os.environ["A2M_TEST_QDRANT_API_KEY"],
+        read_only_api_key=os.environ["A2M_TEST_QDRANT_READ_ONLY_API_KEY"],
+    )
 
 
 def scifact_missing(root: Path) -> list[str]:

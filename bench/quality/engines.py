@@ -4,8 +4,9 @@ gateway store that serves it.
 Loading reuses the test suite's loaders (``tests.support``): Elasticsearch and
 OpenSearch through the clients' bulk API (the MiniLM vector in ``embedding``: a
 ``dense_vector`` / Lucene-HNSW ``knn_vector``, cosine), Qdrant in local mode on
-disk (a named dense vector plus the gateway's lexical sparse encoder under
-Qdrant's IDF modifier).
+disk or on a Qdrant server (``qdrant-server``, with its payload indexes): a
+named dense vector plus the gateway's lexical sparse encoder under Qdrant's IDF
+modifier.
 
 Analyzers on ``title`` and ``text`` (:data:`ANALYZERS`): OpenSearch gets
 ``english`` (stemming and English stop words, as BEIR's BM25 baseline had);
@@ -34,6 +35,8 @@ from tests.support import lucene_loader
 from tests.support import scifact as qdrant_loader
 
 ENGINES = ("elasticsearch", "opensearch", "qdrant")
+SERVER_ENGINES = ("qdrant-server",)
+"""Engines a run names explicitly: the Qdrant server (A2M_TEST_QDRANT_URL and _API_KEY)."""
 ANALYZERS = {"elasticsearch": "standard", "opensearch": "english"}
 QDRANT_COLLECTION = "bench"
 
@@ -132,7 +135,14 @@ def load_qdrant(path: Path, split: Split, tuning: Tuning) -> Loaded:
         raise ValueError("the Qdrant loader needs integer document ids (they are point ids)")
     started = time.monotonic()
     qdrant_loader.load_qdrant(path, split.sf, split.sf.corpus_ids, collection=QDRANT_COLLECTION)
-    store = {
+    store = load_qdrant_store(path, tuning)
+    count = len(split.sf.corpus_ids)
+    return Loaded("qdrant", store, time.monotonic() - started, f"{count} docs loaded")
+
+
+def load_qdrant_store(path: Path, tuning: Tuning) -> dict[str, Any]:
+    """The Qdrant store's config section (local mode at path)."""
+    return {
         "backend": "qdrant",
         "index": QDRANT_COLLECTION,
         "connection": {"path": str(path), "timeout_ms": 30_000},
@@ -145,8 +155,6 @@ def load_qdrant(path: Path, split: Split, tuning: Tuning) -> Loaded:
         },
         "limits": _limits(),
     }
-    count = len(split.sf.corpus_ids)
-    return Loaded("qdrant", store, time.monotonic() - started, f"{count} docs loaded")
 
 
 def doc_id_of(record: dict[str, Any]) -> str:
@@ -155,3 +163,35 @@ def doc_id_of(record: dict[str, Any]) -> str:
     if isinstance(key, str) and "/" in key:
         return key.split("/", 1)[1]
     return str(record["id"])
+
+
+def load_qdrant_server(url: str, split: Split, tuning: Tuning, *, grpc_port: int | None) -> Loaded:
+    """(Re)create the corpus on a Qdrant server, the key from A2M_TEST_QDRANT_API_KEY.
+
+    The store reads the key from that variable too, as an operator's config would;
+    with ``grpc_port`` it reads over gRPC.
+    """
+    import os
+    import warnings
+
+    key = os.environ.get("A2M_TEST_QDRANT_API_KEY")
+    started = time.monotonic()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # an api key over http, on loopback
+        server = {"url": url, "api_key": key, "timeout": 120, "check_compatibility": False}
+        qdrant_loader.load_qdrant(
+            "", split.sf, split.sf.corpus_ids, collection=QDRANT_COLLECTION, server=server
+        )
+    local = load_qdrant_store(Path(""), tuning)
+    connection: dict[str, Any] = {"url": url, "timeout_ms": 30_000}
+    if key:
+        connection["api_key"] = "${A2M_TEST_QDRANT_API_KEY}"
+    if grpc_port is not None:
+        connection.update(prefer_grpc=True, grpc_port=grpc_port)
+    store = {**local, "connection": connection}
+    count = len(split.sf.corpus_ids)
+    with httpx.Client(timeout=10, headers={"api-key": key or ""}) as client:
+        version = str(client.get(url).json()["version"])
+    return Loaded(
+        "qdrant-server", store, time.monotonic() - started, f"{count} docs loaded", version
+    )

@@ -16,6 +16,7 @@ and scores the answers with ir-measures: nDCG@10 and R@100.
 
     python -m bench.quality                       # SciFact train, all engines and modes
     python -m bench.quality --engines qdrant --modes bm25 --limit-queries 50
+    python -m bench.quality --engines qdrant-server [--qdrant-grpc]   # the server of engines.py
     python -m bench.quality --corpus X/corpus.jsonl --queries X/queries.jsonl \\
         --qrels X/qrels/test.tsv --write-docs
 """
@@ -47,11 +48,13 @@ from bench.quality.collection import Split, load_split
 from bench.quality.engines import (
     ANALYZERS,
     ENGINES,
+    SERVER_ENGINES,
     Loaded,
     Tuning,
     doc_id_of,
     load_lucene,
     load_qdrant,
+    load_qdrant_server,
 )
 from bench.quality.evaluate import MEASURES, per_query
 
@@ -194,6 +197,12 @@ def load_engines(
     for engine in engines:
         if engine == "qdrant":
             loaded.append(load_qdrant(work / "qdrant", split, tuning))
+            continue
+        if engine == "qdrant-server":
+            if not args.qdrant_url:
+                raise SystemExit("no URL for qdrant-server: pass --qdrant-url or start it")
+            grpc_port = args.qdrant_grpc_port if args.qdrant_grpc else None
+            loaded.append(load_qdrant_server(args.qdrant_url, split, tuning, grpc_port=grpc_port))
             continue
         url = args.elasticsearch_url if engine == "elasticsearch" else args.opensearch_url
         if not url:
@@ -414,7 +423,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--corpus", default=str(SCIFACT / "corpus.jsonl"))
     p.add_argument("--queries", default=str(SCIFACT / "queries-train.jsonl"))
     p.add_argument("--qrels", default=str(SCIFACT / "qrels" / "train.tsv"))
-    p.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES))
+    p.add_argument(
+        "--engines", nargs="+", choices=[*ENGINES, *SERVER_ENGINES], default=list(ENGINES)
+    )
+    p.add_argument("--qdrant-url", default=os.environ.get("A2M_TEST_QDRANT_URL"))
+    p.add_argument(
+        "--qdrant-grpc-port", type=int, default=os.environ.get("A2M_TEST_QDRANT_GRPC_PORT")
+    )
+    p.add_argument("--qdrant-grpc", action="store_true", help="qdrant-server read over gRPC")
     p.add_argument("--modes", nargs="+", choices=[*MODES, *EMBEDDED], default=list(MODES))
     p.add_argument("--limit-queries", type=int, help="evaluate only the first N judged queries")
     p.add_argument(

@@ -79,10 +79,19 @@ class OpenSearchConnection(_LuceneConnection):
 class QdrantConnection(_Transport):
     """A Qdrant server (``url``) or local mode in this process (``path`` or ``location``)."""
 
-    url: str | None = Field(default=None, description="a Qdrant server over REST")
+    url: str | None = Field(default=None, description="a Qdrant server (REST port in the URL)")
     path: str | None = Field(default=None, description="Qdrant local mode on disk")
     location: str | None = Field(default=None, description="Qdrant ':memory:' local mode")
     api_key: SecretStr | None = None
+    access_token: SecretStr | None = Field(
+        default=None, description="a Qdrant JWT access token (read-only or per collection)"
+    )
+    prefer_grpc: bool = Field(default=False, description="reads over gRPC instead of REST")
+    grpc_port: int = Field(default=6334, gt=0, lt=65536)
+    ca_certs: str | None = Field(
+        default=None, description="PEM bundle the server's TLS is checked with"
+    )
+    verify_certs: bool = True
 
     @property
     def local(self) -> bool:
@@ -93,6 +102,22 @@ class QdrantConnection(_Transport):
     def _one_target(self) -> QdrantConnection:
         if sum([bool(self.url), bool(self.path), bool(self.location)]) != 1:
             raise ValueError("connection: a qdrant store needs exactly one of url, path, location")
+        if self.api_key is not None and self.access_token is not None:
+            raise ValueError("connection: choose one of api_key, access_token")
+        server_only = {
+            "api_key": self.api_key is not None,
+            "access_token": self.access_token is not None,
+            "prefer_grpc": self.prefer_grpc,
+            "ca_certs": self.ca_certs is not None,
+            "verify_certs": not self.verify_certs,
+        }
+        given = [key for key, set_ in server_only.items() if set_]
+        if self.url is None and given:
+            raise ValueError(f"connection: {', '.join(given)} apply to a qdrant server (url) only")
+        if self.prefer_grpc and not self.verify_certs:
+            raise ValueError(
+                "connection: verify_certs false is for REST only (gRPC always checks TLS)"
+            )
         return self
 
 

@@ -563,8 +563,11 @@ ENGINES: dict[str, str] = {
     "opensearch": "opensearch_url",
 }
 """Engine backend -> the fixture (tests/conftest.py) giving its node's URL."""
+QDRANT_SERVERS: dict[str, bool] = {"qdrant-rest": False, "qdrant-grpc": True}
+"""The demo corpus on the Qdrant server of tests/engines/engines.py -> read over gRPC."""
 BACKENDS = [
     pytest.param(QDRANT, id=QDRANT),
+    *(pytest.param(name, id=name, marks=pytest.mark.integration) for name in QDRANT_SERVERS),
     pytest.param("elasticsearch", id="elasticsearch", marks=pytest.mark.elasticsearch),
     pytest.param("opensearch", id="opensearch", marks=pytest.mark.opensearch),
 ]
@@ -623,6 +626,12 @@ class Servers:
         if name not in self.backends:
             if name == QDRANT:
                 self.backends[name] = StoreBackend(name)
+            elif name in QDRANT_SERVERS:
+                server = request.getfixturevalue("qdrant_server")
+                store = demo_loader.qdrant_demo_store(server, grpc=QDRANT_SERVERS[name])
+                root = self.tmp.mktemp(f"{name}-config")
+                path = StoreBackend(name, store).write_config(root / "gateway.yaml", root)
+                self.backends[name] = StoreBackend(name, store, path)
             else:
                 engine: Any = name
                 url: str = request.getfixturevalue(ENGINES[name])

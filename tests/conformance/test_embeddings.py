@@ -19,6 +19,7 @@ from connectors.qdrant_sparse import LexicalSparseEncoder
 from tests.conformance.conftest import (
     PROTOCOL,
     QDRANT,
+    QDRANT_SERVERS,
     A2MClient,
     HttpClient,
     StoreBackend,
@@ -73,6 +74,9 @@ def build_store(backend: StoreBackend, root: Path, distance: str) -> Path:
     """A store of len(TOPICS) points on `backend` and the config serving it; returns its path."""
     if backend.name == QDRANT:
         store = build_qdrant_store(root, distance)
+    elif backend.name in QDRANT_SERVERS:
+        assert backend.store is not None
+        store = build_qdrant_store(root, distance, backend.store["connection"])
     else:
         store = build_engine_store(backend, distance)
     config_path = root / "gateway.yaml"
@@ -80,15 +84,30 @@ def build_store(backend: StoreBackend, root: Path, distance: str) -> Path:
     return config_path
 
 
-def build_qdrant_store(root: Path, distance: str) -> dict[str, Any]:
+def build_qdrant_store(
+    root: Path, distance: str, server: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """In local mode under root, or on the Qdrant server a ``server`` connection names."""
+    import os
+    import warnings
+
     from qdrant_client import QdrantClient, models
 
     path = root / "qdrant"
     encoder = LexicalSparseEncoder(avgdl=LexicalSparseEncoder.average_length(TOPICS))
-    client = QdrantClient(path=str(path))
+    name = "vec" if server is None else f"a2m-conformance-vec-{distance.lower()}"
+    if server is None:
+        client = QdrantClient(path=str(path))
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # an api key over http, on loopback
+            key = os.environ["A2M_TEST_QDRANT_API_KEY"]
+            client = QdrantClient(url=server["url"], api_key=key, check_compatibility=False)
+        if client.collection_exists(name):
+            client.delete_collection(name)
     try:
         client.create_collection(
-            "vec",
+            name,
             vectors_config=models.VectorParams(
                 size=DIMS, distance=getattr(models.Distance, distance.upper())
             ),
@@ -109,13 +128,16 @@ def build_qdrant_store(root: Path, distance: str) -> dict[str, Any]:
                     payload=payload(i, text),
                 )
             )
-        client.upsert("vec", points=points)
+        client.upsert(name, points=points, wait=True)
+        if server is not None:  # the payload indexes a server needs (order_by, fetch)
+            client.create_payload_index(name, "ts", models.PayloadSchemaType.DATETIME, wait=True)
+            client.create_payload_index(name, "slug", models.PayloadSchemaType.KEYWORD, wait=True)
     finally:
         client.close()
     return {
         "backend": "qdrant",
-        "index": "vec",
-        "connection": {"path": str(path)},
+        "index": name,
+        "connection": {"path": str(path)} if server is None else server,
         "mapping": MAPPING,
         "search": {"mode": "lexical", "sparse_vector": "text"},
     }

@@ -17,7 +17,7 @@ from connectors.spec import (
     Secret,
 )
 
-_SECRETS = ("cloud_id", "api_key", "password", "bearer_token")
+_SECRETS = ("cloud_id", "api_key", "password", "bearer_token", "access_token")
 _READ = (
     "content",
     "uri",

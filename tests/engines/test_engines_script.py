@@ -31,10 +31,12 @@ def test_each_node_has_its_own_port_range_and_variable(engines: ModuleType) -> N
         "opensearch3",
         "elasticsearch9",
         "keycloak",
+        "qdrant",
     }
-    assert len({n.base_port // 100 for n in nodes}) == 5
-    assert len({n.env_var for n in nodes}) == 5
+    assert len({n.base_port // 100 for n in nodes}) == 6
+    assert len({n.env_var for n in nodes}) == 6
     assert engines.NODES["keycloak"].env_var == "A2M_TEST_KEYCLOAK_URL"
+    assert engines.NODES["qdrant"].env_var == "A2M_TEST_QDRANT_URL"
     # The names the suite and the older docs use stay as they were.
     assert engines.NODES["opensearch"].env_var == "A2M_TEST_OPENSEARCH_URL"
     assert engines.NODES["elasticsearch"].env_var == "A2M_TEST_ELASTICSEARCH_URL"
@@ -74,6 +76,8 @@ def test_each_node_gets_a_jdk_new_enough(
     for var in ("A2M_ENGINES_JAVA_HOME", "A2M_ENGINES_JAVA17_HOME", "A2M_ENGINES_JAVA21_HOME"):
         monkeypatch.delenv(var, raising=False)
     for node in engines.NODES.values():
+        if node.kind == engines.QDRANT:
+            continue  # a native binary: no JVM
         try:
             jdk = engines.java_home(node.min_java)
         except engines.EngineError as exc:
@@ -83,3 +87,32 @@ def test_each_node_gets_a_jdk_new_enough(
         assert major >= node.min_java, (node.name, jdk)
     with pytest.raises(engines.EngineError, match="no JDK 999"):
         engines.java_home(999)
+
+
+def test_a_missing_qdrant_binary_fails_start(
+    engines: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("A2M_ENGINES_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("A2M_QDRANT_BIN", str(tmp_path / "no-such-qdrant"))
+    assert engines.main(["start", "--only", "qdrant"]) == 1
+    assert engines.load_state() == {}
+
+
+def test_the_qdrant_config_binds_loopback_with_keys_and_jwt(
+    engines: ModuleType, tmp_path: Path
+) -> None:
+    import yaml
+
+    settings = engines.qdrant_settings(tmp_path, 19650, fresh=True)
+    config = yaml.safe_load(engines.qdrant_config(tmp_path, settings))
+    service = config["service"]
+    assert service["host"] == "127.0.0.1"
+    assert (service["http_port"], service["grpc_port"]) == (19650, settings["grpc_port"])
+    assert service["grpc_port"] != 19650
+    assert service["api_key"] == settings["api_key"] != service["read_only_api_key"]
+    assert service["jwt_rbac"] is True
+    assert config["storage"]["storage_path"] == str(tmp_path / "storage")
+    assert config["storage"]["snapshots_path"] == str(tmp_path / "snapshots")
+    # A restart keeps the ports and keys; a fresh start draws new keys.
+    assert engines.qdrant_settings(tmp_path, 19650, fresh=False) == settings
+    assert engines.qdrant_settings(tmp_path, 19650, fresh=True)["api_key"] != settings["api_key"]

@@ -169,6 +169,43 @@ def test_a_qdrant_store_refuses_aws_sigv4() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("conn", "ending"),
+    [
+        (
+            {"url": "http://q:6333", "api_key": "k", "access_token": "t"},
+            "connection: choose one of api_key, access_token",
+        ),
+        (
+            {"path": "/var/q", "prefer_grpc": True, "api_key": "k"},
+            "connection: api_key, prefer_grpc apply to a qdrant server (url) only",
+        ),
+        (
+            {"url": "https://q:6333", "prefer_grpc": True, "verify_certs": False},
+            "connection: verify_certs false is for REST only (gRPC always checks TLS)",
+        ),
+        ({"url": "http://q:6333", "grpc_port": 70000}, "less than 65536"),
+    ],
+)
+def test_a_qdrant_server_connection_is_consistent(conn: dict[str, Any], ending: str) -> None:
+    message = refusal(qdrant_store(connection=conn))
+    assert message.endswith(ending), message
+    assert "'k'" not in message
+    assert "'t'" not in message
+
+
+def test_a_qdrant_access_token_and_grpc_reach_the_connector_spec() -> None:
+    from gateway.connector_spec import connector_spec
+
+    conn = {"url": "https://q:6333", "access_token": "jwt", "prefer_grpc": True, "grpc_port": 7}
+    cfg = parse_config({"stores": {"docs": qdrant_store(connection=conn)}})
+    spec = connector_spec(cfg.stores["docs"]).connection
+    assert spec.access_token is not None
+    assert spec.access_token.get_secret_value() == "jwt"
+    assert "jwt" not in repr(spec)
+    assert (spec.prefer_grpc, spec.grpc_port, spec.api_key) == (True, 7, None)
+
+
 def test_an_elasticsearch_store_refuses_a_local_mode_path() -> None:
     conn = {"hosts": ["http://h:9200"], "path": "/var/qdrant"}
     assert refusal(es_store(connection=conn)) == (

@@ -215,3 +215,59 @@ def demo_store(engine: Engine, url: str, index: str) -> dict[str, Any]:
         "mapping": mapping.model_dump(mode="json", exclude_defaults=True),
         "search": {"mode": "lexical", "text_fields": ["title^2", "content"]},
     }
+
+
+QDRANT_DEMO_COLLECTION = "a2m-conformance-demo"
+QDRANT_DEMO_INDEXES: dict[str, Any] = {
+    "created_at": "datetime",
+    "key": "keyword",
+    "group": "keyword",
+}
+"""The payload indexes a server needs for the demo's mapping (order_by, fetch, where)."""
+
+
+def qdrant_demo_store(server: Any, *, grpc: bool) -> dict[str, Any]:
+    """The embedded demo's store, its corpus indexed into the Qdrant server ``server``.
+
+    Indexed by the gateway's own demo indexer (same payloads and vectors as the
+    embedded demo) once per session; the store reads the API key from the
+    environment, as an operator's config would, over REST or gRPC.
+    """
+    import asyncio
+    import warnings
+
+    from qdrant_client import AsyncQdrantClient
+
+    from gateway.config import QdrantStoreConfig
+    from gateway.demo import _index, fingerprint
+
+    demo = default_demo_config(Path("/nonexistent")).stores["demo"]
+    assert isinstance(demo, QdrantStoreConfig)
+    demo = demo.model_copy(update={"index": QDRANT_DEMO_COLLECTION})
+    data = demo.model_dump(mode="json", exclude_none=True, exclude={"demo", "connection"})
+    connection: dict[str, Any] = {"url": server.url, "api_key": "${A2M_TEST_QDRANT_API_KEY}"}
+    if grpc:
+        connection.update(prefer_grpc=True, grpc_port=server.grpc_port)
+    data["connection"] = connection
+
+    async def index() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # an api key over http, on loopback
+            client = AsyncQdrantClient(
+                url=server.url, api_key=server.api_key, timeout=60, check_compatibility=False
+            )
+        try:
+            items = chunks()
+            await _index(client, demo, items, fingerprint(items, demo.search.sparse_analyzer))
+            for field, schema in QDRANT_DEMO_INDEXES.items():
+                await client.create_payload_index(QDRANT_DEMO_COLLECTION, field, schema, wait=True)
+        finally:
+            await client.close()
+
+    if QDRANT_DEMO_COLLECTION not in _QDRANT_LOADED:
+        asyncio.run(index())
+        _QDRANT_LOADED.add(QDRANT_DEMO_COLLECTION)
+    return data
+
+
+_QDRANT_LOADED: set[str] = set()

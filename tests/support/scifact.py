@@ -147,12 +147,16 @@ def load_qdrant(
     dense_name: str | None = DENSE,
     sparse_name: str | None = SPARSE,
     batch: int = 256,
+    server: dict[str, Any] | None = None,
 ) -> LexicalSparseEncoder:
     """Create ``collection`` in Qdrant local mode at path and index the documents.
 
     Dense vectors (cosine) come from the shared MiniLM file under ``dense_name``
     (None: the collection's unnamed default vector); sparse vectors from
     :class:`LexicalSparseEncoder` under ``sparse_name`` with the IDF modifier.
+    With ``server`` (qdrant-client's keyword arguments: url, api_key) the
+    collection is (re)created on that Qdrant server instead, with the payload
+    indexes of :data:`SERVER_INDEXES`; ``path`` is then unused.
     The client is closed before returning, releasing local mode's lock on path.
     Returns the encoder, whose ``avgdl`` was fitted to these documents.
     """
@@ -162,8 +166,10 @@ def load_qdrant(
     encoder = LexicalSparseEncoder(
         avgdl=LexicalSparseEncoder.average_length(d["content"] for d in docs)
     )
-    client = QdrantClient(path=str(path))
+    client = QdrantClient(**server) if server is not None else QdrantClient(path=str(path))
     try:
+        if server is not None and client.collection_exists(collection):
+            client.delete_collection(collection)
         params = models.VectorParams(
             size=sf.corpus_vectors.shape[1], distance=models.Distance.COSINE
         )
@@ -191,9 +197,22 @@ def load_qdrant(
                     vector[dense_name] = dense
                 points.append(models.PointStruct(id=d["id"], vector=vector, payload=payload))
             client.upsert(collection, points=points)
+        if server is not None:
+            for field, schema in SERVER_INDEXES.items():
+                client.create_payload_index(collection, field, schema, wait=True)
     finally:
         client.close()
     return encoder
+
+
+SERVER_INDEXES: dict[str, Any] = {
+    "created_at": "datetime",
+    "key": "keyword",
+    "group": "keyword",
+    "year": "integer",
+    "judged": "bool",
+}
+"""The payload indexes a server collection gets: what the test stores filter and order by."""
 
 
 def _chunks(items: Sequence[dict[str, Any]], n: int) -> Iterable[Sequence[dict[str, Any]]]:
