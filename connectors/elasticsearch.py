@@ -192,7 +192,9 @@ class ElasticsearchConnector(LuceneConnector):
         return dict(response.body)
 
     async def _health(self, seconds: float) -> None:
-        await self._es.options(request_timeout=seconds).cluster.health()
+        # local: the node answers from its own cluster state, so readiness does not wait
+        # on the elected master (an election after the master is lost takes seconds).
+        await self._es.options(request_timeout=seconds).cluster.health(local=True)
 
     async def _version(self, seconds: float) -> str | None:
         from elasticsearch import ApiError

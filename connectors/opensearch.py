@@ -219,7 +219,9 @@ class OpenSearchConnector(LuceneConnector):
         return dict(response)
 
     async def _health(self, seconds: float) -> None:
-        await self._client.cluster.health(request_timeout=seconds)
+        # local: the node answers from its own cluster state, so readiness does not wait
+        # on the cluster manager (an election after the manager is lost takes seconds).
+        await self._client.cluster.health(params={"local": "true"}, request_timeout=seconds)
 
     async def _version(self, seconds: float) -> str | None:
         info = await self._client.info(request_timeout=seconds)
