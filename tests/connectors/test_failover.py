@@ -9,7 +9,6 @@ node). The three-node engine cluster itself is tests/connectors/test_cluster_fai
 from __future__ import annotations
 
 import socket
-import time
 from typing import Any
 
 import pytest
@@ -63,10 +62,10 @@ async def test_ping_asks_another_node_when_one_hangs_or_is_gone(
     conn = connector(backend, [stuck.url, closed_port_url(), up.url])
     await conn._connect()
     try:
-        for _ in range(4):  # the clients start on a random node: every one gets its turn
-            started = time.monotonic()
+        # The clients start on a random node: every one gets its turn. One try on the
+        # node that hangs would spend all of ping's 5 s there and answer False.
+        for _ in range(4):
             assert await conn.ping()
-            assert time.monotonic() - started < 5.5
     finally:
         await conn.close()
     assert stuck.requests, "the node that hangs was never asked: nothing failed over"
