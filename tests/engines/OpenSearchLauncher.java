@@ -25,7 +25,10 @@ public final class OpenSearchLauncher {
         // node "Node 1", and the cluster's bootstrap names its first cluster managers by name.
         final String nodeName = System.getProperty("a2m.node.name");
         if (nodeName != null) {
-            runner.onBuild((index, settings) -> settings.put("node.name", nodeName));
+            // With -numOfNode 1 the runner would also make it a single-node cluster: "zen"
+            // is OpenSearch's own discovery, which reads discovery.seed_hosts.
+            runner.onBuild((index, settings) -> settings.put("node.name", nodeName)
+                    .put("discovery.type", "zen"));
         }
         // SIGTERM runs this hook: close the node cleanly (flush, release locks) before the JVM exits.
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
