@@ -80,13 +80,16 @@ def fault(action: Fault, member: str) -> None:
         raise RuntimeError(f"cluster {action} {member}: {done.stderr[-2000:]}")
 
 
-def replicate(url: str, index: str, replicas: int = 1, timeout_s: float = 180.0) -> None:
+def replicate(url: str, index: str, replicas: int = 1, timeout_s: float = 600.0) -> None:
     """Give ``index`` ``replicas`` replicas and wait until every copy is assigned (green).
 
     Raises:
         RuntimeError: the index did not turn green in time.
     """
     with httpx.Client(base_url=url, timeout=timeout_s + 10) as client:
+        # Flushed first, a replica copies segment files instead of replaying (re-indexing,
+        # HNSW graphs included) every operation of the translog: minutes on a busy machine.
+        client.post(f"/{index}/_flush").raise_for_status()
         client.put(
             f"/{index}/_settings", json={"index": {"number_of_replicas": replicas}}
         ).raise_for_status()
