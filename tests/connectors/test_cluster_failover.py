@@ -90,7 +90,7 @@ async def test_a_killed_node_costs_no_call(os_cluster: local.Cluster, scifact: S
     stop = asyncio.Event()
 
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://gw", timeout=30
+        transport=httpx.ASGITransport(app=app), base_url="http://localhost", timeout=30
     ) as client:
 
         async def worker(n: int) -> None:
