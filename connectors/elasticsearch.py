@@ -99,7 +99,19 @@ class ElasticsearchConnector(LuceneConnector):
             "max_retries": 0,
             "retry_on_timeout": False,
             "verify_certs": c.verify_certs,
+            # A timed-out or unreachable node is marked dead either way (1 s, doubling
+            # to 30 s), so the connector's next attempt goes to another node.
         }
+        if c.sniff:
+            # Learn the nodes at start, after a failure, and (checked before a request)
+            # once sniff_interval_ms has passed, so a restarted node is found again.
+            kwargs.update(
+                sniff_on_start=True,
+                sniff_on_node_failure=True,
+                sniff_before_requests=True,
+                min_delay_between_sniffing=c.sniff_interval_ms / 1000,
+                sniff_timeout=min(self._timeout_s, 2.0),
+            )
         if c.cloud_id is not None:
             kwargs["cloud_id"] = c.cloud_id.get_secret_value()
         else:
@@ -180,7 +192,9 @@ class ElasticsearchConnector(LuceneConnector):
         return dict(response.body)
 
     async def _health(self, seconds: float) -> None:
-        await self._es.options(request_timeout=seconds).cluster.health()
+        # local: the node answers from its own cluster state, so readiness does not wait
+        # on the elected master (an election after the master is lost takes seconds).
+        await self._es.options(request_timeout=seconds).cluster.health(local=True)
 
     async def _version(self, seconds: float) -> str | None:
         from elasticsearch import ApiError

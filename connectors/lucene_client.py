@@ -235,20 +235,29 @@ class LuceneClient(abc.ABC):
     def _call_timeout(self) -> float:
         """Per-call client timeout: the connection's, cut to what the request deadline leaves.
 
+        With several nodes an attempt gets at most half of what is left, so that a node
+        that hangs (stopped, partitioned) leaves time to ask another one.
+
         Raises:
             EngineTimeout: the deadline has already passed.
         """
         left = remaining(default=self._timeout_s)
         if left <= 0:
             raise EngineTimeout("the engine did not answer in time")
+        if self._spec.connection.fails_over:
+            left /= 2
         return min(self._timeout_s, left)
 
     def _failure(self, exc: BaseException) -> EngineFailure | None:
         return exc.failure if isinstance(exc, LegFailed) else self._classify(exc)
 
     def _is_transient(self, exc: BaseException) -> bool:
+        """Worth another attempt; a timed-out one only when another node can take it (the
+        client has marked the silent one dead, so the retry goes elsewhere)."""
         failure = self._failure(exc)
-        return failure is not None and failure.transient
+        if failure is None:
+            return False
+        return failure.transient or (failure.kind == "timeout" and self._spec.connection.fails_over)
 
     def _retry_after_s(self, exc: BaseException) -> float | None:
         """The engine's Retry-After, when the failure carried one (see ``EngineFailure``)."""
@@ -327,13 +336,24 @@ class LuceneClient(abc.ABC):
     async def ping(self) -> bool:
         """True when the engine answers HTTP (even a 4xx: it is up); never raises.
 
+        With several nodes, one that is down or hangs does not make the engine unready:
+        the client marks it dead and the next try asks another node, all within 5 s.
         Not open, or closed: False, and no client is built (it would leak a pool).
         """
         if self._client is None:
             return False
-        try:
-            await self._health(min(self._timeout_s, 5.0))
-        except Exception as exc:  # ping never raises; classify what the client threw
-            failure = self._classify(exc)
-            return failure is not None and failure.kind == "status" and (failure.status or 0) < 500
-        return True
+        c = self._spec.connection
+        tries = max(1, len(c.hosts)) if c.fails_over else 1
+        seconds = min(self._timeout_s, 5.0) / tries
+        for _ in range(tries):
+            try:
+                await self._health(seconds)
+            except Exception as exc:  # ping never raises; classify what the client threw
+                failure = self._classify(exc)
+                if failure is None:
+                    return False
+                if failure.kind == "status" and (failure.status or 0) < 500:
+                    return True
+                continue
+            return True
+        return False

@@ -37,12 +37,25 @@ from connectors.lucene_query import PAGE_SIZE, Body, QueryTranslator
 from connectors.opensearch_http import connection_class
 
 if TYPE_CHECKING:
-    from connectors.spec import ConnectorSpec
+    from connectors.spec import ConnectionSpec, ConnectorSpec
 
 logger = logging.getLogger(__name__)
 
 _SPACE: dict[str, Metric] = {"cosinesimil": "cosine", "innerproduct": "dot", "l2": "l2"}
 _METRICS: tuple[Metric, ...] = ("cosine", "dot", "l2")
+
+
+def sniffing(c: ConnectionSpec) -> dict[str, Any]:
+    """opensearch-py's sniffing options: learn the nodes at start, after a failure, and
+    every ``sniff_interval_ms`` (so a restarted node is found again); none when off."""
+    if not c.sniff:
+        return {}
+    return {
+        "sniff_on_start": True,
+        "sniff_on_connection_fail": True,
+        "sniffer_timeout": c.sniff_interval_ms / 1000,
+        "sniff_timeout": min(c.timeout_ms / 1000, 2.0),
+    }
 
 
 class _WithHeaders:
@@ -109,8 +122,14 @@ class OpenSearchConnector(LuceneConnector):
             "maxsize": c.pool_maxsize,
             # The connector retries (only idempotent reads, within the deadline).
             "max_retries": 0,
-            "retry_on_timeout": False,
+            # Not a retry here (max_retries is 0): a timed-out node is marked dead, so the
+            # connector's next attempt goes to another node, as after a refused connection.
+            "retry_on_timeout": True,
+            # A dead node is tried again after 1 s, doubling per failure up to 32 s
+            # (opensearch-py's default starts at 60 s; Elasticsearch's client at 1 s).
+            "dead_timeout": 1.0,
             "verify_certs": c.verify_certs,
+            **sniffing(c),
         }
         if c.ca_certs:
             kwargs["ca_certs"] = c.ca_certs
@@ -146,7 +165,13 @@ class OpenSearchConnector(LuceneConnector):
             ) from None
 
     async def _close_client(self, client: Any) -> None:
+        # opensearch-py closes the live connections only: a node marked dead keeps its
+        # aiohttp session open unless it is closed here too.
+        pool = client.transport.connection_pool
+        dead = [conn for _, conn in getattr(getattr(pool, "dead", None), "queue", ())]
         await client.close()
+        for conn in dead:
+            await conn.close()
 
     def _classify(self, exc: BaseException) -> EngineFailure | None:
         from opensearchpy.exceptions import ConnectionError as OSConnectionError
@@ -159,10 +184,13 @@ class OpenSearchConnector(LuceneConnector):
             return EngineFailure("connection")
         if isinstance(exc, TransportError):
             status = exc.status_code
+            if not isinstance(status, int):
+                # "N/A": no answer at all, e.g. "Unable to sniff hosts." when no node answered.
+                return EngineFailure("connection")
             hint = getattr(exc, "retry_after_ms", None)  # set by connectors.opensearch_http
             return EngineFailure(
                 "status",
-                status=status if isinstance(status, int) else 500,
+                status=status,
                 retry_after_ms=hint if isinstance(hint, int) else None,
                 causes=error_causes(exc.info),
             )
@@ -191,7 +219,9 @@ class OpenSearchConnector(LuceneConnector):
         return dict(response)
 
     async def _health(self, seconds: float) -> None:
-        await self._client.cluster.health(request_timeout=seconds)
+        # local: the node answers from its own cluster state, so readiness does not wait
+        # on the cluster manager (an election after the manager is lost takes seconds).
+        await self._client.cluster.health(params={"local": "true"}, request_timeout=seconds)
 
     async def _version(self, seconds: float) -> str | None:
         info = await self._client.info(request_timeout=seconds)

@@ -56,6 +56,14 @@ class ConnectionSpec:
     timeout_ms: int = 10_000
     pool_maxsize: int = 32
     retries: int = 3
+    sniff: bool = False
+    """Learn the cluster's nodes from the engine (at start, after a node fails, periodically)."""
+    sniff_interval_ms: int = 60_000
+
+    @property
+    def fails_over(self) -> bool:
+        """More than one node may serve a request: a failed or hung one is left for another."""
+        return len(self.hosts) > 1 or self.sniff
 
 
 @dataclass(frozen=True, slots=True)

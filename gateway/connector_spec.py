@@ -57,6 +57,8 @@ def _connection(c: ConnectionConfig) -> ConnectionSpec:
         timeout_ms=c.timeout_ms,
         pool_maxsize=c.pool_maxsize,
         retries=c.retries,
+        sniff=c.sniff,
+        sniff_interval_ms=c.sniff_interval_ms,
     )
 
 

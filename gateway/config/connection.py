@@ -27,6 +27,12 @@ class _LuceneConnection(_Transport):
     bearer_token: SecretStr | None = None
     ca_certs: str | None = None
     verify_certs: bool = True
+    sniff: bool = Field(
+        default=False,
+        description="learn the cluster's nodes from the engine; only when every node's own "
+        "address is reachable from the gateway (never behind a load balancer)",
+    )
+    sniff_interval_ms: int = Field(default=60_000, ge=1_000, le=3_600_000)
 
     def _auth_modes(self) -> dict[str, bool]:
         return {
@@ -56,6 +62,8 @@ class ElasticsearchConnection(_LuceneConnection):
     def _check_target(self) -> None:
         if not (self.hosts or self.cloud_id):
             raise ValueError("connection: an elasticsearch store needs hosts or cloud_id")
+        if self.sniff and self.cloud_id is not None:
+            raise ValueError("connection.sniff: Elastic Cloud is reached through its proxy only")
 
 
 class AwsSigV4(StrictModel):
@@ -71,6 +79,8 @@ class OpenSearchConnection(_LuceneConnection):
     def _check_target(self) -> None:
         if not self.hosts:
             raise ValueError("connection: an opensearch store needs hosts")
+        if self.sniff and self.aws_sigv4 is not None:
+            raise ValueError("connection.sniff: a managed AWS domain is reached by its endpoint")
 
     def _auth_modes(self) -> dict[str, bool]:
         return {**super()._auth_modes(), "aws_sigv4": self.aws_sigv4 is not None}

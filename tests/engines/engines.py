@@ -9,6 +9,9 @@
     python tests/engines/engines.py state          # the running nodes as JSON
     python tests/engines/engines.py kill NAME      # SIGKILL one node (crash tests)
     python tests/engines/engines.py restart-one NAME   # start it again, same port, same data
+    python tests/engines/engines.py cluster start [--engine opensearch3|elasticsearch9]
+    python tests/engines/engines.py cluster kill|pause|resume|restart MEMBER   # e.g. opensearch3-c2
+    python tests/engines/engines.py cluster env|state|stop [--engine ...]
 
 Everything is fetched from Maven Central with `mvn` and cached under ~/.cache/a2m-engines/
 (override with A2M_ENGINES_HOME; A2M_ENGINES_MAVEN_REPO sets -Dmaven.repo.local;
@@ -1199,6 +1202,344 @@ def cmd_verify() -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- clusters
+#
+# `cluster start --engine opensearch3` starts three nodes of one line (one JVM each, 512 MiB
+# heaps, loopback, their own data dirs) that form one cluster; each member is a state entry of
+# its own (`opensearch3-c1` ...), so `cluster kill|pause|resume|restart MEMBER` acts on one JVM.
+
+CLUSTER_SIZE = 3
+CLUSTER_HEAP = ["-Xms512m", "-Xmx512m"]
+CLUSTER_ENGINES = (OPENSEARCH3, ELASTICSEARCH9)
+CLUSTER_BASE_PORT = {OPENSEARCH3: 19600, ELASTICSEARCH9: 19700}  # HTTP; transport is +50
+CLUSTER_TRANSPORT_OFFSET = 50
+
+
+@dataclass(frozen=True)
+class Member:
+    """One node of a local cluster: its line, its place, its ports and its peers."""
+
+    engine: str  # the NODES entry whose distribution it runs (opensearch3 / elasticsearch9)
+    index: int  # 1-based
+    http_port: int
+    transport_port: int
+    peers: tuple[int, ...]  # every member's transport port (discovery.seed_hosts)
+
+    @property
+    def name(self) -> str:
+        return cluster_member(self.engine, self.index)
+
+    @property
+    def cluster(self) -> str:
+        return f"a2m-{self.engine}-cluster"
+
+    def discovery_yml(self, manager_key: str) -> str:
+        seeds = ", ".join(f'"{HOST}:{p}"' for p in self.peers)
+        names = ", ".join(
+            f'"{cluster_member(self.engine, i)}"' for i in range(1, len(self.peers) + 1)
+        )
+        return (
+            f"cluster.name: {self.cluster}\n"
+            f"node.name: {self.name}\n"
+            f"network.host: {HOST}\n"
+            f"http.port: {self.http_port}\n"
+            f"transport.port: {self.transport_port}\n"
+            f"discovery.seed_hosts: [{seeds}]\n"
+            # Read only when the cluster forms for the first time (empty data dirs).
+            f"{manager_key}: [{names}]\n"
+            "cluster.routing.allocation.disk.threshold_enabled: false\n"
+        )
+
+
+def cluster_member(engine: str, index: int) -> str:
+    return f"{engine}-c{index}"
+
+
+def cluster_members(state: dict[str, dict[str, Any]], engine: str) -> list[str]:
+    return sorted(n for n, e in state.items() if e.get("cluster_engine") == engine)
+
+
+def plan_cluster(engine: str, size: int = CLUSTER_SIZE) -> list[Member]:
+    """Free HTTP and transport ports for every member, from the line's cluster range."""
+    base = CLUSTER_BASE_PORT[engine]
+    http_ports = [p for p in range(base, base + CLUSTER_TRANSPORT_OFFSET) if port_free(p)][:size]
+    transport = [
+        p
+        for p in range(base + CLUSTER_TRANSPORT_OFFSET, base + 2 * CLUSTER_TRANSPORT_OFFSET)
+        if port_free(p)
+    ][:size]
+    if len(http_ports) < size or len(transport) < size:
+        raise EngineError(f"not enough free ports in {base}..{base + 99} for a {engine} cluster")
+    peers = tuple(transport)
+    return [Member(engine, i + 1, http_ports[i], transport[i], peers) for i in range(size)]
+
+
+def member_of(entry: dict[str, Any]) -> Member:
+    return Member(
+        entry["cluster_engine"],
+        int(entry["cluster_index"]),
+        int(entry["port"]),
+        int(entry["transport_port"]),
+        tuple(int(p) for p in entry["cluster_peers"]),
+    )
+
+
+def launch_os_member(member: Member, fresh: bool) -> Launch:
+    node = NODES[member.engine]
+    dist = fetch_opensearch(node.version)
+    jdk = java_home(node.min_java)
+    classes = compile_launcher(dist, jdk, int(node.version.split(".")[0]))
+    base = run_dir(member.name)
+    if fresh:
+        fresh_dir(base)
+    conf = base / "node_1" / "config"
+    conf.mkdir(parents=True, exist_ok=True)
+    (conf / "opensearch.yml").write_text(
+        member.discovery_yml("cluster.initial_cluster_manager_nodes")
+    )
+    (base / "tmp").mkdir(exist_ok=True)
+    out = log_dir() / f"{member.name}.out"
+    classpath = os.pathsep.join([str(classes), str(dist / "lib" / "*"), str(dist / "knn" / "*")])
+    cmd = [
+        str(jdk / "bin" / "java"),
+        *CLUSTER_HEAP,
+        f"-Djava.io.tmpdir={base / 'tmp'}",
+        f"-Da2m.node.name={member.name}",
+        "-cp",
+        classpath,
+        "OpenSearchLauncher",
+        "-basePath",
+        str(base),
+        "-numOfNode",
+        "1",
+        "-clusterName",
+        member.cluster,
+        "-baseHttpPort",
+        str(member.http_port - 1),
+        "-pluginTypes",
+        OS_KNN_PLUGIN,
+    ]
+    with open_out(out, fresh) as fh:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=base,
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    logs = [base / "node_1" / "logs" / f"{member.cluster}.log"]
+    return Launch(member.name, member.http_port, proc, out, pid=proc.pid, logs=logs)
+
+
+def launch_es_member(member: Member, fresh: bool) -> Launch:
+    node = NODES[member.engine]
+    es_home = fetch_elasticsearch(node.version)
+    jdk = java_home(node.min_java)
+    base = run_dir(member.name)
+    es_logs = log_dir() / member.name
+    if fresh:
+        fresh_dir(base)
+        shutil.copytree(es_home / "config", base / "config")
+        shutil.rmtree(es_logs, ignore_errors=True)
+    es_logs.mkdir(parents=True, exist_ok=True)
+    (base / "tmp").mkdir(exist_ok=True)
+    (base / "config" / "elasticsearch.yml").write_text(
+        member.discovery_yml("cluster.initial_master_nodes") + "xpack.security.enabled: false\n"
+        "action.destructive_requires_name: false\n"
+        f"path.data: {base / 'data'}\n"
+        f"path.logs: {es_logs}\n"
+    )
+    pidfile = base / "es.pid"
+    pidfile.unlink(missing_ok=True)
+    env = dict(
+        os.environ,
+        ES_JAVA_HOME=str(jdk),
+        ES_PATH_CONF=str(base / "config"),
+        ES_JAVA_OPTS=" ".join(CLUSTER_HEAP),
+        ES_TMPDIR=str(base / "tmp"),
+        CLI_JAVA_OPTS=f"-Djava.io.tmpdir={base / 'tmp'}",
+    )
+    cmd = [str(es_home / "bin" / "elasticsearch"), "-d", "-p", str(pidfile)]
+    if os.geteuid() == 0:  # as in launch_elasticsearch: ES refuses uid 0
+        if not shutil.which("unshare"):
+            raise EngineError("running as root needs `unshare` (util-linux) for Elasticsearch")
+        cmd = ["unshare", "--user", "--map-user=1000", "--map-group=1000", *cmd]
+    out = log_dir() / f"{member.name}.out"
+    with open_out(out, fresh) as fh:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=base,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    logs = [es_logs / f"{member.cluster}.log"]
+    return Launch(member.name, member.http_port, proc, out, pidfile=pidfile, logs=logs)
+
+
+def launch_member(member: Member, fresh: bool) -> Launch:
+    if NODES[member.engine].kind == OPENSEARCH:
+        return launch_os_member(member, fresh)
+    return launch_es_member(member, fresh)
+
+
+def record_member(state: dict[str, dict[str, Any]], member: Member) -> None:
+    if member.name in state:
+        state[member.name].update(
+            cluster_engine=member.engine,
+            cluster_index=member.index,
+            transport_port=member.transport_port,
+            cluster_peers=list(member.peers),
+        )
+
+
+def cluster_nodes(port: int) -> int:
+    """How many nodes the member on ``port`` sees in its cluster (0 when it cannot say)."""
+    try:
+        health = http("GET", f"http://{HOST}:{port}/_cluster/health", timeout=5)
+    except (OSError, EngineError, ValueError):
+        return 0
+    return int(health.get("number_of_nodes") or 0)
+
+
+def wait_joined(port: int, size: int, timeout: float = 120.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cluster_nodes(port) >= size:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def cmd_cluster_start(engine: str) -> int:
+    with locked():
+        state = load_state()
+        names = cluster_members(state, engine)
+        if names and all(running(state, n) for n in names):
+            log(f"{engine} cluster already running: {', '.join(names)}")
+            print_cluster_env(state)
+            return 0
+        for name in names:  # a partly dead cluster starts again from scratch
+            terminate(int(state.pop(name)["pid"]))
+        FETCHERS[NODES[engine].kind](NODES[engine].version)
+        members = plan_cluster(engine)
+        log(
+            f"starting a {len(members)}-node {engine} cluster on ports "
+            f"{', '.join(str(m.http_port) for m in members)}"
+        )
+        launches = [launch_member(m, True) for m in members]
+        errors = wait_ready(launches, state)
+        for member in members:
+            record_member(state, member)
+        save_state(state)
+        if not errors and not wait_joined(members[0].http_port, len(members)):
+            errors.append(f"{engine} cluster: fewer than {len(members)} nodes joined in 120 s")
+        print_cluster_env(state)
+    for err in errors:
+        print(err, file=sys.stderr)
+    return 1 if errors else 0
+
+
+def cmd_cluster_stop(engine: str) -> int:
+    with locked():
+        state = load_state()
+        for name in cluster_members(state, engine):
+            entry = state.pop(name)
+            log(f"stopping {name} (pid {entry['pid']})")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry["pid"]), signal.SIGCONT)  # a paused JVM cannot run its hook
+            terminate(int(entry["pid"]))
+            shutil.rmtree(run_dir(name), ignore_errors=True)
+            save_state(state)
+    return 0
+
+
+def cmd_cluster_fault(action: str, name: str) -> int:
+    """kill (SIGKILL), pause (SIGSTOP: it hangs), resume (SIGCONT), restart (same data, port)."""
+    with locked():
+        state = load_state()
+        entry = state.get(name)
+        if not entry or "cluster_engine" not in entry:
+            raise EngineError(f"{name} is not a member of a running cluster")
+        pid = int(entry["pid"])
+        if action == "pause":
+            os.kill(pid, signal.SIGSTOP)
+        elif action == "resume":
+            os.kill(pid, signal.SIGCONT)
+        elif action == "kill":
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+                if not wait_gone(pid, 10):
+                    raise EngineError(f"{name} pid {pid} survived SIGKILL")
+        else:
+            return restart_member(state, member_of(entry))
+        log(f"{name} (pid {pid}): {action}")
+    return 0
+
+
+def restart_member(state: dict[str, dict[str, Any]], member: Member) -> int:
+    """Start a killed member again on its ports with its data; wait until it has rejoined."""
+    pid = int(state[member.name]["pid"])
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGCONT)
+    terminate(pid)
+    deadline = time.monotonic() + 30
+    while not (port_free(member.http_port) and port_free(member.transport_port)):
+        if time.monotonic() > deadline:
+            raise EngineError(f"the ports of {member.name} are still taken")
+        time.sleep(0.5)
+    log(f"restarting {member.name} on port {member.http_port} (data kept)")
+    errors = wait_ready([launch_member(member, False)], state)
+    record_member(state, member)
+    save_state(state)
+    if not errors and not wait_joined(member.http_port, len(member.peers)):
+        errors.append(f"{member.name} did not rejoin its cluster in 120 s")
+    for err in errors:
+        print(err, file=sys.stderr)
+    return 1 if errors else 0
+
+
+def print_cluster_env(state: dict[str, dict[str, Any]]) -> None:
+    for engine in CLUSTER_ENGINES:
+        names = cluster_members(state, engine)
+        if names:
+            urls = ",".join(state[n]["url"] for n in names)
+            print(f"export A2M_TEST_{engine.upper()}_CLUSTER_URLS={urls}")
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    if args.action == "start":
+        return cmd_cluster_start(args.engine)
+    if args.action == "stop":
+        return cmd_cluster_stop(args.engine)
+    if args.action == "env":
+        print_cluster_env(load_state())
+        return 0
+    if args.action == "state":
+        state = load_state()
+        members = {n: state[n] for n in cluster_members(state, args.engine)}
+        for entry in members.values():
+            entry["alive"] = pid_alive(int(entry["pid"]))
+        print(json.dumps(members, indent=2, sort_keys=True))
+        return 0
+    if not args.member:
+        raise EngineError(f"cluster {args.action} needs a member name, e.g. {args.engine}-c2")
+    return cmd_cluster_fault(args.action, args.member)
+
+
+def add_cluster_parser(sub: Any) -> None:
+    p = sub.add_parser("cluster", help="a 3-node cluster of one line, and faults of one node")
+    p.add_argument(
+        "action",
+        choices=("start", "stop", "env", "state", "kill", "pause", "resume", "restart"),
+    )
+    p.add_argument("member", nargs="?", help="kill/pause/resume/restart: e.g. opensearch3-c2")
+    p.add_argument("--engine", choices=CLUSTER_ENGINES, default=OPENSEARCH3)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -1214,8 +1555,11 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_parser(cmd)
     for cmd in ("kill", "restart-one"):
         sub.add_parser(cmd).add_argument("name", choices=NAMES)
+    add_cluster_parser(sub)
     args = parser.parse_args(argv)
     try:
+        if args.cmd == "cluster":
+            return cmd_cluster(args)
         if args.cmd in ("start", "stop"):
             names = args.only or list(NAMES if args.all else DEFAULT_NAMES)
             return cmd_start(names) if args.cmd == "start" else cmd_stop(names)

@@ -1,0 +1,101 @@
+"""Several nodes behind one store: a node that hangs or is gone costs neither readiness nor
+the deadline, and the connection keys that choose sniffing are checked.
+
+The real clients talk to loopback peers of this test: one that answers cluster health as
+a node would, one that accepts and never answers (a stopped node), a closed port (a dead
+node). The three-node engine cluster itself is tests/connectors/test_cluster_failover.py.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from connectors.elasticsearch import ElasticsearchConnector
+from connectors.lucene import LuceneConnector
+from connectors.opensearch import OpenSearchConnector
+from connectors.retry import deadline_scope
+from gateway.config import GatewayConfig
+from tests.connectors.specs import spec_of
+from tests.support.http_peer import PeerReply, PeerRequest, StartPeer
+
+HEALTH = {"cluster_name": "c", "status": "green", "number_of_nodes": 2, "timed_out": False}
+ES_PRODUCT = {"x-elastic-product": "Elasticsearch"}
+
+
+def closed_port_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def healthy(request: PeerRequest) -> PeerReply:
+    return PeerReply.json(HEALTH, headers=ES_PRODUCT)
+
+
+def hangs(request: PeerRequest) -> PeerReply:
+    return PeerReply(hang=True)
+
+
+def connector(backend: str, hosts: list[str], **connection: Any) -> LuceneConnector:
+    spec = spec_of(
+        {
+            "backend": backend,
+            "index": "a2m-test-failover",
+            "connection": {"hosts": hosts, **connection},
+            "mapping": {"content": "text"},
+            "search": {"text_fields": ["text"]},
+        }
+    )
+    return (ElasticsearchConnector if backend == "elasticsearch" else OpenSearchConnector)(spec)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("backend", ["elasticsearch", "opensearch"])
+async def test_ping_asks_another_node_when_one_hangs_or_is_gone(
+    backend: str, http_peer: StartPeer
+) -> None:
+    up, stuck = http_peer(healthy), http_peer(hangs)
+    conn = connector(backend, [stuck.url, closed_port_url(), up.url])
+    await conn._connect()
+    try:
+        # The clients start on a random node: every one gets its turn. One try on the
+        # node that hangs would spend all of ping's 5 s there and answer False.
+        for _ in range(4):
+            assert await conn.ping()
+    finally:
+        await conn.close()
+    assert stuck.requests, "the node that hangs was never asked: nothing failed over"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("backend", ["elasticsearch", "opensearch"])
+async def test_a_hung_node_leaves_half_the_deadline_for_another(
+    backend: str, http_peer: StartPeer
+) -> None:
+    conn = connector(backend, [http_peer(hangs).url, http_peer(healthy).url])
+    single = connector(backend, [http_peer(healthy).url])
+    async with deadline_scope(4.0):
+        assert conn._call_timeout() <= 2.0
+        assert single._call_timeout() > 3.5  # one node: nobody else to leave time for
+
+
+def test_sniffing_is_off_by_default_and_refused_where_the_nodes_are_hidden() -> None:
+    base = {"index": "i", "mapping": {"content": "text"}, "search": {"text_fields": ["t"]}}
+
+    def validate(backend: str, connection: dict[str, Any]) -> Any:
+        store = {**base, "backend": backend, "connection": connection}
+        return GatewayConfig.model_validate({"stores": {"s": store}}).stores["s"].connection
+
+    assert validate("opensearch", {"hosts": ["http://a:9200"]}).sniff is False
+    assert validate("opensearch", {"hosts": ["http://a:9200"], "sniff": True}).sniff is True
+    with pytest.raises(ValidationError, match=r"connection\.sniff"):
+        validate("elasticsearch", {"cloud_id": "x:eA==", "sniff": True})
+    with pytest.raises(ValidationError, match=r"connection\.sniff"):
+        validate(
+            "opensearch",
+            {"hosts": ["https://a:443"], "aws_sigv4": {"region": "eu-west-1"}, "sniff": True},
+        )
