@@ -199,7 +199,7 @@ class McpHttpApp:
             # Stateless, JSON responses: no standalone SSE stream and no session to delete.
             await _json(send, 405, {"error": "method not allowed"}, {"allow": "POST"})
             return
-        refused = self._admission.charge(caller, endpoint.store)
+        refused = await self._admission.charge(caller, endpoint.store)
         if refused is not None:
             await refused(scope, receive, send)
             return
