@@ -26,7 +26,7 @@ class SharedQuotaConfig(StrictModel):
     ca_certs: str | None = Field(default=None, description="CA bundle for rediss://")
     key_prefix: str = Field(default="a2m:rl:", max_length=200)
     timeout_ms: int = Field(
-        default=50, gt=0, le=10_000, description="deadline of one bucket update, connect included"
+        default=100, gt=0, le=10_000, description="deadline of one bucket update, connect included"
     )
     on_error: Literal["local", "open", "closed"] = Field(
         default="local",
