@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import socket
 import threading
 import time
 
@@ -106,8 +107,8 @@ async def test_redis_time_drives_the_bucket_and_keys_are_digests(
     assert first[:3] == [None, None, None]
     assert first[3] is not None
     assert 1 <= first[3] <= 2000
-    inspect = redis.Redis(port=redis_server.port)
-    keys = [k.decode() for k in inspect.keys("*")]
+    inspect = redis.Redis(port=redis_server.port, decode_responses=True)
+    keys = [str(k) for k in inspect.keys("*")]
     assert keys == [quota.bucket_key("sub:alice")]
     assert "alice" not in keys[0]
     # Expires once it would be full again (6 s at 0.5/s), plus a minute's slack.
@@ -212,15 +213,20 @@ async def test_the_password_comes_from_the_environment_and_is_never_logged(
     assert "not-the-password" not in caplog.text
 
 
+def _debug_sleep(port: int, seconds: int) -> None:
+    """The server itself busy for `seconds` (needs --enable-debug-command)."""
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(f"DEBUG SLEEP {seconds}\r\n".encode())
+        s.recv(64)
+
+
 async def test_a_slow_redis_costs_a_call_its_deadline_not_the_event_loop(
     redis_server: RedisServer,
 ) -> None:
     quota = _quota(redis_server.url, 100.0, 5, timeout_ms=300)
     assert await quota.acquire("k") is None  # connected, script loaded
     # DEBUG SLEEP: the real server stops answering anyone for 3 s.
-    sleeper = threading.Thread(
-        target=lambda: redis.Redis(port=redis_server.port).execute_command("DEBUG", "SLEEP", 3)
-    )
+    sleeper = threading.Thread(target=_debug_sleep, args=(redis_server.port, 3))
     sleeper.start()
     await asyncio.sleep(0.2)
     ticks: list[float] = []
