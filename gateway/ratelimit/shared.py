@@ -16,6 +16,7 @@ and logged at most once a minute, never with the URL or the password.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 from collections.abc import Callable
@@ -136,7 +137,10 @@ class SharedQuota:
                 async with asyncio.timeout(self._timeout_s):
                     wait = await self._update(self.bucket_key(key))
             except (RedisError, OSError, TimeoutError) as exc:
-                self.health.failed(error_kind(exc), type(exc).__name__, time.monotonic())
+                kind = error_kind(exc)
+                self.health.failed(kind, type(exc).__name__, time.monotonic())
+                if kind == "connection":
+                    await self._drop_idle()
             else:
                 self.health.answered()
                 return None if wait == 0 else wait
@@ -157,6 +161,12 @@ class SharedQuota:
             await self._redis.script_load(BUCKET_SCRIPT)
             reply = await self._redis.evalsha(BUCKET_SHA, 1, bucket, *args)
         return int(reply)
+
+    async def _drop_idle(self) -> None:
+        """Close the idle connections: they led to the server that just failed (a restarted
+        Redis would otherwise fail once per stale connection, each time a retry window)."""
+        with contextlib.suppress(RedisError, OSError):
+            await self._redis.connection_pool.disconnect(inuse_connections=False)
 
     async def close(self) -> None:
         await self._redis.aclose()
