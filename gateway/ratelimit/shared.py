@@ -16,20 +16,17 @@ and logged at most once a minute, never with the URL or the password.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import time
 from collections.abc import Callable
 from typing import Any
 
-from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import AuthenticationError, NoScriptError, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeout
 
 from gateway.config import RateLimitConfig, SharedQuotaConfig
+from gateway.ratelimit.connections import RedisConnections, pack
 from gateway.ratelimit.health import BackendHealth, OnError
 from gateway.ratelimit.memory import RateLimiter
 
@@ -65,6 +62,8 @@ return wait
 """
 # SHA-1 is how Redis names a script (EVALSHA), not a security measure.
 BUCKET_SHA = hashlib.sha1(BUCKET_SCRIPT.encode(), usedforsecurity=False).hexdigest()
+_SHA = BUCKET_SHA.encode()
+_LOAD = pack(b"SCRIPT", b"LOAD", BUCKET_SCRIPT.encode())
 
 
 def error_kind(exc: BaseException) -> str:
@@ -83,7 +82,7 @@ class SharedQuota:
 
     def __init__(
         self,
-        redis: Redis,
+        redis: RedisConnections,
         rate: float,
         burst: int,
         *,
@@ -95,7 +94,7 @@ class SharedQuota:
         clock: Callable[[], float] | None = None,
     ) -> None:
         self._redis = redis
-        self._args: tuple[str, ...] = (repr(float(rate)), str(burst))
+        self._args: tuple[bytes, ...] = (repr(float(rate)).encode(), str(burst).encode())
         self._prefix = key_prefix
         self._timeout_s = timeout_ms / 1000
         self._on_error = on_error
@@ -140,7 +139,9 @@ class SharedQuota:
                 kind = error_kind(exc)
                 self.health.failed(kind, type(exc).__name__, time.monotonic())
                 if kind == "connection":
-                    await self._drop_idle()
+                    # Its idle connections led to the server that just failed: a restarted
+                    # Redis would otherwise fail once per stale connection.
+                    await self._redis.drop_idle()
             else:
                 self.health.answered()
                 return None if wait == 0 else wait
@@ -152,45 +153,21 @@ class SharedQuota:
         return self._fallback.acquire(key)
 
     async def _update(self, bucket: str) -> int:
-        args: tuple[str, ...] = self._args
+        args = self._args
         if self._clock is not None:
-            args = (*args, repr(self._clock()))
+            args = (*args, repr(self._clock()).encode())
+        command = pack(b"EVALSHA", _SHA, b"1", bucket.encode(), *args)
         try:
-            reply: Any = await self._redis.evalsha(BUCKET_SHA, 1, bucket, *args)
+            reply: Any = await self._redis.call(command)
         except NoScriptError:  # a restarted or flushed Redis: load it once, then as before
-            await self._redis.script_load(BUCKET_SCRIPT)
-            reply = await self._redis.evalsha(BUCKET_SHA, 1, bucket, *args)
+            await self._redis.call(_LOAD)
+            reply = await self._redis.call(command)
         return int(reply)
 
-    async def _drop_idle(self) -> None:
-        """Close the idle connections: they led to the server that just failed (a restarted
-        Redis would otherwise fail once per stale connection, each time a retry window)."""
-        with contextlib.suppress(RedisError, OSError):
-            await self._redis.connection_pool.disconnect(inuse_connections=False)
-
     async def close(self) -> None:
-        await self._redis.aclose()
+        await self._redis.close()
 
 
-def connect(config: SharedQuotaConfig) -> Redis:
-    """A client for ``rate_limit.redis``: no retries of its own, a bounded pool.
-
-    Nothing is connected yet: the first call opens a connection, under its deadline.
-    """
-    timeout_s = config.timeout_ms / 1000
-    options: dict[str, Any] = {
-        "max_connections": config.max_connections,
-        # A call waits for a free connection only as long as its own deadline.
-        "timeout": timeout_s,
-        # None: no wait_for task per read; the call's own deadline bounds it.
-        "socket_timeout": None,
-        "socket_connect_timeout": timeout_s,
-        "retry": Retry(NoBackoff(), 0),
-    }
-    if config.username is not None:
-        options["username"] = config.username
-    if config.password is not None:
-        options["password"] = config.password.get_secret_value()
-    if config.ca_certs is not None:
-        options["ssl_ca_certs"] = config.ca_certs
-    return Redis.from_pool(BlockingConnectionPool.from_url(config.url, **options))
+def connect(config: SharedQuotaConfig) -> RedisConnections:
+    """Connections for ``rate_limit.redis`` (none open until the first call)."""
+    return RedisConnections.from_config(config)
