@@ -4,7 +4,8 @@ The bucket is a hash ``{tokens, at}`` updated by one Lua script, so a read, the
 refill and the take are one atomic step on the server, whichever replica sends
 it. The arithmetic is ``memory.RateLimiter``'s, line for line, on Redis's own
 clock (``TIME``), so replicas with skewed clocks still share one bucket. A key
-expires once its bucket would be full again: an absent key is a full bucket.
+expires a minute after its bucket would be full again: an absent key is a full
+bucket, so memory in Redis follows the principals seen lately.
 
 Every call is awaited under a deadline (``timeout_ms``, connect included); when
 Redis fails or is late, ``on_error`` decides the call (this replica's own
