@@ -67,7 +67,7 @@ async def _measure(charge: Charge, calls: int, redis_pid: int | None) -> Figures
     )
 
 
-async def _run(redis: RedisServer, calls: int, rounds: int) -> dict[str, list[Figures]]:
+async def measure(redis: RedisServer, calls: int, rounds: int) -> dict[str, list[Figures]]:
     quota = {"requests_per_second": 1e6, "burst": 1_000_000}
     memory = make_quota(RateLimitConfig.model_validate(quota))
     shared = make_quota(
@@ -130,7 +130,7 @@ def main() -> None:
         redis.start()
         try:
             before = load_text()
-            results = uvloop.run(_run(redis, args.calls, args.rounds))
+            results = uvloop.run(measure(redis, args.calls, args.rounds))
             load = f"{before} / {load_text()}"
         finally:
             redis.stop()
