@@ -44,7 +44,7 @@ async def _floor(key: str) -> int | None:
     return None
 
 
-async def _measure(charge: Charge, calls: int, redis_pid: int | None) -> Figures:
+async def _one_way(charge: Charge, calls: int, redis_pid: int | None) -> Figures:
     for key in PRINCIPALS:  # connected, script loaded, every bucket exists
         await charge(key)
     took: list[float] = []
@@ -84,7 +84,7 @@ async def measure(redis: RedisServer, calls: int, rounds: int) -> dict[str, list
     try:
         for _ in range(rounds):
             for name, (charge, pid) in ways.items():
-                out[name].append(await _measure(charge, calls, pid))
+                out[name].append(await _one_way(charge, calls, pid))
     finally:
         await shared.close()
     health = shared.health
