@@ -6,7 +6,8 @@ side by side, in one run.
 A private redis-server starts on loopback (tests/support/redis_server.py). Each round
 charges ``--calls`` calls, one at a time, under uvloop (as ``serve`` runs), to each way in
 turn: ``none`` (an awaited coroutine: the floor), ``memory`` (``rate_limit.backend:
-memory``) and ``redis`` (``backend: redis``, the real client, script and deadline), over
+memory``), ``loopback PING`` (a bare asyncio stream's round trip to the same server: the
+socket's share) and ``redis`` (``backend: redis``, the real client, script and deadline), over
 100 principals with a quota no call exhausts. Per way: the gateway's CPU per call (process
 time), redis-server's CPU per call, and the p50/p99 of one charge; "added" is against the
 floor. Figures are medians over the rounds; the load average is printed beside them.
@@ -15,6 +16,7 @@ floor. Figures are medians over the rounds; the load average is printed beside t
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import tempfile
 import time
@@ -75,9 +77,17 @@ async def measure(redis: RedisServer, calls: int, rounds: int) -> dict[str, list
             {**quota, "backend": "redis", "redis": {"url": redis.url, "timeout_ms": 1000}}
         )
     )
+    reader, writer = await asyncio.open_connection("127.0.0.1", redis.port)
+
+    async def loopback(key: str) -> int | None:
+        writer.write(b"*1\r\n$4\r\nPING\r\n")
+        await reader.readline()
+        return None
+
     ways: dict[str, tuple[Charge, int | None]] = {
         "none": (_floor, None),
         "memory": (memory.acquire, None),
+        "loopback PING": (loopback, redis.pid),
         "redis": (shared.acquire, redis.pid),
     }
     out: dict[str, list[Figures]] = {name: [] for name in ways}
@@ -86,6 +96,7 @@ async def measure(redis: RedisServer, calls: int, rounds: int) -> dict[str, list
             for name, (charge, pid) in ways.items():
                 out[name].append(await _one_way(charge, calls, pid))
     finally:
+        writer.close()
         await shared.close()
     health = shared.health
     if health is not None and health.errors:

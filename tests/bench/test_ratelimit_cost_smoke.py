@@ -14,10 +14,16 @@ pytestmark = pytest.mark.integration
 
 def test_the_rate_limit_cost_harness_measures_every_way(redis_server: RedisServer) -> None:
     results = asyncio.run(measure(redis_server, calls=50, rounds=1))
-    assert list(results) == ["none", "memory", "redis"]
+    assert list(results) == ["none", "memory", "loopback PING", "redis"]
     (shared,) = results["redis"]
     assert shared.p50_us > 0
     assert shared.redis_cpu_us >= 0
     text = table(results, 50, 1, "0 / 0")
     rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
-    assert [r.split("|")[1].strip() for r in rows] == ["way", "none", "memory", "redis"]
+    assert [r.split("|")[1].strip() for r in rows] == [
+        "way",
+        "none",
+        "memory",
+        "loopback PING",
+        "redis",
+    ]
