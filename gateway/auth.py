@@ -10,7 +10,7 @@ Two kinds of credential, both from ``server.auth``:
   (never ``none``, never an algorithm the config does not list; HS* and
   asymmetric algorithms cannot be mixed), ``iss``, ``aud``, ``exp`` (required),
   ``nbf``, ``iat`` (integers only), with a bounded leeway. Keys come from a
-  JWKS URL (:class:`JwksCache`: cached, fetched by one request at a time, a
+  JWKS URL (:class:`gateway.jwks.JwksCache`: cached, fetched by one request at a time, a
   failure or an unknown ``kid`` costing at most one fetch per cooldown), a
   JWKS file, or an HS* shared secret.
 
@@ -28,8 +28,7 @@ import json
 import logging
 import re
 import secrets
-import time
-from collections.abc import Callable
+import ssl
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +44,7 @@ from gateway.config import (
     is_loopback,
     read_api_keys,
 )
+from gateway.jwks import JwksCache, JwksFetchError, signing_keys
 from gateway.scopes import Principal
 
 log = logging.getLogger(__name__)
@@ -153,90 +153,18 @@ class ApiKeyFile:
         return keys
 
 
-class JwksCache:
-    """An issuer's JWKS from its URL: cached, fetched single-flight, failures cooled down.
+def _trust(ca_file: str | None) -> ssl.SSLContext | None:
+    """The TLS trust for the JWKS URL: the system's, or a private CA's.
 
-    Whatever callers send, the identity provider sees at most one fetch in flight
-    and, after a fetch (failed or not), no other within ``cooldown_s`` unless the
-    cache has expired and the last fetch succeeded. During a provider outage the
-    keys last fetched keep verifying tokens; without any, tokens are refused at
-    once instead of each waiting on the provider.
+    Raises:
+        ConfigError: the CA file cannot be read.
     """
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        lifespan_s: float,
-        cooldown_s: float,
-        timeout_s: float,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._client = jwt.PyJWKClient(
-            url, cache_jwk_set=False, cache_keys=False, timeout=timeout_s
-        )
-        self._lifespan_s = lifespan_s
-        self._cooldown_s = cooldown_s
-        self._clock = clock
-        self._keys: list[jwt.PyJWK] = []
-        self._fetched_at: float | None = None
-        self._attempted_at: float | None = None
-        self._failed = False
-        self._completed = 0
-        self._lock = asyncio.Lock()
-        self.fetches = 0
-        """Fetches sent to the provider (for tests and metrics)."""
-
-    def _cooling(self) -> bool:
-        return self._attempted_at is not None and (
-            self._clock() - self._attempted_at < self._cooldown_s
-        )
-
-    def _expired(self) -> bool:
-        return self._fetched_at is None or self._clock() - self._fetched_at >= self._lifespan_s
-
-    async def key(
-        self, kid: str | None, pick: Callable[[list[jwt.PyJWK]], jwt.PyJWK | None]
-    ) -> jwt.PyJWK | None:
-        """The key ``pick`` chooses, fetching the set first when it is due.
-
-        Raises:
-            AuthenticationError: the provider cannot be reached and no keys are cached.
-        """
-        if self._expired() and not (self._failed and self._cooling()):
-            await self._refresh()
-        key = pick(self._keys)
-        if key is None and kid is not None and not self._cooling():
-            await self._refresh()  # an unknown kid: maybe a rotation; once per cooldown
-            key = pick(self._keys)
-        if key is None and not self._keys and self._failed:
-            raise AuthenticationError("JWKS unavailable")
-        return key
-
-    async def _refresh(self) -> None:
-        seen = self._completed
-        async with self._lock:
-            if self._completed != seen:
-                return  # a fetch finished while this request waited: use its result
-            self._attempted_at = self._clock()
-            self.fetches += 1
-            try:
-                keys = await asyncio.to_thread(self._fetch)
-            except (jwt.PyJWKClientError, jwt.PyJWKSetError, jwt.PyJWKError, ValueError):
-                self._failed = True
-                log.warning("JWKS endpoint unreachable or invalid; cached keys kept")
-                return
-            else:
-                self._keys, self._fetched_at, self._failed = keys, self._clock(), False
-            finally:
-                self._completed += 1
-
-    def _fetch(self) -> list[jwt.PyJWK]:
-        return [
-            k
-            for k in self._client.get_jwk_set(refresh=True).keys
-            if k.public_key_use in ("sig", None)
-        ]
+    if ca_file is None:
+        return None
+    try:
+        return ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError):
+        raise ConfigError("server.auth.jwt.jwks_ca_file: not a readable PEM CA bundle") from None
 
 
 class JwtVerifier:
@@ -254,6 +182,7 @@ class JwtVerifier:
                 lifespan_s=config.jwks_cache_s,
                 cooldown_s=config.jwks_cooldown_s,
                 timeout_s=config.jwks_timeout_ms / 1000,
+                ssl_context=_trust(config.jwks_ca_file),
             )
         elif config.jwks_file is not None:
             self._load_file()
@@ -270,11 +199,10 @@ class JwtVerifier:
             mtime = path.stat().st_mtime
             if mtime == self._file_mtime:
                 return
-            data = json.loads(path.read_text(encoding="utf-8"))
-            keys = jwt.PyJWKSet.from_dict(data).keys
-        except (OSError, ValueError, jwt.PyJWKSetError, jwt.PyJWKError):
+            keys = signing_keys(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, JwksFetchError):
             raise ConfigError("server.auth.jwt.jwks_file: not a readable JWKS") from None
-        self._file_keys = [k for k in keys if k.public_key_use in ("sig", None)]
+        self._file_keys = keys
         self._file_mtime = mtime
 
     def _pick(self, keys: list[jwt.PyJWK], kid: str | None) -> jwt.PyJWK | None:
@@ -293,6 +221,8 @@ class JwtVerifier:
             return self._cfg.secret.get_secret_value()
         if self.jwks is not None:
             key = await self.jwks.key(kid, lambda keys: self._pick(keys, kid))
+            if key is None and self.jwks.unavailable:
+                raise AuthenticationError("JWKS unavailable")
         else:
             key = self._pick(self._file_keys, kid)
             if key is None:
@@ -311,6 +241,23 @@ class JwtVerifier:
         c = self._cfg
         source = "secret" if c.secret else ("JWKS URL" if c.jwks_url else "JWKS file")
         return f"JWT from {c.issuer} ({', '.join(c.algorithms)}, {source})"
+
+    def _check_party(self, claims: dict[str, Any]) -> None:
+        """With ``authorized_parties``, the client the token was issued to must be listed.
+
+        An audience alone does not say which client asked: Keycloak adds it to other
+        clients' tokens too (an audience mapper on them, or, by its default `roles`
+        scope, to any client whose users hold roles of a client named like the audience).
+
+        Raises:
+            AuthenticationError: `azp` (or RFC 9068 `client_id`) is missing or not listed.
+        """
+        parties = self._cfg.authorized_parties
+        if not parties:
+            return
+        party = claims.get("azp", claims.get("client_id"))
+        if not isinstance(party, str) or party not in parties:
+            raise AuthenticationError("JWT issued to a client not in authorized_parties")
 
     async def verify(self, token: str) -> Principal:
         """The principal a valid token stands for.
@@ -359,6 +306,7 @@ class JwtVerifier:
             # PyJWT takes int() of these: "9999999999" or 1e30 would pass as times.
             if name in claims and (not isinstance(value, int) or isinstance(value, bool)):
                 raise AuthenticationError(f"JWT {name} is not an integer")
+        self._check_party(claims)
         subject = claims.get(self._cfg.subject_claim)
         if not isinstance(subject, str) or not subject:
             raise AuthenticationError(f"JWT has no string {self._cfg.subject_claim!r} claim")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from connectors.errors import (
     ConnectorError,
@@ -33,6 +33,7 @@ from gateway.methods import METHOD_CAPABILITY, WRITE_METHODS, Capability
 from gateway.params import (
     DescribeParams,
     FetchParams,
+    PreviewParams,
     RecallParams,
     TimelineParams,
     parse_params,
@@ -71,6 +72,17 @@ class ServedStore(Protocol):
     async def fetch(self, params: FetchParams, caller: Caller = ...) -> Any: ...
 
 
+PREVIEW = "gateway/preview"
+"""The audit line's method of a mapping preview (the try page); never an A2M method."""
+
+
+@runtime_checkable
+class Previewable(Protocol):
+    """A store that can show its documents beside their records (a Store, not a Federation)."""
+
+    async def preview(self, n: int, caller: Caller = ...) -> list[dict[str, Any]]: ...
+
+
 class Dispatcher:
     """Routes A2M calls to one store (or federation); knows every method of the draft."""
 
@@ -99,6 +111,31 @@ class Dispatcher:
         Raises:
             A2MError: every failure, engine and embedder trouble included (to_a2m_error).
         """
+        return await self._observed(method, params, caller, self._dispatch)
+
+    async def preview(self, params: Any, caller: Caller = LOCAL) -> Any:
+        """The try page's mapping preview (not an A2M method), charged, audited and timed as one.
+
+        Raises:
+            A2MError: as dispatch; CapabilityNotSupported for a federation.
+        """
+        return await self._observed(PREVIEW, params, caller, self._preview)
+
+    async def _preview(self, method: str, params: Any, caller: Caller) -> Any:
+        parsed = parse_params(PreviewParams, params)
+        store = self.store
+        if not isinstance(store, Previewable):
+            raise CapabilityNotSupported("A federation has no mapping preview; pick a member")
+        await store.ensure_started()
+        return {"documents": await store.preview(parsed.limit, caller)}
+
+    async def _observed(
+        self,
+        method: str,
+        params: Any,
+        caller: Caller,
+        run: Callable[[str, Any, Caller], Awaitable[Any]],
+    ) -> Any:
         start = time.perf_counter()
         code = 0
         count: int | None = None
@@ -106,7 +143,7 @@ class Dispatcher:
         span = tracing.call(self.store, method, params) if tracing is not None else None
         try:
             await self._charge(caller)
-            result = await self._dispatch(method, params, caller)
+            result = await run(method, params, caller)
             if isinstance(result, dict) and isinstance(result.get("records"), list):
                 count = len(result["records"])
             return result

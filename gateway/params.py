@@ -87,6 +87,12 @@ class FetchParams(_Params):
     embeddings: bool = False
 
 
+class PreviewParams(_Params):
+    """The try page's mapping preview (gateway/preview, not an A2M method)."""
+
+    limit: int = Field(default=3, ge=1, le=10)
+
+
 PARAMS_MODELS: dict[str, type[_Params]] = {
     "memory/describe": DescribeParams,
     "memory/recall": RecallParams,

@@ -128,6 +128,17 @@ def claim_values(claims: Mapping[str, Any], path: str) -> tuple[Scalar, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def under_prefix(value: Scalar, prefix: str) -> str | None:
+    """A string claim value without `prefix`; None when it lacks it or nothing is left.
+
+    Keycloak's group claim holds full paths (``/tenants/A``): a leaf name alone would let
+    ``/A`` or ``/other/A``, different groups, pass as tenant ``A``.
+    """
+    if not isinstance(value, str) or not value.startswith(prefix):
+        return None
+    return value[len(prefix) :] or None
+
+
 class ScopePolicy:
     """One store's document-level security, applied to every read."""
 
@@ -177,6 +188,11 @@ class ScopePolicy:
             values: list[Scalar] = []
             for source in rule.claims:
                 for v in claim_values(principal.claims, source.claim):
+                    if source.strip_prefix:
+                        stripped = under_prefix(v, source.strip_prefix)
+                        if stripped is None:
+                            continue
+                        v = stripped
                     values.append(f"{source.prefix}{v}" if source.prefix else v)
             values = list(dict.fromkeys(values))
             if not values or len(values) > MAX_CLAIM_VALUES:

@@ -10,6 +10,7 @@ connector errors, which the dispatcher maps to the wire.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -269,6 +270,30 @@ class Store:
     async def ready(self) -> bool:
         """The engine answers a ping now; False without asking while the breaker is open."""
         return await self.guard.ping(self.connector.ping)
+
+    async def preview(self, n: int, caller: Caller = LOCAL) -> list[dict[str, Any]]:
+        """The newest n documents as the engine holds them, each beside the record it becomes.
+
+        The mapping preview of the try page: the document is what the connector read (the
+        mapped fields only, as stored), under the caller's scope exactly as a timeline read.
+
+        Raises:
+            ScopeDenied, ConnectorError.
+        """
+        try:
+            flt = self.planner.read_filter(None, None, caller, None)
+        except MatchesNothing:
+            return []
+        request = OrderedRequest(limit=n, filter=flt)
+        async with deadline_scope(self._timeout_s):
+            hits = await self.pager.engine(
+                "preview", partial(self._connector(caller).ordered, request)
+            )
+        documents = [{"id": h.id, "source": copy.deepcopy(h.source)} for h in hits]
+        records = self.shaper.records(hits, None, with_embedding=False)
+        return [
+            {"document": d, "record": r.to_wire()} for d, r in zip(documents, records, strict=True)
+        ]
 
     async def sample(self, n: int = 3) -> list[dict[str, Any]]:
         """The newest n mapped records: the onboarding preview of `a2m-gateway check`."""

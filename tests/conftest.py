@@ -64,6 +64,12 @@ def elasticsearch_url() -> str:
     return _engine_url("A2M_TEST_ELASTICSEARCH_URL")
 
 
+@pytest.fixture(scope="session")
+def keycloak_url() -> str:
+    """The Keycloak of tests/engines/engines.py (realms of tests/engines/keycloak-realm.json)."""
+    return _engine_url("A2M_TEST_KEYCLOAK_URL").rstrip("/")
+
+
 def scifact_missing(root: Path) -> list[str]:
     return [name for name in SCIFACT_FILES if not (root / name).is_file()]
 

@@ -6,7 +6,7 @@ the figure is the engine's work alone (CPU seconds of the node's process from
 
 - ``lexical``: one ``_search``, 10 hits with their mapped ``_source`` (the baseline);
 - ``three-trips``: id-only lexical and kNN legs ``depth`` deep, then a re-read of 10
-  ids (the connector before issue 16);
+  ids (the older connector shape);
 - ``msearch+reread``: the two id-only legs in one ``_msearch``, then the re-read (2 trips);
 - ``msearch-sources``: the two legs in one ``_msearch``, each returning ``_source``
   (mapped fields only) for its ``depth`` hits (1 trip).

@@ -63,6 +63,10 @@ class JwtConfig(StrictModel):
     algorithms: list[JwtAlgorithm] = Field(min_length=1)
     jwks_url: str | None = Field(default=None, description="https URL of the issuer's JWKS")
     jwks_file: str | None = Field(default=None, description="a JWKS JSON file (mounted)")
+    jwks_ca_file: str | None = Field(
+        default=None,
+        description="PEM CA bundle for the JWKS URL's certificate (default: the system's)",
+    )
     secret: SecretStr | None = Field(default=None, description="HS* shared secret, >= 32 bytes")
     leeway_s: float = Field(default=30, ge=0, le=300, description="clock skew for exp/nbf/iat")
     jwks_cache_s: float = Field(default=300, gt=0)
@@ -71,6 +75,10 @@ class JwtConfig(StrictModel):
     )
     jwks_timeout_ms: int = Field(default=5000, gt=0)
     subject_claim: str = Field(default="sub", min_length=1)
+    authorized_parties: list[str] = Field(
+        default_factory=list,
+        description="when set, `azp` (or RFC 9068 `client_id`) must be one of these clients",
+    )
     max_token_bytes: int = Field(default=16_384, gt=0)
 
     @field_validator("audience", mode="before")
@@ -104,6 +112,8 @@ class JwtConfig(StrictModel):
                     url.scheme == "http" and is_loopback(url.hostname or "")
                 ):
                     raise ValueError("jwt.jwks_url must be https (http only on loopback)")
+            if self.jwks_ca_file is not None and self.jwks_url is None:
+                raise ValueError("jwt.jwks_ca_file applies to jwks_url only")
         return self
 
 

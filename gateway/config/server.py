@@ -136,6 +136,11 @@ class McpConfig(StrictModel):
     audience_check: bool = Field(
         default=False, description="RFC 8707: a JWT on /mcp must name `resource` in `aud`"
     )
+    scopes_supported: list[str] = Field(
+        default_factory=list,
+        description="RFC 9728 `scopes_supported`: the scopes an MCP client asks for (else the "
+        "SDKs ask for every scope the authorization server lists, which Keycloak refuses)",
+    )
 
     @model_validator(mode="after")
     def _audience_needs_resource(self) -> McpConfig:
@@ -171,6 +176,11 @@ class ServerConfig(StrictModel):
     rate_limit: RateLimitConfig | None = None
     audit: AuditConfig = Field(default_factory=AuditConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    try_page: bool = Field(
+        default=True,
+        description="serve the try page at /try (and to browsers at /): a form over the same "
+        "endpoints, admitted as any other call; false: no page, no preview route",
+    )
 
     @model_validator(mode="after")
     def _one_body_fits(self) -> ServerConfig:

@@ -60,6 +60,11 @@ class ClaimSource(StrictModel):
 
     claim: str = Field(min_length=1, description="claim name; a dotted path reads nested claims")
     prefix: str = Field(default="", description="prepended to each value, e.g. 'user:'")
+    strip_prefix: str = Field(
+        default="",
+        description="only values starting with this count, without it: '/tenants/' reads "
+        "Keycloak's group path '/tenants/A' as 'A' and ignores '/A' and '/other/A'",
+    )
 
 
 class ScopeFilter(StrictModel):

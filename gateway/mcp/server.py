@@ -254,6 +254,8 @@ class McpHttpApp:
         }
         if self._authorization_servers:
             doc["authorization_servers"] = self._authorization_servers
+        if self._cfg.scopes_supported:
+            doc["scopes_supported"] = self._cfg.scopes_supported
         await _json(send, 200, doc)
 
 

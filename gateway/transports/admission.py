@@ -1,10 +1,11 @@
 """Admission: the one step both HTTP front doors (A2M and MCP) take before a call runs.
 
-In order: the Origin (§8.3.1), exactly one Authorization header, the credential
-(§6.1, failed attempts rate limited per client address), the caller's rate
-limit charged before its body is read, and the body itself: bounded in size,
-in time, and in bytes buffered over all requests at once. Each step answers a
-refusal as a ready Response; none reads past the step that refused.
+In order: the Origin (§8.3.1; the gateway's own try page counts as same-origin),
+exactly one Authorization header, the credential (§6.1, failed attempts rate
+limited per client address), the caller's rate limit charged before its body is
+read, and the body itself: bounded in size, in time, and in bytes buffered over
+all requests at once. Each step answers a refusal as a ready Response; none reads
+past the step that refused.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class Admission:
         gateway: Gateway,
         server: ServerConfig,
         auth: Authenticator,
-        origin_permits: Callable[[str | None], bool],
+        origin_permits: Callable[[str | None, str | None], bool],
     ) -> None:
         self._gateway = gateway
         self.auth = auth
@@ -81,7 +82,8 @@ class Admission:
         challenge_extra: Callable[[], str] | None = None,
     ) -> Caller | Response:
         """The caller, or the Response refusing it (403, 400, 401, 429)."""
-        if not self._origin_permits(request.headers.get("origin")):
+        headers = request.headers
+        if not self._origin_permits(headers.get("origin"), headers.get("host")):
             return plain(403, "origin not allowed")
         authorization = [v for k, v in request.scope["headers"] if k == b"authorization"]
         if len(authorization) > 1:

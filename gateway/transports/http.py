@@ -8,8 +8,9 @@ URL scheme:
   GET  /a2m/{store}/.well-known/a2m-server.json   one store's describe
   GET  /healthz   process alive      GET /readyz   every engine reachable (503 otherwise)
   GET  /metrics   Prometheus text format
-  GET  /          what this server is and where its endpoints and docs are (JSON, or HTML
-                  when the Accept header prefers it)
+  GET  /          what this server is and where its endpoints and docs are (JSON; a browser
+                  gets the try page, or an HTML listing with server.try_page off)
+  GET  /try       the try page (gateway/transports/try_page.py); POST /try/preview/{store}
   POST /mcp, /mcp/{store}                    MCP Streamable HTTP (gateway/mcp/, docs/mcp.md)
 
 With ``server.auth`` on, every POST and both discovery documents need
@@ -48,6 +49,7 @@ from gateway.telemetry import active as active_tracing
 from gateway.telemetry import configure_from_env as configure_tracing
 from gateway.transports.admission import Admission, plain
 from gateway.transports.index_page import as_html, index_page, prefers_html
+from gateway.transports.try_page import add_try_page, try_page_response
 
 log = logging.getLogger(__name__)
 audit = logging.getLogger("a2m.audit")
@@ -57,13 +59,26 @@ VERSION_HEADER = "a2m-protocol-version"
 
 
 class OriginGuard:
-    """§8.3.1: a request with an Origin not on the allow-list is refused; no Origin is fine."""
+    """§8.3.1: a request with an Origin not on the allow-list is refused; no Origin is fine.
 
-    def __init__(self, allowed: list[str]) -> None:
+    With ``same_origin`` (the try page is served and the Host header is checked), an
+    Origin naming the very host:port the request was sent to is the gateway's own page.
+    """
+
+    def __init__(self, allowed: list[str], *, same_origin: bool = False) -> None:
         self._allowed = frozenset(o.rstrip("/").lower() for o in allowed)
+        self._same_origin = same_origin
 
-    def permits(self, origin: str | None) -> bool:
-        return origin is None or origin.rstrip("/").lower() in self._allowed
+    def permits(self, origin: str | None, host: str | None = None) -> bool:
+        if origin is None:
+            return True
+        origin = origin.rstrip("/").lower()
+        if origin in self._allowed:
+            return True
+        if not self._same_origin or not host:
+            return False
+        _, sep, netloc = origin.partition("://")
+        return bool(sep) and netloc == host.strip().lower()
 
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -187,7 +202,8 @@ def create_app(
     """
     configure_tracing()  # before the stores open: their engine clients are traced from the start
     metrics = metrics or Metrics()
-    guard = OriginGuard(server.allowed_origins)
+    hosts = HostGuard(server.allowed_hosts, bind_host or server.host)
+    guard = OriginGuard(server.allowed_origins, same_origin=server.try_page and hosts.enabled)
     auth = authenticator or Authenticator(server.auth)
     admission = Admission(gateway, server, auth, guard.permits)
     mcp = _mcp_app(gateway, server, admission)
@@ -215,7 +231,7 @@ def create_app(
         # A redirect would send a POST (and its credential) to whatever Host said.
         redirect_slashes=False,
     )
-    app.host_guard = HostGuard(server.allowed_hosts, bind_host or server.host)
+    app.host_guard = hosts
     app.metrics = metrics
     app.state.body_budget = admission.budget
     admit, charge, read_body = admission.admit, admission.charge, admission.read_body
@@ -306,7 +322,11 @@ def create_app(
         # Open like /healthz: it names only this server's fixed URL scheme. Store names are
         # the operator's, but with auth on they are left to the (authenticated) discovery doc.
         page = index_page(None if auth.enabled else list(gateway.stores))
+        if server.try_page:
+            page["endpoints"]["GET /try"] = "the try page: query a store from a browser"
         if prefers_html(request.headers.get("accept", "")):
+            if server.try_page:
+                return try_page_response()
             return Response(as_html(page), media_type="text/html; charset=utf-8")
         return Response(orjson.dumps(page), media_type=JSON)
 
@@ -328,6 +348,9 @@ def create_app(
     @app.get("/metrics")
     async def prometheus() -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    if server.try_page:
+        add_try_page(app, gateway, admission)
 
     if mcp is not None:
         # MCP, the second front door onto the same dispatchers (gateway/mcp/, docs/mcp.md).

@@ -432,7 +432,11 @@ class HttpServer:
 
 
 def start_http_server(
-    data_dir: Path, config: Path | None = None, *, timeout: float = START_TIMEOUT_S
+    data_dir: Path,
+    config: Path | None = None,
+    *,
+    timeout: float = START_TIMEOUT_S,
+    port: int | None = None,
 ) -> HttpServer:
     """Start `a2m-gateway serve` on a free loopback port and wait until /readyz says ready.
 
@@ -440,7 +444,7 @@ def start_http_server(
         AssertionError (via pytest.fail): the process exited or did not get ready in time.
     """
     data_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    port = port or free_port()  # given: the config names the gateway's own URL
     # No --host: the default bind is part of what is tested (§8.3.1: loopback).
     cmd = [*gateway_command(), "serve", "--port", str(port)]
     if config is not None:

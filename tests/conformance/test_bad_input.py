@@ -512,10 +512,13 @@ def test_odd_keys_and_prefixes_are_literal(
 
 
 def test_unicode_and_emoji_queries(client: A2MClient) -> None:
-    for query in ("naïve café", "日本語のクエリ", "🧠💾", "Ωmega ∑ ∞", "a" + "\u0301" * 50):
+    queries = ("naïve café", "日本語のクエリ", "🧠💾", "Ωmega ∑ ∞", "a" + "\u0301" * 50)
+    for query in queries:
         records = recall_records(client, {"query": query})
         if records:  # the English corpus may hold none of these words
             assert_scores(records)
+        # The same text beside a word the demo corpus holds must still rank it.
+        assert_scores(recall_records(client, {"query": f"{query} memory"}))
 
 
 # -- methods and envelopes -------------------------------------------------------------------------

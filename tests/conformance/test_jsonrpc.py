@@ -74,7 +74,6 @@ def test_undeclared_capability_is_capability_not_supported(
     for method in methods:
         err = client.error(method, params)
         assert err["code"] == CAPABILITY_NOT_SUPPORTED, (method, err)
-        assert err["code"] != METHOD_NOT_FOUND
 
 
 def test_appendix_a_consolidate_exchange(client: A2MClient, describe: dict[str, Any]) -> None:
@@ -145,7 +144,6 @@ def test_summarize_is_an_undeclared_capability(client: A2MClient, params: Any) -
     # reference implementation), whatever the params.
     err = client.error("memory/summarize", params)
     assert err["code"] == CAPABILITY_NOT_SUPPORTED
-    assert err["code"] != READ_ONLY
 
 
 def test_read_only_is_consistent_across_repeats(client: A2MClient) -> None:

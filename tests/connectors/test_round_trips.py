@@ -1,4 +1,4 @@
-"""How many engine round trips each search costs, counted by a recording proxy (issue 16).
+"""How many engine round trips each search costs, counted by a recording proxy.
 
 The proxy sits between the connector and the real node; the connector opens
 through it (mapping, version), then the count starts. A hybrid search is one

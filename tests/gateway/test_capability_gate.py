@@ -1,4 +1,4 @@
-"""The one capability gate, on a store that maps no key (issue 13: the revived dead test).
+"""The one capability gate, on a store that maps no key.
 
 Every conformance store maps a key, so "fetch without keys" was always skipped there.
 Gating is engine-independent: an in-memory connector stands in for the engine.
@@ -38,8 +38,10 @@ async def test_with_keys_the_same_calls_answer() -> None:
     )
     d = gateway.dispatcher("docs")
     assert "keys" in (await d.dispatch("memory/describe", {}))["capabilities"]
-    fetched = await d.dispatch("memory/fetch", {"key": "a/b"})
-    assert "record" in fetched
+    fetched = await d.dispatch("memory/fetch", {"key": "doc/3"})
+    assert fetched["record"]["key"] == "doc/3"
+    # A key nobody holds is answered (no record), not refused.
+    assert (await d.dispatch("memory/fetch", {"key": "a/b"}))["record"] is None
     timeline = await d.dispatch("memory/timeline", {"key_prefix": ""})
     assert timeline["records"]
     await gateway.close()

@@ -192,7 +192,7 @@ def test_a_missing_extra_is_one_line_and_exit_2(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Issue 13: no traceback when `embedder: local` lacks sentence-transformers."""
+    """No traceback when `embedder: local` lacks sentence-transformers."""
     import importlib.util
 
     from gateway.cli import main

@@ -122,14 +122,14 @@ def test_example_configs_validate(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_doubled_dollar_is_a_literal_reference(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 13: `$${` escapes a `${` that is not a reference (e.g. inside a description)."""
+    """`$${` escapes a `${` that is not a reference (e.g. inside a description)."""
     monkeypatch.setenv("A2M_R2_SET", "expanded")
     store = es_store(description="costs $${HOME} and ${A2M_R2_SET}")
     cfg = parse_config({"stores": {"docs": store}})
     assert cfg.stores["docs"].description == "costs ${HOME} and expanded"
 
 
-# -- one model per backend (issue 13, point 4) ------------------------------------------------
+# -- one model per backend ------------------------------------------------
 
 
 def qdrant_store(**over: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The server's own embedder giving the wrong width is the server's fault (issue 13).
+"""The server's own embedder giving the wrong width is the server's fault.
 
 A real Qdrant (local mode) holds 4-dimensional vectors; the embedder is a stub,
 which is what is under test's control: the width it gives.

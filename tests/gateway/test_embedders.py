@@ -81,7 +81,7 @@ def test_factory_local_without_sentence_transformers_is_a_clear_error(
 
 
 def test_embedder_trouble_maps_to_retryable_or_final_internal_error() -> None:
-    # Issue 13: a refusal (4xx, bad key) is not retryable engine trouble.
+    # A refusal (4xx, bad key) is not retryable engine trouble.
     later = to_a2m_error(EmbedderUnavailable("x", retry_after_ms=5))
     assert int(later.code) == -32603
     assert later.data == {"reason": "engine_unavailable", "retryable": True, "retry_after_ms": 5}

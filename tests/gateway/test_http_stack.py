@@ -1,4 +1,4 @@
-"""The HTTP app's outermost layer (issue 13): one error handler, one response count.
+"""The HTTP app's outermost layer: one error handler, one response count.
 
 Transport behaviour, tested once on an in-memory connector: no engine is involved.
 """
@@ -148,7 +148,7 @@ DOORS = ["/a2m/docs", "/mcp/docs"]
 
 @pytest.mark.parametrize("path", DOORS)
 async def test_both_doors_refuse_the_same_way(path: str) -> None:
-    """Issue 13: the MCP door takes the A2M door's admission step, refusal for refusal."""
+    """The MCP door takes the A2M door's admission step, refusal for refusal."""
     app, gateway = _guarded_app()
     transport = httpx.ASGITransport(app=app)
     good = (b"authorization", f"Bearer {KEY}".encode())

@@ -54,7 +54,10 @@ async def test_scripts_get_json(accept: str) -> None:
 
 
 async def test_a_browser_gets_html() -> None:
-    async with _client(default_demo_config()) as http:
+    # With the try page on, a browser gets that page instead (tests/gateway/test_try_page.py).
+    dumped = default_demo_config().model_dump(mode="json", exclude_none=True)
+    dumped["server"]["try_page"] = False
+    async with _client(GatewayConfig.model_validate(dumped)) as http:
         reply = await http.get("/", headers={"Accept": BROWSER_ACCEPT})
     assert reply.status_code == 200
     assert reply.headers["content-type"].startswith("text/html")

@@ -189,7 +189,7 @@ def test_no_code_is_written_outside_the_errors_module() -> None:
 
 
 def test_envelope_knows_no_engine_errors() -> None:
-    """Issue 13: one exception-to-wire mapping, in the dispatcher; the envelope imports none."""
+    """One exception-to-wire mapping, in the dispatcher; the envelope imports none."""
     import ast
     import inspect
 

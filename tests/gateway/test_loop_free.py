@@ -1,4 +1,4 @@
-"""CPU-heavy steps of a recall leave the event loop (issue 16): proven by ordering, not time.
+"""CPU-heavy steps of a recall leave the event loop: proven by ordering, not time.
 
 Each heavy step (encoding a 4,000-character query, mapping a large page, shaping a
 large result) is made to wait, in whatever thread it runs, until a probe task on

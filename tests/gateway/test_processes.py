@@ -112,7 +112,7 @@ def test_a_locked_local_store_is_refused_at_start_with_its_path(
     if command == "serve":
         args += ["--port", "0"]
     if command == "stdio":
-        # stdio opens only the store it serves (issue 13): serve the locked one.
+        # stdio opens only the store it serves: serve the locked one.
         args += ["--store", "notes"]
     line = json.dumps(_rpc("memory/describe", {}, 1)) + "\n"
     proc = _gateway(*args, stdin=line)

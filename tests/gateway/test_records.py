@@ -19,7 +19,7 @@ RFC3339_MS_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
         ("2026-07-28T10:15:30", "2026-07-28T10:15:30.000Z"),
         (1785233730123, "2026-07-28T10:15:30.123Z"),
         ("1785233730123", "2026-07-28T10:15:30.123Z"),
-        # Issue 13: a bare year is that year (as Elasticsearch reads it), not 2.026 s after 1970.
+        # A bare year is that year (as Elasticsearch reads it), not 2.026 s after 1970.
         ("2026", "2026-01-01T00:00:00.000Z"),
         (" 0999 ", "0999-01-01T00:00:00.000Z"),
         (datetime(2026, 7, 28, 10, 15, 30, 999999, tzinfo=UTC), "2026-07-28T10:15:30.999Z"),

@@ -1,4 +1,4 @@
-"""stdio opens only the store it serves (issue 13): another store's trouble is not its own."""
+"""stdio opens only the store it serves: another store's trouble is not its own."""
 
 from __future__ import annotations
 

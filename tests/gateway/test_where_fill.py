@@ -1,4 +1,4 @@
-"""`where` fills `limit` on real engines (issue 13).
+"""`where` fills `limit` on real engines.
 
 `content` is analysed text with no keyword sub-field, so the engine can only
 match `where.content` as a phrase and the store checks equality afterwards.

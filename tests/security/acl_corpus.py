@@ -184,7 +184,7 @@ def qdrant_store(path: Path) -> dict[str, Any]:
     }
 
 
-# -- colliding ids (issue 9) -----------------------------------------------------------------------
+# -- colliding ids -----------------------------------------------------------------------
 
 SECRET = "secret-bravo-payload-9k"
 """In every document of tenant B: it must never appear in an answer to tenant A."""

@@ -442,7 +442,7 @@ async def test_jwks_file_rotation_is_picked_up(tmp_path: Path, issuer: Issuer) -
 
 
 async def test_jwks_file_is_reread_off_the_event_loop(tmp_path: Path, issuer: Issuer) -> None:
-    """Issue 13: a slow mount must not stall the loop while a rotated file is read."""
+    """A slow mount must not stall the loop while a rotated file is read."""
 
     path = tmp_path / "jwks.json"
     keys = issuer.jwks()["keys"]
@@ -498,7 +498,7 @@ async def test_auth_off_admits_everyone_as_anonymous() -> None:
     assert await auth.authenticate("Bearer whatever") is None
 
 
-# -- issue 9 item 1: JWKS fetches are single-flight and failures are cooled down ------------------
+# -- JWKS fetches are single-flight and failures are cooled down ------------------
 
 
 def _verifier(url: str, **overrides: Any) -> JwtVerifier:
@@ -593,7 +593,7 @@ def _key_file_authenticator(path: Path) -> Authenticator:
 
 
 async def test_api_keys_file_follows_the_jwks_file_rule(tmp_path: Path) -> None:
-    """Issue 13: api_keys_file, like jwks_file, is re-read when a key matches nothing and
+    """`api_keys_file`, like `jwks_file`, is re-read when a key matches nothing and
     the file changed: an added key works without a restart, a removed one stops then."""
     path = tmp_path / "keys.yaml"
     _key_file(path, ("bob", BOB_KEY), mtime=10)
@@ -652,3 +652,39 @@ async def test_api_keys_file_is_reread_off_the_event_loop(
     assert (await auth.authenticate(f"Bearer {CAROL_KEY}")) is not None
     assert threads
     assert threading.get_ident() not in threads
+
+
+async def test_protected_resource_metadata_names_the_scopes_to_request(issuer: Issuer) -> None:
+    # Without scopes_supported an MCP SDK asks for every scope the IdP lists (Keycloak refuses).
+    mcp = {"resource": "https://memory.test.example/mcp", "scopes_supported": ["openid"]}
+    for extra, expected in (({}, None), (mcp, ["openid"])):
+        gateway = build_gateway(
+            {"auth": auth_section(issuer), "mcp": extra},
+            {"docs": memory_store_config()},
+            {"docs": MemoryConnector([])},
+        )
+        async with asgi_client(gateway) as c:
+            r = await c.get("/.well-known/oauth-protected-resource/mcp")
+        await gateway.close()
+        assert r.status_code == 200, r.text
+        assert r.json().get("scopes_supported") == expected
+        assert r.json()["authorization_servers"] == [ISSUER]
+
+
+async def test_authorized_parties_admit_only_the_listed_clients(
+    issuer: Issuer, engine: MemoryConnector
+) -> None:
+    gateway = build_gateway(
+        {"auth": auth_section(issuer, authorized_parties=["svc-a"])},
+        {"docs": memory_store_config(scope=SCOPE)},
+        {"docs": engine},
+    )
+    async with asgi_client(gateway) as c:
+        ok = await post(c, bearer(issuer.token(groups=["team-a"], azp="svc-a")))
+        assert ok.status_code == 200, ok.text
+        # RFC 9068 access tokens name the client in client_id.
+        rfc9068 = await post(c, bearer(issuer.token(groups=["team-a"], client_id="svc-a")))
+        assert rfc9068.status_code == 200, rfc9068.text
+        for claims in ({"azp": "svc-b"}, {}, {"azp": ["svc-a"]}, {"client_id": 7}):
+            assert_refused(await post(c, bearer(issuer.token(groups=["team-a"], **claims))))
+    await gateway.close()

@@ -1,4 +1,4 @@
-"""Deterministic refusals get deterministic codes (issue 9 item 6), on the real engines.
+"""Deterministic refusals get deterministic codes, on the real engines.
 
 A key_prefix inside the documented limit but past what the engines match, and a
 query with more terms than OpenSearch's clause limit, are the caller's to fix:

@@ -1,4 +1,4 @@
-"""The HTTP edge before JSON-RPC (issue 9 items 3, 7, 8), on a real uvicorn socket where it matters.
+"""The HTTP edge before JSON-RPC, on a real uvicorn socket where it matters.
 
 Header deadline, keep-alive, connection cap, the in-flight body budget, the rate
 limit charged before the body, failed authentication limited per client

@@ -192,7 +192,7 @@ FORGED = "2026-01-01 00:00:00,000 INFO a2m.audit call store=docs principal=api_k
 async def test_caller_text_cannot_forge_an_audit_line(
     issuer: Issuer, formatter: logging.Formatter
 ) -> None:
-    # Issue 9 item 2: the method (and, with log_queries, the query) was written raw.
+    # The method (and, with log_queries, the query) must never be written raw.
     out = io.StringIO()
     handler = logging.StreamHandler(out)
     handler.setFormatter(formatter)

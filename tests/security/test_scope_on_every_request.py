@@ -1,4 +1,4 @@
-"""Every engine request made on a caller's behalf carries the caller's scope (issue 9).
+"""Every engine request made on a caller's behalf carries the caller's scope.
 
 A recording proxy sits between the gateway and the real Elasticsearch and
 OpenSearch nodes. For scoped recall (lexical, dense, hybrid, empty query,

@@ -320,7 +320,7 @@ async def test_a_text_only_acl_field_never_matches_by_phrase(
     assert "error" in answer or returned_ids(answer) == ["1"], answer
 
 
-# -- colliding ids: routing and aliases (issue 9) --------------------------------------------------
+# -- colliding ids: routing and aliases --------------------------------------------------
 
 COLLISION_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("memory/recall", {"query": "alpha quarterly"}),

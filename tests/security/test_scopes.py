@@ -166,7 +166,7 @@ async def test_authenticated_store_without_scope_rules_declares_no_scopes(issuer
 
 
 async def test_owner_field_without_filters_narrows_to_the_principal(issuer: Issuer) -> None:
-    # Issue 9 item 4: with mapping.owner but no scope.filters, owner "bob" from alice
+    # With mapping.owner but no scope.filters, owner "bob" from alice
     # answered every record. It is now checked against the principal on every transport.
     h = await http_app({"auth": auth_section(issuer)})
     h.headers = bearer(issuer.token("alice"))
@@ -197,7 +197,7 @@ async def test_owner_field_without_filters_narrows_to_the_principal(issuer: Issu
 
 
 async def test_an_empty_string_claim_sees_nothing(issuer: Issuer) -> None:
-    # Issue 9 item 5: a claim value "" matched documents whose ACL field is "".
+    # A claim value "" must not match documents whose ACL field is "".
     h = await http_app({"auth": auth_section(issuer)}, scope=ACL)
     h.engine.docs.append(("blank", {"body": "deploy keys", "k": "doc/blank", "acl": [""]}))
     for groups in ([""], "", ["", "team-z"]):
@@ -260,6 +260,20 @@ async def test_claims_with_prefixes_and_two_rules(issuer: Issuer) -> None:
         Condition(field="own", values=("bob", "carol")),
     )
     await h.client.aclose()
+
+
+def test_strip_prefix_reads_group_paths_under_one_parent_only() -> None:
+    # Keycloak's groups claim holds full paths; /A and /other/A are other groups than /tenants/A.
+    scope = {"filters": [{"field": "acl", "claims": [{"claim": "groups", "strip_prefix": "/t/"}]}]}
+    cfg = parse_config({"stores": {"docs": memory_store_config(scope=scope)}})
+    policy = ScopePolicy(cfg.stores["docs"])
+    groups = ["/t/A", "/A", "/other/t/B", "/t/", "/t/B/sub", 7, "/t/A"]
+    principal = Principal("p", {"groups": groups}, "jwt")
+    (cond,) = policy.conditions(Caller(network=True, principal=principal), None)
+    assert cond == Condition(field="acl", values=("A", "B/sub"))
+    outside = Principal("p", {"groups": ["/A", "/other/A"]}, "jwt")
+    with pytest.raises(NothingVisible):
+        policy.conditions(Caller(network=True, principal=outside), None)
 
 
 def test_claim_values_reads_literal_names_and_dotted_paths() -> None:
