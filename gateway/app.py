@@ -13,7 +13,7 @@ from gateway.connector_spec import connector_spec
 from gateway.dispatcher import Dispatcher, Observer
 from gateway.federation import Federation, Member
 from gateway.paging import EngineObserver
-from gateway.ratelimit import RateLimiter
+from gateway.ratelimit import CallQuota, make_quota
 from gateway.resilience import BreakerState
 from gateway.store import Bootstrap, Store
 
@@ -88,8 +88,9 @@ class Gateway:
             for name, fed_cfg in config.federations.items()
         }
         rate = config.server.rate_limit
-        # One limiter for every store: a principal's quota is per gateway, not per store.
-        self.limiter = RateLimiter.from_config(rate) if rate is not None else None
+        # One limiter for every store: a principal's quota is per gateway, not per store
+        # (and, with backend redis, per deployment: every replica shares it).
+        self.limiter: CallQuota | None = make_quota(rate) if rate is not None else None
         self.dispatchers = {
             name: Dispatcher(
                 store,
@@ -173,7 +174,10 @@ class Gateway:
                 log.info("store %s ready: %s", name, ", ".join(x.value for x in store.capabilities))
 
     async def close(self) -> None:
-        await asyncio.gather(*(s.close() for s in self.stores.values()), return_exceptions=True)
+        closing = [s.close() for s in self.stores.values()]
+        if self.limiter is not None:
+            closing.append(self.limiter.close())
+        await asyncio.gather(*closing, return_exceptions=True)
 
     def served_stores(self, name: str | None = None) -> list[Store]:
         """The stores behind an endpoint: one store, or a federation's members.

@@ -39,7 +39,7 @@ from gateway.params import (
     parse_params,
 )
 from gateway.profile import gate_method
-from gateway.ratelimit import RateLimiter
+from gateway.ratelimit import CallQuota
 from gateway.resilience import CircuitOpen, Overloaded
 from gateway.scopes import LOCAL, Caller
 from gateway.telemetry import active as active_tracing
@@ -91,7 +91,7 @@ class Dispatcher:
         store: ServedStore,
         observers: list[Observer] | None = None,
         *,
-        limiter: RateLimiter | None = None,
+        limiter: CallQuota | None = None,
         log_queries: bool = False,
     ) -> None:
         self.store = store
@@ -142,7 +142,7 @@ class Dispatcher:
         tracing = active_tracing()
         span = tracing.call(self.store, method, params) if tracing is not None else None
         try:
-            self._charge(caller)
+            await self._charge(caller)
             result = await run(method, params, caller)
             if isinstance(result, dict) and isinstance(result.get("records"), list):
                 count = len(result["records"])
@@ -178,7 +178,7 @@ class Dispatcher:
                     extra["query"] = query[:MAX_AUDITED_QUERY]
             audit.info("call", extra=extra)
 
-    def _charge(self, caller: Caller) -> None:
+    async def _charge(self, caller: Caller) -> None:
         """Take one token from the caller's bucket.
 
         Raises:
@@ -189,7 +189,7 @@ class Dispatcher:
         key = caller.rate_key
         if key is None:
             return
-        wait_ms = self._limiter.acquire(key)
+        wait_ms = await self._limiter.acquire(key)
         if wait_ms is not None:
             raise QuotaExceeded(
                 "Rate limit exceeded for this caller", data={"retry_after_ms": wait_ms}

@@ -7,10 +7,11 @@ import weakref
 from collections.abc import Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from connectors import retry
+from gateway.ratelimit.health import BackendHealth
 from gateway.resilience import BreakerState, EngineGuard
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -124,6 +125,10 @@ class Metrics:
         for guard in guards.values():
             guard.observe(self)
 
+    def watch_quota(self, health: BackendHealth) -> None:
+        """Report the shared rate limit's Redis: up or not, failures, calls decided without it."""
+        self.registry.register(_QuotaCollector(health))
+
     def breaker_transition(self, store: str, before: BreakerState, after: BreakerState) -> None:
         self.breaker_transitions.labels(store, before.label, after.label).inc()
 
@@ -152,6 +157,38 @@ class _GuardCollector(Collector):
             inflight.add_metric([name], float(guard.inflight))
         yield state
         yield inflight
+
+
+class _QuotaCollector(Collector):
+    """Read when scraped from the shared quota's own counts: no cost per call."""
+
+    def __init__(self, health: BackendHealth) -> None:
+        self._health = health
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        health = self._health
+        up = GaugeMetricFamily(
+            "a2m_ratelimit_backend_up",
+            "1 while the shared rate limit's Redis answers, 0 while calls are decided without it",
+        )
+        up.add_metric([], 0.0 if health.down else 1.0)
+        errors = CounterMetricFamily(
+            "a2m_ratelimit_backend_errors",
+            "Redis calls of the shared rate limit that failed or were late, by kind",
+            labels=["kind"],
+        )
+        for kind, n in sorted(health.errors.items()):
+            errors.add_metric([kind], float(n))
+        without = CounterMetricFamily(
+            "a2m_ratelimit_backend_fallback_calls",
+            "Calls decided without Redis, by server.rate_limit.redis.on_error",
+            labels=["on_error"],
+        )
+        for mode, n in sorted(health.decided_without.items()):
+            without.add_metric([mode], float(n))
+        yield up
+        yield errors
+        yield without
 
 
 # connectors.retry keeps its hooks for the process: one hook, registered once, counts each

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.http_peer import HttpPeer, PeerHandler, StartPeer
+from tests.support.redis_server import RedisServer, redis_server_binary
 
 SCIFACT_DEFAULT = "../shared/data/scifact"
 """Where the collection is looked for unless A2M_SCIFACT_DIR says: beside the checkout."""
@@ -132,3 +133,22 @@ def http_peer() -> Iterator[StartPeer]:
     yield start
     for peer in peers:
         peer.close()
+
+
+@pytest.fixture
+def idle_redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A private redis-server (tests/support/redis_server.py), not started; stopped after."""
+    if redis_server_binary() is None:
+        missing("redis-server not on PATH (scripts/test installs the Debian package)")
+    server = RedisServer(tmp_path / "redis")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_server(idle_redis_server: RedisServer) -> RedisServer:
+    """A private redis-server, started."""
+    idle_redis_server.start()
+    return idle_redis_server

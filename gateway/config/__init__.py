@@ -33,6 +33,7 @@ from gateway.config.server import (
     McpConfig,
     RateLimitConfig,
     ServerConfig,
+    SharedQuotaConfig,
 )
 from gateway.config.stores import (
     STORE_MODELS,
@@ -89,6 +90,7 @@ __all__ = [
     "SearchConfig",
     "SearchMode",
     "ServerConfig",
+    "SharedQuotaConfig",
     "StoreBase",
     "StoreConfig",
     "StoreName",

@@ -4,10 +4,59 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 
 from gateway.config.auth import AuthConfig
 from gateway.config.base import StrictModel
+
+
+class SharedQuotaConfig(StrictModel):
+    """``rate_limit.redis``: the buckets in one Redis (or Valkey) that every replica shares.
+
+    The password is its own key, given as ``${ENV}`` or ``${file:/path}``: never in
+    the URL, which may be printed where a secret must not be.
+    """
+
+    url: str = Field(
+        pattern=r"^rediss?://[^\s/?#]+(/\d+)?$",
+        description="redis://host:port/db, or rediss:// for TLS; no password in it",
+    )
+    username: str | None = Field(default=None, min_length=1, description="Redis 6+ ACL user")
+    password: SecretStr | None = Field(default=None, description="${ENV} or ${file:/path}")
+    ca_certs: str | None = Field(default=None, description="CA bundle for rediss://")
+    key_prefix: str = Field(default="a2m:rl:", max_length=200)
+    timeout_ms: int = Field(
+        default=100, gt=0, le=10_000, description="deadline of one bucket update, connect included"
+    )
+    on_error: Literal["local", "open", "closed"] = Field(
+        default="local",
+        description="Redis unreachable or late: each replica's own bucket (local), allow "
+        "(open), or refuse with -32006 (closed)",
+    )
+    retry_after_ms: int = Field(
+        default=1000, gt=0, description="after a failure, Redis is not asked again for this long"
+    )
+    max_connections: int = Field(default=32, gt=0, le=1024)
+
+    @model_validator(mode="after")
+    def _no_inline_password(self) -> SharedQuotaConfig:
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(self.url)
+            parts.port  # noqa: B018 (parses the port: a bad one raises here, not at first call)
+        except ValueError:
+            raise ValueError("rate_limit.redis.url: not a valid redis:// URL") from None
+        if parts.password is not None:
+            raise ValueError(
+                "rate_limit.redis.url must not hold a password: set rate_limit.redis.password "
+                "to ${ENV_VAR} or ${file:/path}"
+            )
+        if parts.username and self.username:
+            raise ValueError("rate_limit.redis: a user in the url or in username, not both")
+        if self.ca_certs is not None and parts.scheme != "rediss":
+            raise ValueError("rate_limit.redis.ca_certs applies to rediss:// only")
+        return self
 
 
 class RateLimitConfig(StrictModel):
@@ -16,8 +65,21 @@ class RateLimitConfig(StrictModel):
     requests_per_second: float = Field(gt=0)
     burst: int = Field(default=20, gt=0, description="bucket size: calls allowed at once")
     max_principals: int = Field(
-        default=10_000, gt=0, description="buckets kept; the least recent is dropped"
+        default=10_000, gt=0, description="buckets kept in memory; the least recent is dropped"
     )
+    backend: Literal["memory", "redis"] = Field(
+        default="memory",
+        description="memory: a bucket per process; redis: one per principal for all replicas",
+    )
+    redis: SharedQuotaConfig | None = None
+
+    @model_validator(mode="after")
+    def _backend_settings(self) -> RateLimitConfig:
+        if self.backend == "redis" and self.redis is None:
+            raise ValueError("rate_limit.backend redis needs rate_limit.redis.url")
+        if self.backend == "memory" and self.redis is not None:
+            raise ValueError("rate_limit.redis applies to backend redis only")
+        return self
 
 
 class AuditConfig(StrictModel):

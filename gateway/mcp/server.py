@@ -204,7 +204,7 @@ class McpHttpApp:
             error = InvalidRequest("Content-Type must be application/json")
             await _rpc_error(send, error, 415)
             return
-        refused = self._admission.charge(caller, endpoint.store)
+        refused = await self._admission.charge(caller, endpoint.store)
         if refused is not None:
             await refused(scope, receive, send)
             return

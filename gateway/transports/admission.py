@@ -109,7 +109,7 @@ class Admission:
             return plain(401, "authentication required", {"WWW-Authenticate": challenge})
         return Caller(network=True, principal=principal, prepaid=self._gateway.limiter is not None)
 
-    def charge(self, caller: Caller, store: str | None) -> Response | None:
+    async def charge(self, caller: Caller, store: str | None) -> Response | None:
         """The caller's rate limit, taken before its body is read (a JSON-RPC error if spent).
 
         The body is never read, so the error's id is null and no method is known.
@@ -118,7 +118,7 @@ class Admission:
         key = caller.rate_key
         if limiter is None or key is None:
             return None
-        wait_ms = limiter.acquire(key)
+        wait_ms = await limiter.acquire(key)
         if wait_ms is None:
             return None
         err = QuotaExceeded("Rate limit exceeded for this caller", data={"retry_after_ms": wait_ms})

@@ -211,6 +211,8 @@ def create_app(
     for federation in gateway.federations.values():
         federation.observe_left_out(metrics.observe_left_out)
     metrics.watch_guards({name: store.guard for name, store in gateway.stores.items()})
+    if gateway.limiter is not None and gateway.limiter.health is not None:
+        metrics.watch_quota(gateway.limiter.health)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -255,7 +257,7 @@ def create_app(
             dispatcher = gateway.dispatcher(store)
         except UnknownStore:
             return _plain(404, "no such store")
-        refused = charge(caller, store)
+        refused = await charge(caller, store)
         if refused is not None:
             return refused
         body = await read_body(request)
@@ -295,7 +297,7 @@ def create_app(
             dispatcher = gateway.dispatcher(store)
         except UnknownStore:
             return _plain(404, "no such store")
-        refused = charge(caller, store)
+        refused = await charge(caller, store)
         if refused is not None:
             return Response(refused.body, status_code=429, media_type=JSON)
         try:

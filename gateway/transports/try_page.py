@@ -95,7 +95,7 @@ def add_try_page(app: FastAPI, gateway: Gateway, admission: Admission) -> None:
         ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if ctype != JSON:
             return plain(415, "Content-Type must be application/json")
-        refused = admission.charge(caller, store)
+        refused = await admission.charge(caller, store)
         if refused is not None:
             return refused
         body = await admission.read_body(request)

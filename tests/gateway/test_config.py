@@ -395,3 +395,71 @@ def _hybrid_store(**search: Any) -> Any:
         "search": {"mode": "lexical", "text_fields": ["content"], "vector_field": "v", **search},
     }
     return parse_config({"stores": {"s": raw}}).stores["s"]
+
+
+def _with_rate_limit(rate_limit: dict[str, Any]) -> dict[str, Any]:
+    return {"server": {"rate_limit": rate_limit}, "stores": {"docs": es_store()}}
+
+
+@pytest.mark.parametrize(
+    ("rate_limit", "message"),
+    [
+        (
+            {"requests_per_second": 5, "backend": "redis"},
+            "rate_limit.backend redis needs rate_limit.redis.url",
+        ),
+        (
+            {"requests_per_second": 5, "redis": {"url": "redis://cache:6379/0"}},
+            "rate_limit.redis applies to backend redis only",
+        ),
+        (
+            {
+                "requests_per_second": 5,
+                "backend": "redis",
+                "redis": {"url": "redis://:hunter2-in-the-url@cache:6379/0"},
+            },
+            "must not hold a password",
+        ),
+        (
+            {
+                "requests_per_second": 5,
+                "backend": "redis",
+                "redis": {"url": "redis://cache:6379/0", "ca_certs": "/ca.pem"},
+            },
+            "ca_certs applies to rediss:// only",
+        ),
+        (
+            {"requests_per_second": 5, "backend": "redis", "redis": {"url": "http://cache"}},
+            "rate_limit.redis.url",
+        ),
+    ],
+    ids=["no_redis", "redis_without_backend", "password_in_url", "ca_without_tls", "not_redis"],
+)
+def test_a_shared_rate_limit_is_refused_when_inconsistent(
+    rate_limit: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(_with_rate_limit(rate_limit))
+    assert message in str(err.value)
+    assert "hunter2" not in str(err.value)
+
+
+def test_a_shared_rate_limit_takes_its_password_from_a_reference(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("A2M_TEST_REDIS_PASSWORD", "from-the-environment")
+    rate = parse_config(
+        _with_rate_limit(
+            {
+                "requests_per_second": 5,
+                "backend": "redis",
+                "redis": {"url": "rediss://cache:6380/1", "password": "${A2M_TEST_REDIS_PASSWORD}"},
+            }
+        )
+    ).server.rate_limit
+    assert rate is not None
+    assert rate.redis is not None
+    assert rate.redis.password is not None
+    assert rate.redis.password.get_secret_value() == "from-the-environment"
+    assert "from-the-environment" not in repr(rate)
+    assert (rate.redis.on_error, rate.redis.timeout_ms) == ("local", 100)

@@ -1144,3 +1144,92 @@ def test_install_helm_is_a_no_op_when_helm_is_present(helm: str) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "helm already on PATH" in proc.stderr
+
+
+# --- the shared rate limit: an existing Redis or Valkey -----------------------
+
+REDIS_SECRET_DIR = "/etc/a2m-gateway/ratelimit"
+SHARED_QUOTA = [
+    "config.server.rate_limit.requests_per_second=10",
+    "sharedRateLimit.enabled=true",
+    "sharedRateLimit.url=rediss://valkey.cache.svc:6380/2",
+    "sharedRateLimit.passwordSecret.name=valkey-auth",
+    "sharedRateLimit.onError=closed",
+]
+
+
+def test_shared_rate_limit_points_at_an_existing_redis(
+    helm: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway.config import parse_config
+
+    values = CHART / "ci" / "elasticsearch-apikey-values.yaml"
+    render = template(helm, values, sets=SHARED_QUOTA)
+    assert config_of(render)["server"]["rate_limit"] == {
+        "requests_per_second": 10,
+        "backend": "redis",
+        "redis": {
+            "url": "rediss://valkey.cache.svc:6380/2",
+            "password": "${file:" + REDIS_SECRET_DIR + "/password}",
+            "on_error": "closed",
+            "timeout_ms": 100,
+        },
+    }
+    # Only the password's key of its Secret, read-only; and no Redis of the chart's own.
+    assert {
+        "name": "ratelimit-secret",
+        "secret": {
+            "secretName": "valkey-auth",
+            "defaultMode": 0o440,
+            "items": [{"key": "password", "path": "password"}],
+        },
+    } in pod_spec(render)["volumes"]
+    assert {
+        "name": "ratelimit-secret",
+        "mountPath": REDIS_SECRET_DIR,
+        "readOnly": True,
+    } in gateway_container(render)["volumeMounts"]
+    assert render.kinds() == rendered(helm, values).kinds()
+    assert "StatefulSet" not in render.kinds()
+    (rule,) = render.one("NetworkPolicy")["spec"]["egress"][1:]
+    assert _egress_ports(rule) == {(9200, "TCP"), (6380, "TCP")}
+    # The gateway accepts the rendered config, the password read from the mounted file.
+    text = render.one("ConfigMap", FULLNAME)["data"]["config.yaml"]
+    (tmp_path / "password").write_text("stand-in\n")
+    (tmp_path / "api-keys.yaml").write_text("[{subject: t, hash: 'sha256:" + "0" * 64 + "'}]\n")
+    (tmp_path / "es-api-key").write_text("stand-in\n")
+    text = text.replace(REDIS_SECRET_DIR + "/", str(tmp_path) + "/")
+    text = text.replace(SECRET_DIR + "/", str(tmp_path) + "/")
+    rate = parse_config(yaml.safe_load(text)).server.rate_limit
+    assert rate is not None
+    assert rate.redis is not None
+    assert rate.redis.password is not None
+    assert rate.redis.password.get_secret_value() == "stand-in"
+
+
+def test_shared_rate_limit_is_off_by_default(helm: str) -> None:
+    render = rendered(helm, None)
+    assert "rate_limit" not in config_of(render)["server"]
+    assert all(v["name"] != "ratelimit-secret" for v in pod_spec(render)["volumes"])
+
+
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (SHARED_QUOTA[1:], "sharedRateLimit: set config.server.rate_limit.requests_per_second"),
+        (["sharedRateLimit.enabled=true"], "sharedRateLimit.url: set the redis:// URL"),
+    ],
+    ids=["no_quota", "no_url"],
+)
+def test_shared_rate_limit_needs_a_quota_and_a_url(
+    helm: str, sets: list[str], message: str
+) -> None:
+    render = template(helm, CHART / "ci" / "elasticsearch-apikey-values.yaml", sets=sets)
+    assert render.returncode != 0
+    assert message in render.stderr, render.stderr
+
+
+def test_schema_refuses_a_password_in_the_redis_url(helm: str) -> None:
+    render = template(helm, sets=["sharedRateLimit.url=redis://:inline-password@valkey:6379/0"])
+    assert render.returncode != 0
+    assert "sharedRateLimit" in render.stderr

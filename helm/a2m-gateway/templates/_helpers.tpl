@@ -148,7 +148,28 @@ that reads the config goes through this, so they all see the same stores.
 {{- end -}}
 {{- $_ := set $config "server" $server -}}
 {{- end -}}
+{{- with .Values.sharedRateLimit -}}
+{{- if .enabled -}}
+{{- $server := deepCopy ($config.server | default dict) -}}
+{{- $rate := deepCopy ($server.rate_limit | default dict) -}}
+{{- $redis := dict "url" .url "on_error" .onError "timeout_ms" .timeoutMs -}}
+{{- if .passwordSecret.name -}}
+{{- $_ := set $redis "password" (printf "${file:%s/%s}" (include "a2m-gateway.rateLimitSecretPath" $) .passwordSecret.key) -}}
+{{- end -}}
+{{- $_ := set $rate "backend" "redis" -}}
+{{- $_ := set $rate "redis" $redis -}}
+{{- $_ := set $server "rate_limit" $rate -}}
+{{- $_ := set $config "server" $server -}}
+{{- end -}}
+{{- end -}}
 {{- toYaml $config }}
+{{- end }}
+
+{{/*
+Where the shared rate limit's Redis password Secret is mounted.
+*/}}
+{{- define "a2m-gateway.rateLimitSecretPath" -}}
+/etc/a2m-gateway/ratelimit
 {{- end }}
 
 {{/*
@@ -232,6 +253,9 @@ is a Qdrant local-mode store.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+{{- if .Values.sharedRateLimit.enabled -}}
+{{- $ports = append $ports (include "a2m-gateway.endpointPort" (dict "url" .Values.sharedRateLimit.url "default" "6379" "httpsDefault" "6379")) -}}
 {{- end -}}
 {{- $ints := list -}}
 {{- range ($ports | uniq | sortAlpha) -}}
@@ -328,6 +352,15 @@ line; all problems are reported at once.
 {{- end -}}
 {{- else if not (has $ref $envNames) -}}
 {{- $messages = append $messages (printf "config: references ${%s} but no secretEnv or extraEnv entry defines %s." $ref $ref) -}}
+{{- end -}}
+{{- end -}}
+
+{{- with .Values.sharedRateLimit -}}
+{{- if and .enabled (not .url) -}}
+{{- $messages = append $messages "sharedRateLimit.url: set the redis:// URL of the existing Redis or Valkey (the chart does not install one)." -}}
+{{- end -}}
+{{- if and .enabled (not (($config.server | default dict).rate_limit | default dict).requests_per_second) -}}
+{{- $messages = append $messages "sharedRateLimit: set config.server.rate_limit.requests_per_second (and burst): the quota the replicas share." -}}
 {{- end -}}
 {{- end -}}
 

@@ -1,4 +1,4 @@
-"""Per-principal rate limit: a token bucket per caller, answered with -32006 QUOTA_EXCEEDED."""
+"""Token buckets in this process: the bucket arithmetic every limiter here follows."""
 
 from __future__ import annotations
 
@@ -49,3 +49,20 @@ class RateLimiter:
         if allowed:
             return None
         return max(1, math.ceil((1.0 - tokens) / self._rate * 1000))
+
+
+class LocalQuota:
+    """A principal's call quota held in this process (``rate_limit.backend: memory``)."""
+
+    health = None
+    """No backend to watch: the buckets are this process's memory."""
+
+    def __init__(self, limiter: RateLimiter) -> None:
+        self._limiter = limiter
+
+    async def acquire(self, key: str) -> int | None:
+        """One token for `key`: None when allowed, else milliseconds until one is free."""
+        return self._limiter.acquire(key)
+
+    async def close(self) -> None:
+        """Nothing to release: the buckets are this process's memory."""
