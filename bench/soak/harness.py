@@ -17,19 +17,30 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 import yaml
 
 from bench import machine
 from bench.process import start_gateway, stop_server
-from bench.soak.faults import ENGINES_PY, FAULTS, FaultScript, PrivateNodes, Step, plan
+from bench.soak.faults import (
+    ENGINES_PY,
+    FAULTS,
+    Breakers,
+    FaultScript,
+    PrivateNodes,
+    Step,
+    plan,
+)
 from bench.soak.load import Load, Query
 from bench.soak.proxy import FaultProxy
 from bench.soak.report import build
+from bench.soak.service import breaker_transitions
 from tests.support import lucene_loader
 from tests.support.scifact import SciFact, load_scifact
 
@@ -115,6 +126,20 @@ async def _sample_rss(pid: int, samples: list[tuple[float, float]], t0: float) -
         await asyncio.sleep(1.0)
 
 
+def _breakers_of(base_url: str) -> Breakers:
+    """Reads the gateway's breaker transitions from its /metrics (empty if it cannot)."""
+
+    async def read() -> dict[str, Counter[str]]:
+        try:
+            async with httpx.AsyncClient(base_url=base_url, timeout=5.0) as client:
+                text = (await client.get("/metrics")).text
+        except httpx.HTTPError:
+            return {}
+        return breaker_transitions(text)
+
+    return read
+
+
 def _rss_summary(
     samples: Sequence[tuple[float, float]], ready: float | None, baseline_end: float
 ) -> dict[str, float | None]:
@@ -171,7 +196,9 @@ async def _soak(
     )
     load_before = machine.load_text()
     t0 = time.monotonic()
-    script = FaultScript(proxies, private, t0=t0, slow_s=args.slow)
+    script = FaultScript(
+        proxies, private, t0=t0, slow_s=args.slow, breakers=_breakers_of(gateway.base_url)
+    )
     samples: list[tuple[float, float]] = []
     cpu_before = machine.cpu_seconds(pid)
     sampler = asyncio.create_task(_sample_rss(pid, samples, t0))
