@@ -307,10 +307,13 @@ class FaultProxy:
             except OSError:
                 self.counts["upstream_refused"] += 1
                 raise _Reset from None
-        upstream.writer.write(request.raw)
-        await upstream.writer.drain()
         is_head = request.head.startswith(b"HEAD ")
-        answer = await _read_message(upstream.reader, request=False, no_body=is_head)
+        try:
+            upstream.writer.write(request.raw)
+            await upstream.writer.drain()
+            answer = await _read_message(upstream.reader, request=False, no_body=is_head)
+        except OSError:
+            answer = None
         if answer is None:
             self.counts["upstream_closed"] += 1
             raise _Reset
