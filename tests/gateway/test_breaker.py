@@ -142,9 +142,7 @@ def test_late_outcomes_of_calls_admitted_while_closed_change_nothing(
     assert early[1] == Ticket(probe=False)
 
 
-def test_once_closed_only_new_failures_reopen_it(
-    breaker: CircuitBreaker, clock: FakeClock
-) -> None:
+def test_once_closed_only_new_failures_reopen_it(breaker: CircuitBreaker, clock: FakeClock) -> None:
     moves: list[tuple[BreakerState, BreakerState]] = []
     breaker.on_transition(lambda a, b: moves.append((a, b)))
     stuck = [breaker.admit() for _ in range(5)]  # under way when the engine fails
