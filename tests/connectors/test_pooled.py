@@ -22,7 +22,7 @@ def _refused() -> aiohttp.ClientConnectorError:
     return aiohttp.ClientConnectorError(_KEY, ConnectionRefusedError(111, "refused"))
 
 
-def _as_clients_raise(cause: BaseException) -> list[BaseException]:
+def _as_clients_raise(cause: Exception) -> list[BaseException]:
     """The error as elastic-transport and opensearch-py hand it on."""
     return [
         elastic_transport.ConnectionError(str(cause), errors=(cause,)),
@@ -39,7 +39,7 @@ def _as_clients_raise(cause: BaseException) -> list[BaseException]:
     ids=["closed", "reset"],
 )
 def test_a_peer_closing_or_resetting_the_connection_is_a_dead_connection(
-    cause: BaseException,
+    cause: Exception,
 ) -> None:
     assert all(dead_connection(e) for e in _as_clients_raise(cause))
 
@@ -49,7 +49,7 @@ def test_a_peer_closing_or_resetting_the_connection_is_a_dead_connection(
     [_refused(), TimeoutError(), socket.gaierror(-2, "unknown host")],
     ids=["refused", "timeout", "dns"],
 )
-def test_a_failed_connect_or_a_timeout_is_not(cause: BaseException) -> None:
+def test_a_failed_connect_or_a_timeout_is_not(cause: Exception) -> None:
     assert not any(dead_connection(e) for e in _as_clients_raise(cause))
 
 
