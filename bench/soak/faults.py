@@ -146,6 +146,7 @@ class FaultScript:
     ) -> None:
         self._proxies = proxies
         self._breakers = breakers
+        self._breakers_seen: dict[str, Counter[str]] | None = None
         self._nodes = nodes
         self._t0 = t0
         self._slow_s = slow_s
@@ -166,7 +167,10 @@ class FaultScript:
             phase = Phase(i, step.kind, step.node, self._now())
             self.phases.append(phase)
             before = self._snapshot()
-            breakers_before = await self._breakers()
+            # The previous phase's closing read is this one's opening read.
+            if self._breakers_seen is None:
+                self._breakers_seen = await self._breakers()
+            breakers_before = self._breakers_seen
             self._log(f"phase {i} begins: {phase.name} ({step.seconds:g} s)")
             try:
                 await self._apply(step)
@@ -178,7 +182,7 @@ class FaultScript:
                 after = self._snapshot()
                 phase.proxy_counts = {n: after[n] - before[n] for n in after}
                 if not phase.cut:
-                    now = await self._breakers()
+                    now = self._breakers_seen = await self._breakers()
                     phase.breakers = {s: now[s] - breakers_before.get(s, Counter()) for s in now}
                 self._log(f"phase {i} ends: {phase.name}")
 

@@ -126,13 +126,12 @@ async def _sample_rss(pid: int, samples: list[tuple[float, float]], t0: float) -
         await asyncio.sleep(1.0)
 
 
-def _breakers_of(base_url: str) -> Breakers:
+def _breakers_of(client: httpx.AsyncClient) -> Breakers:
     """Reads the gateway's breaker transitions from its /metrics (empty if it cannot)."""
 
     async def read() -> dict[str, Counter[str]]:
         try:
-            async with httpx.AsyncClient(base_url=base_url, timeout=5.0) as client:
-                text = (await client.get("/metrics")).text
+            text = (await client.get("/metrics")).text
         except httpx.HTTPError:
             return {}
         return breaker_transitions(text)
@@ -196,9 +195,8 @@ async def _soak(
     )
     load_before = machine.load_text()
     t0 = time.monotonic()
-    script = FaultScript(
-        proxies, private, t0=t0, slow_s=args.slow, breakers=_breakers_of(gateway.base_url)
-    )
+    scraper = httpx.AsyncClient(base_url=gateway.base_url, timeout=5.0)
+    script = FaultScript(proxies, private, t0=t0, slow_s=args.slow, breakers=_breakers_of(scraper))
     samples: list[tuple[float, float]] = []
     cpu_before = machine.cpu_seconds(pid)
     sampler = asyncio.create_task(_sample_rss(pid, samples, t0))
@@ -212,6 +210,7 @@ async def _soak(
         sampler.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sampler
+        await scraper.aclose()
         cpu_after = machine.cpu_seconds(pid)
         samples.append((time.monotonic() - t0, machine.rss_mib(pid) or 0.0))
         await asyncio.to_thread(stop_server, gateway.proc)

@@ -50,7 +50,7 @@ def test_soak_harness_survives_each_fault_once(
             "--index",
             "a2m-test-scifact",
             "--duration",
-            "16",
+            "20",
             "--baseline-seconds",
             "1",
             "--fault-seconds",
