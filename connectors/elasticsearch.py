@@ -30,6 +30,7 @@ from connectors.lucene import LuceneConnector
 from connectors.lucene_client import EngineFailure, error_causes, retry_after_ms
 from connectors.lucene_order import PIT_KEEP_ALIVE
 from connectors.lucene_query import PAGE_SIZE, Body, QueryTranslator
+from connectors.pooled import resending
 
 if TYPE_CHECKING:
     from elasticsearch import AsyncElasticsearch
@@ -89,6 +90,7 @@ class ElasticsearchConnector(LuceneConnector):
         Raises:
             EngineConfigError: the settings cannot make a client (the message names the key).
         """
+        from elastic_transport import AiohttpHttpNode
         from elasticsearch import AsyncElasticsearch
 
         c = self._spec.connection
@@ -101,6 +103,8 @@ class ElasticsearchConnector(LuceneConnector):
             "verify_certs": c.verify_certs,
             # A timed-out or unreachable node is marked dead either way (1 s, doubling
             # to 30 s), so the connector's next attempt goes to another node.
+            # aiohttp, as by default, resending a request that met a dead pooled connection.
+            "node_class": resending(AiohttpHttpNode),
         }
         if c.sniff:
             # Learn the nodes at start, after a failure, and (checked before a request)

@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 from connectors.lucene_client import retry_after_ms
+from connectors.pooled import ResendOnDeadConnection
 
 HINTED = frozenset({429, 503})
 """The statuses whose Retry-After the retry loop can use."""
@@ -47,8 +48,9 @@ class _KeepsRetryAfter:
 
 @cache
 def connection_class(*, signing: bool) -> type:
-    """The aiohttp connection (the client's default), or the one that calls a SigV4 signer."""
+    """The aiohttp connection (the client's default), or the one that calls a SigV4 signer;
+    either resends a request that met a dead pooled connection (connectors.pooled)."""
     from opensearchpy import AIOHttpConnection, AsyncHttpConnection
 
     base: type = AsyncHttpConnection if signing else AIOHttpConnection
-    return type(f"RetryAfter{base.__name__}", (_KeepsRetryAfter, base), {})
+    return type(f"RetryAfter{base.__name__}", (_KeepsRetryAfter, ResendOnDeadConnection, base), {})

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -54,6 +54,8 @@ class Phase:
     end: float = 0.0
     proxy_counts: dict[str, Counter[str]] = field(default_factory=dict)
     """What each node's proxy saw during the phase."""
+    breakers: dict[str, Counter[str]] = field(default_factory=dict)
+    """Per store, its breaker's transitions during the phase (``"closed->open": 1``)."""
     cut: bool = False
     """Ended by the end of the load, not by its own clock."""
 
@@ -122,6 +124,14 @@ class PrivateNodes:
             raise RuntimeError(f"engines.py {' '.join(args)}: {err.decode()[-2000:]}")
 
 
+Breakers = Callable[[], Awaitable[dict[str, Counter[str]]]]
+"""The gateway's breaker transitions so far, per store (read from its /metrics)."""
+
+
+async def _no_breakers() -> dict[str, Counter[str]]:
+    return {}
+
+
 class FaultScript:
     """Runs the steps against the proxies (and, for kill, the private nodes)."""
 
@@ -132,8 +142,11 @@ class FaultScript:
         *,
         t0: float,
         slow_s: float,
+        breakers: Breakers = _no_breakers,
     ) -> None:
         self._proxies = proxies
+        self._breakers = breakers
+        self._breakers_seen: dict[str, Counter[str]] | None = None
         self._nodes = nodes
         self._t0 = t0
         self._slow_s = slow_s
@@ -154,6 +167,10 @@ class FaultScript:
             phase = Phase(i, step.kind, step.node, self._now())
             self.phases.append(phase)
             before = self._snapshot()
+            # The previous phase's closing read is this one's opening read.
+            if self._breakers_seen is None:
+                self._breakers_seen = await self._breakers()
+            breakers_before = self._breakers_seen
             self._log(f"phase {i} begins: {phase.name} ({step.seconds:g} s)")
             try:
                 await self._apply(step)
@@ -164,6 +181,9 @@ class FaultScript:
                 phase.end = self._now()
                 after = self._snapshot()
                 phase.proxy_counts = {n: after[n] - before[n] for n in after}
+                if not phase.cut:
+                    now = self._breakers_seen = await self._breakers()
+                    phase.breakers = {s: now[s] - breakers_before.get(s, Counter()) for s in now}
                 self._log(f"phase {i} ends: {phase.name}")
 
     async def _apply(self, step: Step) -> None:

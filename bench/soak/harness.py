@@ -17,19 +17,30 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 import yaml
 
 from bench import machine
 from bench.process import start_gateway, stop_server
-from bench.soak.faults import ENGINES_PY, FAULTS, FaultScript, PrivateNodes, Step, plan
+from bench.soak.faults import (
+    ENGINES_PY,
+    FAULTS,
+    Breakers,
+    FaultScript,
+    PrivateNodes,
+    Step,
+    plan,
+)
 from bench.soak.load import Load, Query
 from bench.soak.proxy import FaultProxy
 from bench.soak.report import build
+from bench.soak.service import breaker_transitions
 from tests.support import lucene_loader
 from tests.support.scifact import SciFact, load_scifact
 
@@ -115,6 +126,19 @@ async def _sample_rss(pid: int, samples: list[tuple[float, float]], t0: float) -
         await asyncio.sleep(1.0)
 
 
+def _breakers_of(client: httpx.AsyncClient) -> Breakers:
+    """Reads the gateway's breaker transitions from its /metrics (empty if it cannot)."""
+
+    async def read() -> dict[str, Counter[str]]:
+        try:
+            text = (await client.get("/metrics")).text
+        except httpx.HTTPError:
+            return {}
+        return breaker_transitions(text)
+
+    return read
+
+
 def _rss_summary(
     samples: Sequence[tuple[float, float]], ready: float | None, baseline_end: float
 ) -> dict[str, float | None]:
@@ -171,7 +195,8 @@ async def _soak(
     )
     load_before = machine.load_text()
     t0 = time.monotonic()
-    script = FaultScript(proxies, private, t0=t0, slow_s=args.slow)
+    scraper = httpx.AsyncClient(base_url=gateway.base_url, timeout=5.0)
+    script = FaultScript(proxies, private, t0=t0, slow_s=args.slow, breakers=_breakers_of(scraper))
     samples: list[tuple[float, float]] = []
     cpu_before = machine.cpu_seconds(pid)
     sampler = asyncio.create_task(_sample_rss(pid, samples, t0))
@@ -185,6 +210,7 @@ async def _soak(
         sampler.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sampler
+        await scraper.aclose()
         cpu_after = machine.cpu_seconds(pid)
         samples.append((time.monotonic() - t0, machine.rss_mib(pid) or 0.0))
         await asyncio.to_thread(stop_server, gateway.proc)

@@ -16,6 +16,9 @@ force when a request arrives decides what happens to it.
   relay it: a node slow for exactly as long as a test says, no timing involved.
 - ``down`` (``go_down``/``come_up``): stop listening and reset every
   connection, so the node looks dead (connection refused) without touching it.
+- ``cut_upstream``: close the node's side of every relayed connection and keep the
+  client's side open, as a load balancer does while the node behind it restarts: the
+  next request on each such client connection is reset.
 
 ``requests`` counts every request read, whatever the mode: a call the gateway
 refused without calling the engine leaves it unchanged. The soak and the
@@ -155,6 +158,7 @@ class FaultProxy:
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._upstreams: set[_Upstream] = set()
         self._drops = 0
         self.fault = PASS
         self.port = 0
@@ -228,6 +232,14 @@ class FaultProxy:
         if server is not None:
             await server.wait_closed()
 
+    def cut_upstream(self) -> int:
+        """Close every connection to the node, leaving the clients' open; how many."""
+        cut = [u for u in self._upstreams if u.writer is not None]
+        for upstream in cut:
+            assert upstream.writer is not None
+            upstream.writer.transport.abort()
+        return len(cut)
+
     async def close(self) -> None:
         self.release()
         await self.go_down()
@@ -238,6 +250,7 @@ class FaultProxy:
         self._tasks.add(task)
         self._writers.add(writer)
         upstream = _Upstream()
+        self._upstreams.add(upstream)
         try:
             while True:
                 request = await _read_message(reader, request=True)
@@ -253,6 +266,7 @@ class FaultProxy:
             _reset(writer)
         finally:
             upstream.close()
+            self._upstreams.discard(upstream)
             self._writers.discard(writer)
             writer.close()
             self._tasks.discard(task)
@@ -293,10 +307,13 @@ class FaultProxy:
             except OSError:
                 self.counts["upstream_refused"] += 1
                 raise _Reset from None
-        upstream.writer.write(request.raw)
-        await upstream.writer.drain()
         is_head = request.head.startswith(b"HEAD ")
-        answer = await _read_message(upstream.reader, request=False, no_body=is_head)
+        try:
+            upstream.writer.write(request.raw)
+            await upstream.writer.drain()
+            answer = await _read_message(upstream.reader, request=False, no_body=is_head)
+        except OSError:
+            answer = None
         if answer is None:
             self.counts["upstream_closed"] += 1
             raise _Reset

@@ -6,8 +6,10 @@
     open   --open for open_s (doubled per failed probe, up to max_open_s)--> half-open
     half-open: one probe passes; it succeeds -> closed, it fails -> open again
 
-Only the probe decides in half-open: a call admitted while closed that ends
-after the breaker opened changes nothing. The clock is injected (tests).
+Only the probe decides in half-open, and only calls admitted since the breaker last
+closed count against it once closed: a call admitted before it opened that ends after
+it opened, or after it closed again, changes nothing. So once a probe has closed it,
+only ``failure_threshold`` new failures re-open it. The clock is injected (tests).
 """
 
 from __future__ import annotations
@@ -68,9 +70,10 @@ class Ticket:
     """Handed out by admit(); give it back to record()."""
 
     probe: bool
+    closing: int = 0
+    """How many times the breaker had closed when the call was admitted."""
 
 
-_CALL = Ticket(probe=False)
 _PROBE = Ticket(probe=True)
 
 
@@ -84,6 +87,7 @@ class CircuitBreaker:
         self._open_for = policy.open_s
         self._probe_at = 0.0
         self._probing = False
+        self._call = Ticket(probe=False)
         self._hooks: list[TransitionHook] = []
 
     def on_transition(self, hook: TransitionHook) -> None:
@@ -110,7 +114,7 @@ class CircuitBreaker:
         """
         state = self.state
         if state is BreakerState.CLOSED:
-            return _CALL
+            return self._call
         if state is BreakerState.HALF_OPEN and not self._probing:
             self._probing = True
             return _PROBE
@@ -126,8 +130,12 @@ class CircuitBreaker:
                 self._open_for = min(self._open_for * 2, self._policy.max_open_s)
                 self._open()
             return
-        if self._state is not BreakerState.CLOSED or outcome is Outcome.NEUTRAL:
-            return
+        if (
+            self._state is not BreakerState.CLOSED
+            or outcome is Outcome.NEUTRAL
+            or ticket.closing != self._call.closing
+        ):
+            return  # not closed, nothing learned, or admitted before the breaker last closed
         if outcome is Outcome.SUCCESS:
             self._failures = 0
             return
@@ -145,6 +153,7 @@ class CircuitBreaker:
 
     def _close(self) -> None:
         self._failures = 0
+        self._call = Ticket(probe=False, closing=self._call.closing + 1)
         self._open_for = self._policy.open_s
         self._move(BreakerState.CLOSED)
 

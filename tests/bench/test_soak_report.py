@@ -49,7 +49,13 @@ def test_calls_count_where_they_end_and_recovery_waits_for_a_result() -> None:
     assert [p["requests"] for p in phases] == [1, 1, 3]
     assert phases[1]["answers"] == {"-32603 engine_unavailable": 1}
     assert phases[1]["recovery_s"] == 2.5  # 20.0 -> 22.5
-    assert report["passed"] is True
+    # Of the two calls begun after the fault, one failed: refused 50 %; every window from
+    # 20.6 s on holds only the good one.
+    assert (phases[1]["full_service_s"], phases[1]["refused_after"]) == (0.6, 0.5)
+    assert phases[1]["opens"] == 0
+    failed = [t["name"] for t in report["targets"] if not t["pass"]]
+    assert failed == ["most refused after a fault"]
+    assert report["passed"] is False
 
 
 def test_wrong_answers_hangs_slow_recovery_and_growth_fail_their_targets() -> None:
@@ -60,14 +66,19 @@ def test_wrong_answers_hangs_slow_recovery_and_growth_fail_their_targets() -> No
     ]
     report = _report(calls, start=100.0, end=115.0)
     failed = {t["name"] for t in report["targets"] if not t["pass"]}
-    assert failed == {"hangs", "wrong errors", "worst recovery s", "RSS growth"}
+    assert failed == {
+        "hangs",
+        "wrong errors",
+        "worst first good answer s",
+        "RSS growth",
+    }
     assert report["wrong"] == {"http 500: not a JSON-RPC body": 1}
-    assert "| worst recovery s | <= 5 | 6.5 | FAIL |" in markdown(report)
+    assert "| worst first good answer s | <= 5 | 6.5 | FAIL |" in markdown(report)
 
 
 def test_no_good_answer_after_a_fault_is_no_recovery() -> None:
     report = _report([Call("opensearch", "fetch", 21.0, 0.1, TROUBLE)])
-    worst = next(t for t in report["targets"] if t["name"] == "worst recovery s")
+    worst = next(t for t in report["targets"] if t["name"] == "worst first good answer s")
     assert (worst["value"], worst["pass"]) == ("never", False)
 
 
@@ -83,4 +94,16 @@ def test_a_phase_cut_by_the_end_of_the_load_has_no_recovery() -> None:
     )
     rows = report["phases"]
     assert "recovery_s" not in rows[1]
+    assert "full_service_s" not in rows[1]
     assert "| 1 | 503 opensearch (cut) |" in markdown(report)
+
+
+def test_a_breaker_that_opens_again_after_the_fault_fails_its_target() -> None:
+    phases = _phases()
+    phases[1].breakers = {"opensearch": Counter({"closed->open": 1, "half_open->open": 4})}
+    phases[2].breakers = {"opensearch": Counter({"half_open->closed": 2, "closed->open": 1})}
+    calls = [Call("opensearch", "fetch", 21.0, 0.1, GOOD)]
+    report = build(calls, phases, {"opensearch": "opensearch"}, rss_mib={}, meta={})
+    assert report["phases"][1]["opens"] == 2  # the fault's, and one flap after it
+    opens = next(t for t in report["targets"] if t["name"] == "most breaker opens per fault")
+    assert (opens["value"], opens["pass"]) == (2, False)

@@ -142,6 +142,24 @@ def test_late_outcomes_of_calls_admitted_while_closed_change_nothing(
     assert early[1] == Ticket(probe=False)
 
 
+def test_once_closed_only_new_failures_reopen_it(breaker: CircuitBreaker, clock: FakeClock) -> None:
+    moves: list[tuple[BreakerState, BreakerState]] = []
+    breaker.on_transition(lambda a, b: moves.append((a, b)))
+    stuck = [breaker.admit() for _ in range(5)]  # under way when the engine fails
+    fail(breaker, 3)
+    clock.now += 1.0
+    breaker.record(breaker.admit(), S)  # the probe closes it
+    for ticket in stuck:  # they fail only now, on what the fault left behind
+        breaker.record(ticket, F)
+    assert state(breaker) is BreakerState.CLOSED
+    fail(breaker, 2)
+    assert state(breaker) is BreakerState.CLOSED
+    fail(breaker, 1)  # the third new failure
+    assert state(breaker) is BreakerState.OPEN
+    opened = (BreakerState.CLOSED, BreakerState.OPEN)
+    assert moves.count(opened) == 2
+
+
 def test_circuit_open_is_retryable_engine_trouble_on_the_wire() -> None:
     err = to_a2m_error(CircuitOpen(retry_after_ms=1234))
     assert int(err.code) == -32603

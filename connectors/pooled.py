@@ -1,0 +1,115 @@
+"""Dead pooled connections never fail a request: it is sent again at once on the next one.
+
+Both Lucene clients send their requests through aiohttp, which keeps idle keep-alive
+connections in a pool. A connection can die there without aiohttp noticing: a load
+balancer or proxy in front of the engine keeps the client's side open while the node
+behind it restarts, or the peer's close crosses the next request on the wire. The
+request then fails at once (the peer closes or resets the connection) although the
+engine never saw it and may be perfectly healthy.
+
+:class:`ResendOnDeadConnection` sits over the client's own connection class (the
+opensearch-py connection, the elastic-transport node): a request that fails that way on
+a *reused* pooled connection is sent again at once. aiohttp discards the failed
+connection, so each resend takes the next idle connection, and once the idle ones are
+spent, a fresh one: a request is never failed by a dead pooled connection, at most one
+resend per dead connection. A request that fails on a fresh connection raises as
+before, and counts against the engine. Whether a connection was reused comes from
+aiohttp's own client tracing (``on_connection_reuseconn``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextvars import ContextVar
+from functools import cache
+from typing import Any
+
+MAX_RESENDS = 64
+"""A bound on the resends of one request (each spends one dead pooled connection)."""
+
+
+class _Attempt:
+    __slots__ = ("reused",)
+
+    def __init__(self) -> None:
+        self.reused = False
+
+
+_attempt: ContextVar[_Attempt | None] = ContextVar("a2m_pooled_attempt", default=None)
+
+
+async def _on_reuse(session: Any, ctx: Any, params: Any) -> None:
+    attempt = _attempt.get()
+    if attempt is not None:
+        attempt.reused = True
+
+
+async def _on_create(session: Any, ctx: Any, params: Any) -> None:
+    attempt = _attempt.get()
+    if attempt is not None:
+        attempt.reused = False
+
+
+@cache
+def _trace_config() -> Any:
+    import aiohttp
+
+    config = aiohttp.TraceConfig()
+    config.on_connection_reuseconn.append(_on_reuse)
+    config.on_connection_create_end.append(_on_create)
+    config.freeze()
+    return config
+
+
+def _causes(exc: BaseException, depth: int = 0) -> Iterator[BaseException]:
+    """The exception and what it wraps: the clients keep aiohttp's error in ``errors``
+    (elastic-transport), ``info`` (opensearch-py) or the exception chain."""
+    if depth > 6:
+        return
+    yield exc
+    inner: list[Any] = list(getattr(exc, "errors", None) or ())
+    inner += [getattr(exc, "info", None), exc.__cause__, exc.__context__]
+    for e in inner:
+        if isinstance(e, BaseException) and e is not exc:
+            yield from _causes(e, depth + 1)
+
+
+def dead_connection(exc: BaseException) -> bool:
+    """The peer closed or reset an established connection under the request (not a
+    refused or timed-out connect, not a timeout)."""
+    import aiohttp
+
+    for e in _causes(exc):
+        if isinstance(e, aiohttp.ServerDisconnectedError):
+            return True
+        if isinstance(e, aiohttp.ClientOSError) and not isinstance(e, aiohttp.ClientConnectorError):
+            return True
+    return False
+
+
+class ResendOnDeadConnection:
+    """Mixin over an aiohttp-based connection class of an engine client."""
+
+    session: Any
+
+    async def perform_request(self, *args: Any, **kwargs: Any) -> Any:
+        for _ in range(MAX_RESENDS):
+            session = self.session
+            if session is not None and _trace_config() not in session.trace_configs:
+                session.trace_configs.append(_trace_config())
+            attempt = _Attempt()
+            token = _attempt.set(attempt)
+            try:
+                return await super().perform_request(*args, **kwargs)  # type: ignore[misc]
+            except Exception as exc:
+                if not (attempt.reused and dead_connection(exc)):
+                    raise
+            finally:
+                _attempt.reset(token)
+        return await super().perform_request(*args, **kwargs)  # type: ignore[misc]
+
+
+@cache
+def resending(base: type) -> type:
+    """``base`` (an aiohttp-based connection or node class) with :class:`ResendOnDeadConnection`."""
+    return type(f"Resending{base.__name__}", (ResendOnDeadConnection, base), {})
