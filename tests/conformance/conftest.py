@@ -597,13 +597,13 @@ class StoreBackend:
         path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
         return path
 
-    def gateway_config(self, data_dir: Path) -> Any:
-        """The same store as a GatewayConfig (the demo: freshly indexed under `data_dir`)."""
+    def gateway_config(self) -> Any:
+        """The same store as a GatewayConfig (the demo: as `serve` builds it, in memory)."""
         from gateway.config import load_config
         from gateway.demo import default_demo_config
 
         if self.config is None:
-            return default_demo_config(data_dir)
+            return default_demo_config()
         return load_config(self.config)
 
 

@@ -29,12 +29,9 @@ class CheckedInProcessClient(InProcessClient):
 
 
 @pytest.fixture(scope="module")
-async def inprocess(
-    tmp_path_factory: pytest.TempPathFactory, backend: StoreBackend
-) -> AsyncIterator[InProcessClient]:
+async def inprocess(backend: StoreBackend) -> AsyncIterator[InProcessClient]:
     """The HTTP server's store, in process (the demo: a second, separately indexed copy)."""
-    root = tmp_path_factory.mktemp(f"inprocess-{backend.name}")
-    gateway = Gateway(backend.gateway_config(root / "demo"))
+    gateway = Gateway(backend.gateway_config())
     await gateway.start()
     try:
         yield CheckedInProcessClient(gateway.dispatcher())
