@@ -713,10 +713,16 @@ def qdrant_request(entry: dict[str, Any], method: str, path: str, body: Any = No
         raise EngineError(f"{method} {path} -> HTTP {exc.code}: {detail}") from exc
 
 
+def kind_of(name: str) -> str | None:
+    """The kind of a node of NODES; None for a member of a local cluster (opensearch3-c1)."""
+    node = NODES.get(name)
+    return node.kind if node is not None else None
+
+
 def version_of(launch: Launch) -> str:
-    if NODES[launch.name].kind == KEYCLOAK:
+    if kind_of(launch.name) == KEYCLOAK:
         return NODES[launch.name].version
-    if NODES[launch.name].kind != QDRANT:
+    if kind_of(launch.name) != QDRANT:
         return node_version(launch.port)
     entry = {"url": f"http://{HOST}:{launch.port}", **launch.extra}
     return str(qdrant_request(entry, "GET", "/")["version"])
@@ -928,11 +934,11 @@ def failure(launch: Launch, why: str) -> EngineError:
 
 def poll(launch: Launch) -> bool:
     """One readiness check; True once yellow, EngineError if the node died."""
-    if NODES[launch.name].kind == QDRANT:
+    if kind_of(launch.name) == QDRANT:
         if launch.proc.poll() is not None:
             raise failure(launch, f"exited with {launch.proc.returncode} while starting")
         return qdrant_ready(launch.port)
-    if NODES[launch.name].kind == KEYCLOAK:
+    if kind_of(launch.name) == KEYCLOAK:
         return keycloak_poll(launch)
     if launch.pidfile is None:  # OpenSearch: our child is the node
         if launch.proc.poll() is not None:
@@ -965,7 +971,7 @@ def wait_ready(
         for launch in list(pending):
             try:
                 ready = poll(launch)
-                limit = KEYCLOAK_READY_TIMEOUT if NODES[launch.name].kind == KEYCLOAK else timeout
+                limit = KEYCLOAK_READY_TIMEOUT if kind_of(launch.name) == KEYCLOAK else timeout
                 if not ready and time.monotonic() - launch.t0 > limit:
                     raise failure(launch, f"not ready after {limit:.0f} s")
             except EngineError as exc:
