@@ -263,7 +263,17 @@ async def test_pit_pages_and_the_hybrid_re_read_carry_the_scope(
 
 # -- Qdrant ----------------------------------------------------------------------------------------
 
-_READS = frozenset({"query_points", "scroll", "retrieve", "search", "count", "query_points_groups"})
+_READS = frozenset(
+    {
+        "query_points",
+        "query_batch_points",
+        "scroll",
+        "retrieve",
+        "search",
+        "count",
+        "query_points_groups",
+    }
+)
 _BOOKKEEPING = frozenset({"get_collection", "collection_exists", "info", "close"})
 
 
@@ -301,12 +311,26 @@ def _qdrant_scoped(flt: Any, groups: list[str]) -> bool:
     return False
 
 
+def _as_list(value: Any) -> list[Any]:
+    return [] if value is None else value if isinstance(value, list) else [value]
+
+
 def check_qdrant_calls(calls: list[tuple[str, dict[str, Any]]], groups: list[str]) -> int:
     reads = 0
     for name, kwargs in calls:
         if name in _BOOKKEEPING:
             continue
         assert name in _READS, f"an unexpected qdrant call: {name}"
+        if name == "query_batch_points":
+            # One call, several searches (hybrid legs fused by the gateway): each is checked.
+            requests = kwargs["requests"]
+            assert requests, "an empty batch"
+            for req in requests:
+                assert _qdrant_scoped(req.filter, groups), f"a batched search without scope: {req}"
+                for prefetch in _as_list(req.prefetch):
+                    assert _qdrant_scoped(prefetch.filter, groups), "batched prefetch without scope"
+            reads += len(requests)
+            continue
         flt = kwargs.get("query_filter", kwargs.get("scroll_filter", kwargs.get("count_filter")))
         assert _qdrant_scoped(flt, groups), f"{name} without the caller's scope: {kwargs}"
         for prefetch in kwargs.get("prefetch") or []:
