@@ -10,7 +10,6 @@ import pytest
 
 from tests.conformance.conftest import (
     BACKENDS,
-    QDRANT,
     A2MClient,
     Corpus,
     Servers,

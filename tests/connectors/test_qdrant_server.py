@@ -468,7 +468,9 @@ def test_check_lists_the_indexes_and_what_is_missing(server: QdrantServer, tmp_p
     # The check process imports qdrant-client inside its first deadline: room for a busy machine.
     store["request_timeout_ms"] = 60_000
     path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump({"stores": {"s": store}}))
+    # A scoped store needs server.auth (check refuses what serve refuses); any key will do.
+    auth = {"api_keys": [{"subject": "ci", "hash": "sha256:" + "0" * 64}]}
+    path.write_text(yaml.safe_dump({"server": {"auth": auth}, "stores": {"s": store}}))
     proc = subprocess.run(
         [sys.executable, "-m", "gateway", "check", "--config", str(path)],
         capture_output=True,
