@@ -368,23 +368,35 @@ def fetch_opensearch(version: str) -> Path:
     return dist
 
 
-def fetch_elasticsearch(version: str) -> Path:
-    """ES_HOME of the unzipped integ-test distribution."""
-    es_zip = f"org.elasticsearch.distribution.integ-test-zip:elasticsearch:{version}:zip"
-    dist = home() / "dist" / f"elasticsearch-{version}"
-    es_home = dist / f"elasticsearch-{version}"
+def fetch_zip_distribution(artifact: str, name: str, launcher: str) -> Path:
+    """The home of a distribution ZIP from Maven Central, unpacked once into dist/NAME.
+
+    ``name`` is the folder the ZIP unpacks to (also the dist folder's name); ``launcher`` is
+    the script inside it that proves the unpacking worked.
+    """
+    dist = home() / "dist" / name
+    dist_home = dist / name
     if (dist / ".complete").exists():
-        return es_home
-    log(f"fetching {es_zip} with mvn")
+        return dist_home
+    log(f"fetching {artifact} with mvn")
     fresh_dir(dist)
-    mvn([f"{DEP_PLUGIN}:copy", f"-Dartifact={es_zip}", "-DoutputDirectory=zip"], dist)
+    mvn([f"{DEP_PLUGIN}:copy", f"-Dartifact={artifact}", "-DoutputDirectory=zip"], dist)
     for archive in (dist / "zip").glob("*.zip"):
         extract(archive, dist)
     shutil.rmtree(dist / "zip")
-    if not (es_home / "bin" / "elasticsearch").exists():
-        raise EngineError(f"{es_zip} did not unpack to {es_home}")
+    if not (dist_home / launcher).exists():
+        raise EngineError(f"{artifact} did not unpack to {dist_home}")
     (dist / ".complete").touch()
-    return es_home
+    return dist_home
+
+
+def fetch_elasticsearch(version: str) -> Path:
+    """ES_HOME of the unzipped integ-test distribution."""
+    return fetch_zip_distribution(
+        f"org.elasticsearch.distribution.integ-test-zip:elasticsearch:{version}:zip",
+        f"elasticsearch-{version}",
+        "bin/elasticsearch",
+    )
 
 
 def jdk_major(jdk: Path) -> int | None:
@@ -771,21 +783,9 @@ KEYCLOAK_READY_TIMEOUT = 900.0
 
 def fetch_keycloak(version: str) -> Path:
     """The unzipped keycloak-quarkus-dist (kc.sh, lib, themes), kept pristine."""
-    kc_zip = f"org.keycloak:keycloak-quarkus-dist:{version}:zip"
-    dist = home() / "dist" / f"keycloak-{version}"
-    kc_home = dist / f"keycloak-{version}"
-    if (dist / ".complete").exists():
-        return kc_home
-    log(f"fetching {kc_zip} with mvn")
-    fresh_dir(dist)
-    mvn([f"{DEP_PLUGIN}:copy", f"-Dartifact={kc_zip}", "-DoutputDirectory=zip"], dist)
-    for archive in (dist / "zip").glob("*.zip"):
-        extract(archive, dist)
-    shutil.rmtree(dist / "zip")
-    if not (kc_home / "bin" / "kc.sh").exists():
-        raise EngineError(f"{kc_zip} did not unpack to {kc_home}")
-    (dist / ".complete").touch()
-    return kc_home
+    return fetch_zip_distribution(
+        f"org.keycloak:keycloak-quarkus-dist:{version}:zip", f"keycloak-{version}", "bin/kc.sh"
+    )
 
 
 def keycloak_home(kc_home: Path, base: Path) -> Path:
