@@ -99,9 +99,9 @@ async def _run(
     hybrid: bool, root: Path, asked: Sequence[str], search: dict[str, Any]
 ) -> tuple[list[list[str]], float, float]:
     """Top-3 keys per question, the store's start time and its CPU seconds."""
-    from gateway.app import Gateway
+    from gateway.a2m.params import RecallParams
     from gateway.demo import DEMO_STORE, default_demo_config
-    from gateway.params import RecallParams
+    from gateway.runtime import Gateway
 
     cfg = default_demo_config(root, hybrid=hybrid)
     if search:

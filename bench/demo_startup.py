@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from bench.process import start_gateway, stop_server
-from gateway.app import Gateway
 from gateway.demo import default_demo_config
+from gateway.runtime import Gateway
 
 
 def process_starts(runs: int, root: str | None) -> list[float]:

@@ -36,7 +36,7 @@ import yaml
 
 from bench.machine import cpu_seconds
 from bench.process import start_gateway, stop_server
-from connectors.qdrant_sparse import LexicalSparseEncoder
+from connectors.qdrant.sparse import LexicalSparseEncoder
 from tests.support.scifact import SPARSE, documents, load_qdrant, load_scifact, subset
 
 COLLECTION = "a2m-test-scifact"

@@ -27,7 +27,7 @@ from pathlib import Path
 from bench.docs import BENCHMARKS_MD, replace_section
 from bench.machine import cpu_seconds, load_text
 from gateway.config import RateLimitConfig
-from gateway.ratelimit import make_quota
+from gateway.security.ratelimit import make_quota
 from tests.support.redis_server import RedisServer
 
 Charge = Callable[[str], Awaitable[int | None]]

@@ -27,10 +27,10 @@ import orjson
 from bench import machine
 from connectors.base import EngineInfo, Filter, Hit, OrderedRequest, SearchRequest
 from connectors.tracing import traced_client
-from gateway import telemetry
-from gateway.app import Gateway
 from gateway.config import parse_config
-from gateway.metrics import Metrics
+from gateway.observability import telemetry
+from gateway.observability.metrics import Metrics
+from gateway.runtime import Gateway
 from gateway.transports.http import create_app
 
 INDEX = "bench-tracing"

@@ -2,7 +2,7 @@
 
 Each connector translates its client library's exceptions into these at its
 boundary (``raise ... from exc``); the gateway maps them to wire codes in
-``gateway.jsonrpc``. Messages are fixed strings: an engine exception's text can
+``gateway.a2m.jsonrpc``. Messages are fixed strings: an engine exception's text can
 name hosts, indices or credentials, so it is logged at debug level by the
 connector and never copied here.
 """

@@ -14,15 +14,15 @@ def make_connector(spec: ConnectorSpec) -> Connector:
     """Build the connector for one store (nothing is contacted until open())."""
     backend = spec.backend
     if backend == "qdrant":
-        from connectors.qdrant import QdrantConnector
+        from connectors.qdrant.connector import QdrantConnector
 
         return QdrantConnector(spec)
     if backend == "elasticsearch":
-        from connectors.elasticsearch import ElasticsearchConnector
+        from connectors.lucene.elasticsearch import ElasticsearchConnector
 
         return ElasticsearchConnector(spec)
     if backend == "opensearch":
-        from connectors.opensearch import OpenSearchConnector
+        from connectors.lucene.opensearch import OpenSearchConnector
 
         return OpenSearchConnector(spec)
     raise ValueError(f"unknown backend {backend!r}")

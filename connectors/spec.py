@@ -1,7 +1,7 @@
 """What a connector is told about its index: plain, frozen values, no gateway types.
 
 The gateway builds a :class:`ConnectorSpec` from its store config
-(``gateway.connector_spec``); connectors read only this. Field names follow the
+(``gateway.store.connector_spec``); connectors read only this. Field names follow the
 config keys they come from (``mapping.group``, ``search.vector_field``), so a
 connector's error message can still name the key an operator must fix.
 """
@@ -89,7 +89,7 @@ class SearchSpec:
     vector_field: str | None = None
     sparse_vector: str | None = None
     sparse_analyzer: Literal["light", "english"] = "light"
-    """Qdrant: the analyzer the sparse vector was indexed with (connectors.qdrant_sparse)."""
+    """Qdrant: the analyzer the sparse vector was indexed with (connectors.qdrant.sparse)."""
     collapse_group: bool = False
     highlight: bool = False
     highlight_fragment_size: int = 300

@@ -1,7 +1,7 @@
 """The engine-request tracing hook: connectors call it, the gateway installs it.
 
 Connectors import neither the gateway nor OpenTelemetry. The gateway's
-telemetry (``gateway.telemetry``) installs an :class:`EngineTracer` when
+telemetry (``gateway.observability.telemetry``) installs an :class:`EngineTracer` when
 tracing is on; with none installed, :func:`trace_transport` leaves the client
 untouched and :func:`traced_client` returns the client itself, so tracing off
 costs one global read per engine call.

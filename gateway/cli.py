@@ -37,9 +37,9 @@ from gateway.embedders.base import MissingExtra
 if TYPE_CHECKING:
     import uvicorn
 
-    from gateway.app import Gateway
-    from gateway.auth import Authenticator
     from gateway.config import StoreConfig
+    from gateway.runtime import Gateway
+    from gateway.security.auth import Authenticator
 
 log = logging.getLogger("a2m.cli")
 
@@ -102,8 +102,8 @@ def _serve(
     """One gateway process on HTTP; ``sockets``: already listening (a ``--workers`` worker)."""
     import uvicorn
 
-    from gateway.app import Gateway
-    from gateway.metrics import Metrics
+    from gateway.observability.metrics import Metrics
+    from gateway.runtime import Gateway
     from gateway.transports.h11_guard import uvicorn_options
     from gateway.transports.http import create_app
 
@@ -197,7 +197,7 @@ def _serve_workers(args: argparse.Namespace, cfg: GatewayConfig) -> int:
 
 async def _open_local_stores(gateway: Gateway, only: str | None = None) -> bool:
     """Open the in-process stores before serving; False (reported on stderr) if one cannot."""
-    from gateway.app import StoreStartFailed
+    from gateway.runtime import StoreStartFailed
     from gateway.threads import favour_the_loop
 
     served = gateway.served_stores(only) if only else gateway.stores.values()
@@ -220,7 +220,7 @@ def _preflight(cfg: GatewayConfig, bind: str) -> Authenticator:
         ConfigError: serving this config on ``bind`` would expose or blind a store, or
             server.auth cannot be used.
     """
-    from gateway.auth import check_exposure
+    from gateway.security.auth import check_exposure
 
     for warning in check_exposure(cfg, bind):
         log.warning(warning)
@@ -233,7 +233,7 @@ def _authenticator(cfg: GatewayConfig) -> Authenticator:
     Raises:
         ConfigError: server.auth cannot be used (e.g. an unreadable JWKS file).
     """
-    from gateway.auth import Authenticator
+    from gateway.security.auth import Authenticator
 
     auth = Authenticator(cfg.server.auth)
     if auth.enabled:
@@ -243,7 +243,7 @@ def _authenticator(cfg: GatewayConfig) -> Authenticator:
 
 def _hash_key(new: bool) -> int:
     """Print the config line of an API key: a new random one, or one read from stdin."""
-    from gateway.auth import generate_api_key, hash_api_key
+    from gateway.security.auth import generate_api_key, hash_api_key
 
     if new:
         key = generate_api_key()
@@ -260,8 +260,8 @@ def _hash_key(new: bool) -> int:
 
 
 async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
-    from gateway.app import Gateway
-    from gateway.telemetry import configure_from_env
+    from gateway.observability.telemetry import configure_from_env
+    from gateway.runtime import Gateway
     from gateway.transports.stdio import serve_stdio
 
     configure_from_env()
@@ -286,9 +286,9 @@ async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
 
 
 async def _mcp_stdio(cfg: GatewayConfig, store: str | None) -> int:
-    from gateway.app import Gateway
     from gateway.mcp.server import serve_stdio
-    from gateway.telemetry import configure_from_env
+    from gateway.observability.telemetry import configure_from_env
+    from gateway.runtime import Gateway
 
     configure_from_env()
     gateway = Gateway(cfg)
@@ -334,8 +334,8 @@ def _attempts(store: StoreConfig, exc: ConnectorError) -> str:
 
 
 async def _check(cfg: GatewayConfig) -> int:
-    from gateway.app import Gateway
-    from gateway.vectorcheck import compare_stored_vectors
+    from gateway.runtime import Gateway
+    from gateway.store.vectorcheck import compare_stored_vectors
 
     for name in _TRANSPORT_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -404,8 +404,8 @@ async def _check(cfg: GatewayConfig) -> int:
 async def _recall(
     cfg: GatewayConfig, question: str, store: str | None, limit: int, as_json: bool
 ) -> int:
-    from gateway.app import Gateway
-    from gateway.errors import A2MError
+    from gateway.a2m.errors import A2MError
+    from gateway.runtime import Gateway
 
     for name in _TRANSPORT_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -548,7 +548,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "hash-key":
         return _hash_key(args.new)
 
-    from gateway.logsetup import configure
+    from gateway.observability.logs import configure
 
     try:
         cfg = _load(args.config)

@@ -43,7 +43,7 @@ def bind(host: str, port: int) -> socket.socket:
 def _worker(config_path: str | None, host: str, sock: socket.socket) -> None:
     """One worker process: the same start-up as a single ``serve``, on the shared socket."""
     from gateway.cli import _load, _serve
-    from gateway.logsetup import configure
+    from gateway.observability.logs import configure
 
     cfg = _load(config_path)
     configure(cfg.server.log_format, cfg.server.log_level)

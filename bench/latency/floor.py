@@ -88,7 +88,7 @@ def make_app(
     if client == "official":
         from opensearchpy import AsyncOpenSearch
 
-        from connectors.opensearch import OrjsonSerializer
+        from connectors.lucene.opensearch import OrjsonSerializer
 
         engine = AsyncOpenSearch(hosts=[url], maxsize=64, timeout=30, serializer=OrjsonSerializer())
 

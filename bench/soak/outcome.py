@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from gateway.errors import DOCUMENTED_CODES, EngineTrouble, ErrorCode
+from gateway.a2m.errors import DOCUMENTED_CODES, EngineTrouble, ErrorCode
 
 _TROUBLE = frozenset(r.value for r in EngineTrouble)
 _LEAKS = (b"127.0.0.1", b"localhost", b"Traceback", b"http://")

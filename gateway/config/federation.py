@@ -1,4 +1,4 @@
-"""Federations: several stores answering as one (gateway.federation)."""
+"""Federations: several stores answering as one (gateway.federation.federation)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class FederationMember(StrictModel):
 
 
 class FederationConfig(StrictModel):
-    """Several stores answering as one (gateway.federation): fan-out, weighted RRF."""
+    """Several stores answering as one (gateway.federation.federation): fan-out, weighted RRF."""
 
     description: str | None = None
     members: list[FederationMember] = Field(min_length=1)

@@ -66,7 +66,7 @@ def expand_references(value: Any, where: str = "") -> Any:
 
 
 def read_api_keys(path: str) -> list[ApiKeyEntry]:
-    """The entries of an API-key file (at load, and again by gateway.auth when it changed).
+    """The entries of an API-key file (at load, and again by gateway.security.auth when it changed).
 
     Raises:
         ValueError: unreadable, not a YAML list, or an entry is invalid (never quoting it).

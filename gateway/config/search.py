@@ -86,7 +86,7 @@ class SearchConfig(StrictModel):
     question_words: Literal["drop", "keep"] = Field(
         default="keep",
         description="drop: a question's own words (how, what, do I...) are left out of the "
-        "lexical leg's text (gateway.query_text); keep: the text as asked",
+        "lexical leg's text (gateway.store.query_text); keep: the text as asked",
     )
     rrf_k: int = Field(default=60, gt=0)
     lexical_weight: float = Field(default=1.0, ge=0)
@@ -161,7 +161,7 @@ class QdrantSearchConfig(SearchConfig):
     sparse_analyzer: Literal["light", "english"] = Field(
         default="light",
         description="how query text becomes sparse terms; must be the analyzer the collection "
-        "was indexed with (connectors.qdrant_sparse)",
+        "was indexed with (connectors.qdrant.sparse)",
     )
 
     def _check_engine_keys(self) -> None:

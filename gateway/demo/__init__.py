@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from connectors.errors import EngineConfigError
-from connectors.qdrant_sparse import LexicalSparseEncoder
+from connectors.qdrant.sparse import LexicalSparseEncoder
 from gateway.config import (
     Backend,
     DemoConfig,
@@ -158,8 +158,8 @@ async def ensure_demo_index(store: StoreConfig, connector: Connector | None = No
             vector, or an in-memory demo has no Qdrant connector to fill.
         LocalStorageLocked: the path is locked by another process.
     """
-    from connectors.qdrant import QdrantConnector
-    from connectors.qdrant_local import open_local
+    from connectors.qdrant.connector import QdrantConnector
+    from connectors.qdrant.local import open_local
 
     if (
         not isinstance(store, QdrantStoreConfig)

@@ -2,7 +2,7 @@
 OpenAI-compatible endpoint).
 
 Qdrant's lexical sparse encoder is not here: it lives with the connector that
-uses it (:mod:`connectors.qdrant_sparse`).
+uses it (:mod:`connectors.qdrant.sparse`).
 """
 
 from gateway.embedders.base import EmbedderUnavailable, MissingExtra, QueryEmbedder

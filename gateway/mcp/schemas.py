@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.federation import Federation
-from gateway.mapping import FILTERABLE_FIELDS
-from gateway.params import WhereValue
-from gateway.store import Store
+from gateway.a2m.params import WhereValue
+from gateway.federation.federation import Federation
+from gateway.store.mapping import FILTERABLE_FIELDS
+from gateway.store.store import Store
 
 _SCALAR: dict[str, Any] = {"type": ["string", "number", "boolean"]}
 _WHERE_VALUE: dict[str, Any] = {
@@ -86,7 +86,7 @@ class Source:
 
     @property
     def max_limit(self) -> int:
-        # A federation refuses a limit above its tightest member's (gateway.federation).
+        # A federation refuses a limit above its tightest member's (gateway.federation.federation).
         return min(s.config.limits.max_recall_limit for s in self.members)
 
     def default_limit(self, tool: str) -> int:

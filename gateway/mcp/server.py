@@ -33,14 +33,14 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from gateway import __version__
-from gateway.app import Gateway
-from gateway.auth import AuthenticationError
+from gateway.a2m.errors import A2MError, InternalError, InvalidRequest, ParseError
+from gateway.a2m.jsonrpc import error_body
 from gateway.config import ServerConfig
-from gateway.errors import A2MError, InternalError, InvalidRequest, ParseError
-from gateway.jsonrpc import error_body
 from gateway.mcp.tools import Endpoint, McpTools
-from gateway.scopes import LOCAL, Caller, Principal
-from gateway.telemetry import active as active_tracing
+from gateway.observability.telemetry import active as active_tracing
+from gateway.runtime import Gateway
+from gateway.security.auth import AuthenticationError
+from gateway.security.scopes import LOCAL, Caller, Principal
 from gateway.transports.admission import Admission
 
 log = logging.getLogger(__name__)

@@ -18,10 +18,10 @@ from typing import Any, Protocol
 import mcp_types as types
 from pydantic import ValidationError
 
-from gateway.app import Gateway
+from gateway.a2m.dispatcher import to_a2m_error
+from gateway.a2m.errors import A2MError, ErrorCode
+from gateway.a2m.params import explain
 from gateway.config import McpConfig
-from gateway.dispatcher import to_a2m_error
-from gateway.errors import A2MError, ErrorCode
 from gateway.mcp import render
 from gateway.mcp.schemas import (
     ARGS,
@@ -32,10 +32,10 @@ from gateway.mcp.schemas import (
     TimelineArgs,
     input_schema,
 )
-from gateway.params import explain
-from gateway.scopes import Caller
-from gateway.store import Store
-from gateway.telemetry import active as active_tracing
+from gateway.observability.telemetry import active as active_tracing
+from gateway.runtime import Gateway
+from gateway.security.scopes import Caller
+from gateway.store.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class Endpoint:
 
 
 class _ToolOutcome(Protocol):
-    """What a tool call tells its span (gateway.tracing.ToolSpan, or nothing when untraced)."""
+    """What a tool call tells its span (observability.tracing.ToolSpan, or nothing untraced)."""
 
     def store(self, name: str) -> None: ...
 

@@ -18,13 +18,13 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.app import Gateway
-from gateway.auth import AuthenticationError, Authenticator
+from gateway.a2m.errors import QuotaExceeded
+from gateway.a2m.jsonrpc import error_body
 from gateway.config import ServerConfig
-from gateway.errors import QuotaExceeded
-from gateway.jsonrpc import error_body
-from gateway.ratelimit import RateLimiter
-from gateway.scopes import Caller, Principal
+from gateway.runtime import Gateway
+from gateway.security.auth import AuthenticationError, Authenticator
+from gateway.security.ratelimit import RateLimiter
+from gateway.security.scopes import Caller, Principal
 
 audit = logging.getLogger("a2m.audit")
 

@@ -40,14 +40,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from gateway import PROTOCOL
-from gateway.app import Gateway, UnknownStore
-from gateway.auth import Authenticator
+from gateway.a2m.errors import A2MError, ErrorCode, ProtocolNotSupported
+from gateway.a2m.jsonrpc import error_body, handle_message
 from gateway.config import ServerConfig, is_loopback
-from gateway.errors import A2MError, ErrorCode, ProtocolNotSupported
-from gateway.jsonrpc import error_body, handle_message
-from gateway.metrics import Metrics
-from gateway.telemetry import active as active_tracing
-from gateway.telemetry import configure_from_env as configure_tracing
+from gateway.observability.metrics import Metrics
+from gateway.observability.telemetry import active as active_tracing
+from gateway.observability.telemetry import configure_from_env as configure_tracing
+from gateway.runtime import Gateway, UnknownStore
+from gateway.security.auth import Authenticator
 from gateway.transports.admission import Admission, plain
 from gateway.transports.index_page import as_html, index_page, prefers_html
 from gateway.transports.try_page import add_try_page, try_page_response

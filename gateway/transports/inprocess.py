@@ -7,9 +7,9 @@ from typing import Any
 
 import orjson
 
-from gateway.dispatcher import Dispatcher
-from gateway.jsonrpc import handle_message
-from gateway.scopes import Caller, Principal
+from gateway.a2m.dispatcher import Dispatcher
+from gateway.a2m.jsonrpc import handle_message
+from gateway.security.scopes import Caller, Principal
 
 
 class A2MRemoteError(Exception):

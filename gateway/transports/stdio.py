@@ -8,9 +8,9 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import BinaryIO
 
-from gateway.dispatcher import Dispatcher
-from gateway.errors import InvalidRequest
-from gateway.jsonrpc import error_body, handle_message
+from gateway.a2m.dispatcher import Dispatcher
+from gateway.a2m.errors import InvalidRequest
+from gateway.a2m.jsonrpc import error_body, handle_message
 
 MAX_LINE = 4 * 1024 * 1024
 

@@ -26,9 +26,9 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, Request, Response
 
-from gateway.app import Gateway
-from gateway.errors import A2MError, ParseError
-from gateway.jsonrpc import error_body
+from gateway.a2m.errors import A2MError, ParseError
+from gateway.a2m.jsonrpc import error_body
+from gateway.runtime import Gateway
 from gateway.transports.admission import Admission, plain
 
 JSON = "application/json"

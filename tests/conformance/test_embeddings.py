@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from connectors.qdrant_sparse import LexicalSparseEncoder
+from connectors.qdrant.sparse import LexicalSparseEncoder
 from tests.conformance.conftest import (
     PROTOCOL,
     QDRANT,

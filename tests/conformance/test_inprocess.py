@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gateway.app import Gateway
+from gateway.runtime import Gateway
 from gateway.transports.inprocess import A2MRemoteError, InProcessClient
 from tests.conformance.conftest import NO_PARAMS, PROTOCOL, HttpClient, StoreBackend
 from tests.support.wire import assert_response

@@ -33,13 +33,13 @@ from connectors.base import (
     TimeWindows,
     VectorInfo,
 )
-from connectors.elasticsearch import ElasticsearchConnector
 from connectors.errors import EngineConfigError, EngineTimeout, EngineUnavailable
-from connectors.lucene import LuceneConnector
-from connectors.opensearch import OpenSearchConnector
+from connectors.lucene.connector import LuceneConnector
+from connectors.lucene.elasticsearch import ElasticsearchConnector
+from connectors.lucene.opensearch import OpenSearchConnector
 from connectors.retry import deadline_scope
 from connectors.spec import ConnectorSpec
-from gateway.records import format_timestamp, parse_timestamp
+from gateway.a2m.records import format_timestamp, parse_timestamp
 from tests.connectors.specs import merged, spec_of
 from tests.support import lucene_loader
 from tests.support.lucene_loader import Engine, LoadResult

@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.app import Gateway
 from gateway.config import GatewayConfig
-from gateway.metrics import Metrics
+from gateway.observability.metrics import Metrics
+from gateway.runtime import Gateway
 from gateway.transports.http import create_app
 from tests.conftest import missing
 from tests.support import cluster as local

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from gateway.app import Gateway
 from gateway.config import parse_config
+from gateway.runtime import Gateway
 from gateway.transports.inprocess import A2MRemoteError, InProcessClient
 from tests.support.wire import assert_valid
 

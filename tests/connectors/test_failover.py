@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from connectors.elasticsearch import ElasticsearchConnector
-from connectors.lucene import LuceneConnector
-from connectors.opensearch import OpenSearchConnector
+from connectors.lucene.connector import LuceneConnector
+from connectors.lucene.elasticsearch import ElasticsearchConnector
+from connectors.lucene.opensearch import OpenSearchConnector
 from connectors.retry import deadline_scope
 from gateway.config import GatewayConfig
 from tests.connectors.specs import spec_of

@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 
 from connectors.base import ID_FIELD, Condition, Filter, Hit, OrderedRequest, SearchRequest
-from connectors.elasticsearch import ElasticsearchConnector
 from connectors.errors import EngineConfigError, EngineRejected, EngineTimeout, EngineUnavailable
 from connectors.fusion import fuse_rrf, inner_product_score, normalise_by_max
-from connectors.lucene_client import EngineFailure, retry_after_ms
-from connectors.lucene_mapping import check_fields, flatten_mapping, keyword_subfields
-from connectors.lucene_order import OrderedBodies
-from connectors.lucene_query import QueryTranslator, TextField, parse_text_fields
-from connectors.opensearch import OpenSearchConnector
+from connectors.lucene.client import EngineFailure, retry_after_ms
+from connectors.lucene.elasticsearch import ElasticsearchConnector
+from connectors.lucene.mapping import check_fields, flatten_mapping, keyword_subfields
+from connectors.lucene.opensearch import OpenSearchConnector
+from connectors.lucene.order import OrderedBodies
+from connectors.lucene.query import QueryTranslator, TextField, parse_text_fields
 from connectors.spec import ConnectorSpec
 from tests.connectors.specs import merged, spec_of
 
@@ -605,7 +605,7 @@ async def test_aws_credential_lookup_runs_off_the_event_loop(
     # The chain can block on the instance metadata service: it must not run in the loop.
     from types import SimpleNamespace
 
-    import connectors.opensearch as opensearch
+    import connectors.lucene.opensearch as opensearch
 
     loop_thread = threading.get_ident()
     lookups: list[int] = []
@@ -626,7 +626,7 @@ async def test_aws_credential_lookup_runs_off_the_event_loop(
 
 
 async def test_no_aws_credentials_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    import connectors.opensearch as opensearch
+    import connectors.lucene.opensearch as opensearch
 
     monkeypatch.setattr(opensearch, "aws_credentials", lambda: None)
     c = OpenSearchConnector(_sigv4_store())
@@ -641,7 +641,7 @@ async def test_search_before_open_is_a_bug() -> None:
 
 
 def test_text_only_field_is_matched_as_phrases_not_terms() -> None:
-    from connectors.lucene_mapping import text_only_fields
+    from connectors.lucene.mapping import text_only_fields
 
     fields: dict[str, dict[str, Any]] = {
         "title": {"type": "text"},

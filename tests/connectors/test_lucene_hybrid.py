@@ -7,18 +7,18 @@ from typing import Any
 import pytest
 
 from connectors.base import Condition, Filter, Hit, SearchRequest
-from connectors.elasticsearch import ElasticsearchConnector
 from connectors.errors import EngineRejected, EngineUnavailable, QueryTooLarge
-from connectors.lucene_client import LegFailed, msearch_responses
-from connectors.lucene_hybrid import (
+from connectors.lucene.client import LegFailed, msearch_responses
+from connectors.lucene.elasticsearch import ElasticsearchConnector
+from connectors.lucene.hybrid import (
     HybridPlanner,
     leg_depth,
     msearch_lines,
     reread_body,
     with_documents,
 )
-from connectors.lucene_query import QueryTranslator
-from connectors.opensearch import OpenSearchConnector
+from connectors.lucene.opensearch import OpenSearchConnector
+from connectors.lucene.query import QueryTranslator
 from tests.connectors.test_lucene import store
 
 SCOPE = {"term": {"acl": {"value": "team-a"}}}

@@ -24,11 +24,11 @@ import yaml
 
 from connectors.errors import EngineConfigError, EngineTimeout
 from connectors.factory import make_connector
+from gateway.a2m.params import RecallParams
 from gateway.config import StoreConfig, validate_store
-from gateway.connector_spec import connector_spec
 from gateway.embedders.minilm import MiniLMEmbedder
-from gateway.params import RecallParams
-from gateway.store import Store
+from gateway.store.connector_spec import connector_spec
+from gateway.store.store import Store
 from tests.connectors.conftest import Loaded as LuceneLoaded
 from tests.connectors.conftest import scifact_store_data
 from tests.support.scifact import SciFact, load_qdrant, load_scifact, subset

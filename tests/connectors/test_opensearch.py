@@ -57,7 +57,7 @@ class TestOpenSearch(LuceneSuite):
         # proxy that reads every request's Authorization.
         from types import SimpleNamespace
 
-        import connectors.opensearch as opensearch
+        import connectors.lucene.opensearch as opensearch
         from connectors.base import SearchRequest
 
         signed: list[str] = []

@@ -39,9 +39,9 @@ from connectors.errors import (
     EngineUnavailable,
 )
 from connectors.fusion import fuse
-from connectors.qdrant import ENCODE_INLINE_CHARS, QdrantConnector
-from connectors.qdrant_query import prefix_words, translate_filter
-from connectors.qdrant_sparse import LexicalSparseEncoder
+from connectors.qdrant.connector import ENCODE_INLINE_CHARS, QdrantConnector
+from connectors.qdrant.query import prefix_words, translate_filter
+from connectors.qdrant.sparse import LexicalSparseEncoder
 from connectors.retry import deadline_scope
 from connectors.spec import ConnectorSpec
 from tests.conftest import QdrantServer
@@ -674,7 +674,7 @@ async def test_server_that_does_not_answer_times_out(
 async def test_broad_key_prefix_falls_back_to_over_fetching(
     loaded: Loaded, conn: QdrantConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import connectors.qdrant_reader as qdrant_module
+    import connectors.qdrant.reader as qdrant_module
 
     monkeypatch.setattr(qdrant_module, "_PREFIX_IDS", 5)
     flt = Filter(key_prefix=("key", "scifact/1"))

@@ -13,7 +13,7 @@ import pytest
 
 from connectors.base import OrderedRequest
 from connectors.errors import EngineTimeout
-from connectors.qdrant import QdrantConnector
+from connectors.qdrant.connector import QdrantConnector
 from connectors.retry import deadline_scope
 from tests.connectors.specs import spec_of
 

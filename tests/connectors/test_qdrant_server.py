@@ -25,10 +25,10 @@ import yaml
 from bench.soak.proxy import Fault, relay_to
 from connectors.base import Condition, Filter, OrderedRequest, SearchRequest
 from connectors.errors import EngineConfigError, EngineRejected, EngineUnavailable
-from connectors.qdrant import QdrantConnector
-from connectors.qdrant_sparse import LexicalSparseEncoder
-from gateway.app import Gateway
+from connectors.qdrant.connector import QdrantConnector
+from connectors.qdrant.sparse import LexicalSparseEncoder
 from gateway.config import parse_config
+from gateway.runtime import Gateway
 from gateway.transports.inprocess import A2MRemoteError, InProcessClient
 from tests.conftest import QdrantServer
 from tests.connectors.specs import spec_of

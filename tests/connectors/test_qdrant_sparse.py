@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.qdrant_sparse import LexicalSparseEncoder, stem, stem_english, term_index
+from connectors.qdrant.sparse import LexicalSparseEncoder, stem, stem_english, term_index
 
 
 def test_lexical_terms_stopwords_and_stems() -> None:
@@ -76,7 +76,7 @@ def test_lexical_encoding_is_stable_across_processes() -> None:
     text = "Vitamin D deficiency increases the risk of fractures"
     here = LexicalSparseEncoder().encode_document(text)
     code = (
-        "from connectors.qdrant_sparse import LexicalSparseEncoder as E;"
+        "from connectors.qdrant.sparse import LexicalSparseEncoder as E;"
         f"v = E().encode_document({text!r}); print(list(v.indices), list(v.values))"
     )
     out = subprocess.run(

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from bench.soak.proxy import PASS, Fault, FaultProxy, relay_to
-from gateway.app import Gateway
 from gateway.config import parse_config
 from gateway.resilience import BreakerState, EngineGuard
+from gateway.runtime import Gateway
 from gateway.transports.inprocess import A2MRemoteError, InProcessClient
 from tests.connectors.conftest import INDEX, Loaded
 from tests.support.resilience import FakeClock, state

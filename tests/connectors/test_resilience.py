@@ -18,10 +18,10 @@ import httpx
 import pytest
 
 from bench.soak.proxy import Fault, FaultProxy, relay_to
-from gateway.app import Gateway
 from gateway.config import parse_config
-from gateway.metrics import Metrics
+from gateway.observability.metrics import Metrics
 from gateway.resilience import BreakerState, EngineGuard
+from gateway.runtime import Gateway
 from gateway.transports.http import create_app
 from gateway.transports.inprocess import A2MRemoteError, InProcessClient
 from tests.connectors.conftest import INDEX, Loaded

@@ -10,8 +10,8 @@ import pytest
 
 from bench.soak.proxy import Fault, FaultProxy, relay_to
 from connectors.retry import deadline_scope, retry_read
-from gateway.app import Gateway
 from gateway.config import parse_config
+from gateway.runtime import Gateway
 from gateway.transports.inprocess import A2MRemoteError, InProcessClient
 from tests.connectors.conftest import INDEX, Loaded
 

@@ -14,9 +14,9 @@ from dataclasses import replace
 import pytest
 
 from connectors.base import SearchRequest
-from connectors.lucene import LuceneConnector
-from gateway.app import Gateway
+from connectors.lucene.connector import LuceneConnector
 from gateway.config import parse_config
+from gateway.runtime import Gateway
 from tests.connectors.conftest import Loaded, make_connector, scifact_store, scifact_store_data
 from tests.support.recording_proxy import Recorded, recording_proxy
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.app import Gateway
+from gateway.runtime import Gateway
 from tests.security.acl_corpus import (
     ALPHA,
     BRAVO,

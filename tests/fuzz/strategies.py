@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from gateway.methods import METHOD_CAPABILITY
+from gateway.a2m.methods import METHOD_CAPABILITY
 
 # The common case first: hypothesis's simplest draw is index 0 (and integer 0), so rare
 # branches below fire on a mid-range value instead.

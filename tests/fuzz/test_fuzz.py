@@ -5,7 +5,7 @@ Properties of every answer, whatever was sent:
 - no HTTP 5xx, and only the transport statuses the gateway documents;
 - no request takes longer than REQUEST_TIMEOUT_S (a hang fails the run);
 - a 200 carries one JSON-RPC 2.0 response object whose error code, if any, is
-  a documented one (gateway.errors.ErrorCode) and never -32603 (a bug);
+  a documented one (gateway.a2m.errors.ErrorCode) and never -32603 (a bug);
 - records have only A2M record fields, recall scores descend within [0, 1],
   and no record is outside the principal's scope: fuzzing doubles as a
   search for scope bypasses.
@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from gateway.errors import ErrorCode
+from gateway.a2m.errors import ErrorCode
 from gateway.transports.stdio import serve_stdio
 from tests.fuzz.conftest import (
     CREDENTIAL_SLOTS,

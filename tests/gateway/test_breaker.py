@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.a2m.dispatcher import to_a2m_error
 from gateway.config import ConfigError, parse_config
-from gateway.dispatcher import to_a2m_error
 from gateway.resilience import BreakerState, CircuitBreaker, CircuitOpen
 from gateway.resilience.breaker import BreakerPolicy, Outcome, Ticket
 from tests.support.resilience import FakeClock, state

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.errors import A2MError
+from gateway.a2m.errors import A2MError
 from tests.security.support import MemoryConnector, acl_docs, build_gateway, memory_store_config
 
 

@@ -14,7 +14,7 @@ import pytest
 import uvicorn
 from uvicorn.server import ServerState
 
-from gateway.metrics import Metrics
+from gateway.observability.metrics import Metrics
 from gateway.transports.coalesce import CoalescingTransport
 from gateway.transports.h11_guard import uvicorn_options
 from gateway.transports.http import create_app

@@ -195,7 +195,7 @@ def test_a_qdrant_server_connection_is_consistent(conn: dict[str, Any], ending: 
 
 
 def test_a_qdrant_access_token_and_grpc_reach_the_connector_spec() -> None:
-    from gateway.connector_spec import connector_spec
+    from gateway.store.connector_spec import connector_spec
 
     conn = {"url": "https://q:6333", "access_token": "jwt", "prefer_grpc": True, "grpc_port": 7}
     cfg = parse_config({"stores": {"docs": qdrant_store(connection=conn)}})

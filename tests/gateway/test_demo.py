@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from connectors.base import Condition, Filter, OrderedRequest, SearchRequest
-from connectors.qdrant import QdrantConnector
-from connectors.qdrant_sparse import LexicalSparseEncoder
+from connectors.qdrant.connector import QdrantConnector
+from connectors.qdrant.sparse import LexicalSparseEncoder
 from gateway.config import QdrantConnection, QdrantStoreConfig, load_config
-from gateway.connector_spec import connector_spec
 from gateway.demo import DEMO_STORE, chunks, default_demo_config, ensure_demo_index
+from gateway.store.connector_spec import connector_spec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -251,8 +251,8 @@ def test_without_the_extra_the_demo_is_lexical_and_says_so(
     reason="the minilm extra is not installed",
 )
 async def test_with_the_extra_the_demo_is_hybrid(tmp_path: Path) -> None:
-    from gateway.app import Gateway
-    from gateway.params import RecallParams
+    from gateway.a2m.params import RecallParams
+    from gateway.runtime import Gateway
 
     cfg = default_demo_config(tmp_path)
     store_cfg = cfg.stores[DEMO_STORE]

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from gateway.app import Gateway
 from gateway.config import GatewayConfig
 from gateway.demo import DEMO_STORE, chunks, default_demo_config
 from gateway.embedders.minilm import missing_message
+from gateway.runtime import Gateway
 from tests.support.demo_questions import DEMO_QUESTIONS, NEWCOMER_DEV, NEWCOMER_TRAIN
 
 QUESTION_SETS: dict[str, list[tuple[str, str]]] = {

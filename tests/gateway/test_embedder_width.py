@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from gateway.app import Gateway
+from gateway.a2m.errors import A2MError
 from gateway.config import parse_config
 from gateway.embedders import QueryEmbedder
-from gateway.errors import A2MError
+from gateway.runtime import Gateway
 from tests.support.wire import assert_valid
 
 COLLECTION = "r2-width"

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from connectors.errors import EngineUnavailable
+from gateway.a2m.dispatcher import to_a2m_error
 from gateway.config import EmbedderConfig
-from gateway.dispatcher import to_a2m_error
 from gateway.embedders import EmbedderUnavailable, QueryEmbedder, make_embedder
 from gateway.embedders.openai import OpenAICompatibleEmbedder
 from tests.support.http_peer import PeerHandler, PeerReply, PeerRequest, StartPeer

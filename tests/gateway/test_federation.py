@@ -24,9 +24,9 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
-from gateway.app import Gateway
 from gateway.config import parse_config
-from gateway.federation import decode_id, encode_id
+from gateway.federation.federation import decode_id, encode_id
+from gateway.runtime import Gateway
 from tests.security.acl_corpus import (
     ALPHA,
     BRAVO,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gateway.config import ConfigError, parse_config
-from gateway.federation import decode_id, encode_id
+from gateway.federation.federation import decode_id, encode_id
 
 
 def _store() -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.federation_fusion import fuse_legs, merge_calibrated, standardise
+from gateway.federation.fusion import fuse_legs, merge_calibrated, standardise
 
 
 def recs(member: str, scores: list[float]) -> list[dict[str, Any]]:

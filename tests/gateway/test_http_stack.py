@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from connectors import retry
-from gateway.metrics import Metrics
+from gateway.observability.metrics import Metrics
 from gateway.transports.http import create_app
 from tests.security.support import (
     MemoryConnector,
@@ -130,7 +130,7 @@ def test_metrics_leave_no_hook_behind() -> None:
 
 
 def _guarded_app(failures: dict[str, Any] | None = None) -> tuple[Any, Any]:
-    from gateway.auth import hash_api_key
+    from gateway.security.auth import hash_api_key
 
     auth: dict[str, Any] = {"api_keys": [{"subject": "bob", "hash": hash_api_key(KEY)}]}
     if failures is not None:

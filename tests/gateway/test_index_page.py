@@ -8,10 +8,10 @@ import hashlib
 import httpx
 import pytest
 
-from gateway.app import Gateway
 from gateway.config import GatewayConfig
 from gateway.demo import default_demo_config
-from gateway.metrics import Metrics
+from gateway.observability.metrics import Metrics
+from gateway.runtime import Gateway
 from gateway.transports.http import create_app
 
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"

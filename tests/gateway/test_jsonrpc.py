@@ -8,9 +8,9 @@ import orjson
 import pytest
 
 from connectors.errors import EngineRejected, EngineTimeout, EngineUnavailable
-from gateway.dispatcher import to_a2m_error as to_wire_error
-from gateway.errors import A2MError, ErrorCode, InvalidParams
-from gateway.jsonrpc import handle_message
+from gateway.a2m.dispatcher import to_a2m_error as to_wire_error
+from gateway.a2m.errors import A2MError, ErrorCode, InvalidParams
+from gateway.a2m.jsonrpc import handle_message
 from tests.support.spec import CANONICAL_CODES
 
 
@@ -130,7 +130,7 @@ def _subclasses(cls: type[A2MError]) -> list[type[A2MError]]:
 
 
 def test_every_exception_carries_a_canonical_code() -> None:
-    import gateway.errors as errors
+    import gateway.a2m.errors as errors
 
     classes = _subclasses(errors.A2MError)
     assert len(classes) >= 15  # the whole tree, not an empty walk
@@ -141,7 +141,7 @@ def test_every_exception_carries_a_canonical_code() -> None:
 
 def test_exception_names_keep_their_meaning() -> None:
     """Other modules raise these by name; the name must mean the canonical code."""
-    import gateway.errors as errors
+    import gateway.a2m.errors as errors
 
     assert errors.ScopeDenied.code == -32005
     assert errors.QuotaExceeded.code == -32006
@@ -169,7 +169,7 @@ def _code_literals(source: str) -> list[int]:
 
 
 def test_no_code_is_written_outside_the_errors_module() -> None:
-    """A literal -320xx elsewhere in the package would bypass the one list (gateway/errors.py).
+    """A literal -320xx elsewhere in the package would bypass the one list (gateway/a2m/errors.py).
 
     Docstrings and comments may name codes; code must use ErrorCode.
     """
@@ -182,7 +182,7 @@ def test_no_code_is_written_outside_the_errors_module() -> None:
     offenders = [
         f"{p.relative_to(root)}: {code}"
         for p in sources
-        if p != root / "gateway" / "errors.py"
+        if p != root / "gateway" / "a2m" / "errors.py"
         for code in _code_literals(p.read_text(encoding="utf-8"))
     ]
     assert offenders == []
@@ -193,13 +193,13 @@ def test_envelope_knows_no_engine_errors() -> None:
     import ast
     import inspect
 
-    import gateway.jsonrpc
+    import gateway.a2m.jsonrpc
 
-    tree = ast.parse(inspect.getsource(gateway.jsonrpc))
+    tree = ast.parse(inspect.getsource(gateway.a2m.jsonrpc))
     imported = {
         node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
     } | {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
-    assert "gateway.errors" in imported  # the walk sees the module's imports
+    assert "gateway.a2m.errors" in imported  # the walk sees the module's imports
     assert not {m for m in imported if m.startswith(("connectors", "gateway.embedders"))}
 
 

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from connectors.qdrant import ENCODE_INLINE_CHARS
+from connectors.qdrant.connector import ENCODE_INLINE_CHARS
+from gateway.a2m.params import RecallParams
 from gateway.config import parse_config
-from gateway.connector_spec import connector_spec
-from gateway.paging import INLINE_RECORDS
-from gateway.params import RecallParams
-from gateway.store import Store
+from gateway.store.connector_spec import connector_spec
+from gateway.store.paging import INLINE_RECORDS
+from gateway.store.store import Store
 from tests.security.support import SPARSE, write_qdrant
 
 pytestmark = pytest.mark.integration

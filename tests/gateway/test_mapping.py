@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from connectors.base import ID_FIELD, Hit
 from gateway.config import MappingConfig
-from gateway.mapping import RecordMapper, media_type_from_uri
+from gateway.store.mapping import RecordMapper, media_type_from_uri
 
 
 def test_template_content_uri_media_type_metadata_allow_list() -> None:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from gateway.errors import ErrorCode, InvalidParams
-from gateway.params import FetchParams, RecallParams, parse_params
+from gateway.a2m.errors import ErrorCode, InvalidParams
+from gateway.a2m.params import FetchParams, RecallParams, parse_params
 
 
 @pytest.mark.parametrize(

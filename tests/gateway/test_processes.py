@@ -23,7 +23,7 @@ from bench.process import (
     start_gateway,
     stop_server,
 )
-from connectors.qdrant_local import open_local
+from connectors.qdrant.local import open_local
 
 pytestmark = pytest.mark.integration
 

@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gateway.errors import InvalidParams
-from gateway.params import PromptOptions
-from gateway.prompt import check_options, render, resolve_style, wanted
-from gateway.records import Record
+from gateway.a2m.errors import InvalidParams
+from gateway.a2m.params import PromptOptions
+from gateway.a2m.records import Record
+from gateway.front.prompt import check_options, render, resolve_style, wanted
 
 
 def facts() -> list[Record]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.query_text import is_question, lexical_text
+from gateway.store.query_text import is_question, lexical_text
 
 
 @pytest.mark.parametrize(

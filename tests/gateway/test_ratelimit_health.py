@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from gateway.ratelimit.health import LOG_INTERVAL_S, BackendHealth
+from gateway.security.ratelimit.health import LOG_INTERVAL_S, BackendHealth
 
 
 def test_while_down_one_call_probes_per_retry_window() -> None:
@@ -22,7 +22,7 @@ def test_while_down_one_call_probes_per_retry_window() -> None:
 
 
 def test_failures_are_logged_once_a_minute_with_a_count(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="gateway.ratelimit")
+    caplog.set_level(logging.INFO, logger="gateway.security.ratelimit")
     health = BackendHealth(retry_after_s=1.0, on_error="closed")
     for t in range(200):
         health.failed("timeout", "TimeoutError", float(t) * 0.5)

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from gateway.records import Record, format_timestamp, parse_timestamp
+from gateway.a2m.records import Record, format_timestamp, parse_timestamp
 
 RFC3339_MS_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 

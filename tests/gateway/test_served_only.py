@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from gateway.app import Gateway, StoreStartFailed
 from gateway.config import parse_config
+from gateway.runtime import Gateway, StoreStartFailed
 
 
 def _local(path: Path, collection: str) -> dict[str, Any]:

@@ -14,9 +14,9 @@ import pytest
 import redis
 
 from gateway.config import RateLimitConfig, expand_references
-from gateway.ratelimit import RateLimiter, make_quota
-from gateway.ratelimit.health import OnError
-from gateway.ratelimit.shared import BUCKET_SHA, SharedQuota, connect
+from gateway.security.ratelimit import RateLimiter, make_quota
+from gateway.security.ratelimit.health import OnError
+from gateway.security.ratelimit.shared import BUCKET_SHA, SharedQuota, connect
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.integration
@@ -157,7 +157,7 @@ async def test_redis_away_then_back_logs_once_and_shares_again(
     idle_redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     quota = _quota(idle_redis_server.url, 100.0, 5, retry_after_ms=200)
-    caplog.set_level(logging.INFO, logger="gateway.ratelimit")
+    caplog.set_level(logging.INFO, logger="gateway.security.ratelimit")
     try:
         for _ in range(200):
             await quota.acquire("k")

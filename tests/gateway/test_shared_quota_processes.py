@@ -21,8 +21,8 @@ import redis
 import yaml
 
 from bench.process import GatewayProcess, start_gateway, stop_server
-from gateway.auth import hash_api_key
-from gateway.ratelimit.shared import BUCKET_SHA
+from gateway.security.auth import hash_api_key
+from gateway.security.ratelimit.shared import BUCKET_SHA
 from tests.conftest import missing
 from tests.support.redis_server import RedisServer, redis_server_binary
 

@@ -12,7 +12,7 @@ import pytest
 
 from connectors.errors import EngineRejected, EngineTimeout, EngineUnavailable, QueryTooLarge
 from connectors.retry import deadline_scope
-from gateway.dispatcher import to_a2m_error
+from gateway.a2m.dispatcher import to_a2m_error
 from gateway.resilience import (
     BreakerState,
     EngineGuard,

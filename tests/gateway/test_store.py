@@ -23,9 +23,9 @@ from connectors.base import (
     TimeWindows,
     VectorInfo,
 )
+from gateway.a2m.dispatcher import Dispatcher
 from gateway.config import parse_config
-from gateway.dispatcher import Dispatcher
-from gateway.store import Store
+from gateway.store.store import Store
 from gateway.transports.inprocess import A2MRemoteError, InProcessClient
 
 

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from gateway.telemetry import requested
+from gateway.observability.telemetry import requested
 from tests.support.otlp import otlp_collector, span_names
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import asyncio, json, sys
-from gateway import telemetry
+from gateway.observability import telemetry
 from tests.security.support import MemoryConnector, acl_docs, build_gateway
 
 on = telemetry.configure_from_env()
@@ -42,13 +42,14 @@ telemetry.shutdown()
 print("PROBE " + json.dumps({
     "on": on, "records": count,
     "sdk_loaded": "opentelemetry.sdk" in sys.modules,
-    "tracing_loaded": "gateway.tracing" in sys.modules,
+    "tracing_loaded": "gateway.observability.tracing" in sys.modules,
 }))
 """
 IMPORT_ONLY = """
 import sys
-import gateway.app, gateway.dispatcher, gateway.telemetry
-print(sorted(m for m in sys.modules if m.startswith("opentelemetry") or m == "gateway.tracing"))
+import gateway.runtime, gateway.a2m.dispatcher, gateway.observability.telemetry
+print(sorted(m for m in sys.modules
+             if m.startswith("opentelemetry") or m == "gateway.observability.tracing"))
 """
 
 

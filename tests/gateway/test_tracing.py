@@ -20,13 +20,13 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from gateway import telemetry
-from gateway.app import Gateway
-from gateway.auth import hash_api_key
+from gateway.a2m.errors import ErrorCode
 from gateway.config import AuthConfig, parse_config
 from gateway.demo import DEMO_STORE, default_demo_config
-from gateway.errors import ErrorCode
-from gateway.metrics import Metrics
+from gateway.observability import telemetry
+from gateway.observability.metrics import Metrics
+from gateway.runtime import Gateway
+from gateway.security.auth import hash_api_key
 from gateway.transports.http import create_app
 from tests.support.demo_loader import demo_store, load_demo_index
 from tests.support.recording_proxy import Recorded, recording_proxy

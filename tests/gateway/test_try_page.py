@@ -15,11 +15,11 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.app import Gateway
-from gateway.auth import hash_api_key
+from gateway.a2m.errors import ErrorCode
 from gateway.config import parse_config
-from gateway.errors import ErrorCode
-from gateway.metrics import Metrics
+from gateway.observability.metrics import Metrics
+from gateway.runtime import Gateway
+from gateway.security.auth import hash_api_key
 from gateway.transports.http import create_app
 from gateway.transports.try_page import ASSETS, STATIC
 from tests.security.support import (

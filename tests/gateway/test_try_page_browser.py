@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.auth import hash_api_key
 from gateway.demo import default_demo_config
+from gateway.security.auth import hash_api_key
 from tests.conformance.conftest import HttpServer, start_http_server
 from tests.security.support import BOB_KEY, CAROL_KEY, SPARSE, write_qdrant
 from tests.support.browser import (

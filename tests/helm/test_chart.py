@@ -456,8 +456,8 @@ def test_rendered_config_is_accepted_by_the_gateway(
 ) -> None:
     """The ConfigMap's config.yaml validates against the gateway's own config model,
     with each secret reference pointed at a stand-in file or variable."""
-    from gateway.auth import check_exposure
     from gateway.config import parse_config
+    from gateway.security.auth import check_exposure
 
     render = rendered(helm, values)
     text = render.one("ConfigMap", FULLNAME)["data"]["config.yaml"]

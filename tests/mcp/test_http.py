@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.errors import ErrorCode
+from gateway.a2m.errors import ErrorCode
 from tests.conformance.conftest import (
     HttpClient,
     HttpServer,

@@ -25,7 +25,7 @@ import httpx
 import pytest
 import yaml
 
-from gateway.federation import decode_id, encode_id
+from gateway.federation.federation import decode_id, encode_id
 from tests.conformance.conftest import HttpServer, start_http_server
 from tests.mcp.support import mcp_http, structured, tools_by_name
 from tests.security.acl_corpus import (

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from gateway.app import Gateway
 from gateway.demo import default_demo_config
 from gateway.mcp.tools import Endpoint, McpTools
-from gateway.scopes import LOCAL
+from gateway.runtime import Gateway
+from gateway.security.scopes import LOCAL
 
 
 def _tools(**extra_stores: Any) -> McpTools:

@@ -17,10 +17,10 @@ from mcp.client.streamable_http import streamable_http_client
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from gateway.app import Gateway
+from gateway.a2m.errors import ErrorCode
 from gateway.demo import default_demo_config
-from gateway.errors import ErrorCode
-from gateway.metrics import Metrics
+from gateway.observability.metrics import Metrics
+from gateway.runtime import Gateway
 from gateway.transports.http import create_app
 from tests.support.spans import (
     PARENT_ID,

@@ -299,7 +299,7 @@ def load_qdrant_collisions(path: Path) -> None:
     (A) and 2 (B) sharing the key ``k/r1`` inside the store's collection."""
     from qdrant_client import QdrantClient, models
 
-    from connectors.qdrant_sparse import LexicalSparseEncoder
+    from connectors.qdrant.sparse import LexicalSparseEncoder
 
     rows = {
         QDRANT_COLLISIONS: [

@@ -29,10 +29,10 @@ from connectors.base import (
     OrderedRequest,
     SearchRequest,
 )
-from gateway.app import Gateway
-from gateway.auth import hash_api_key
 from gateway.config import GatewayConfig, parse_config
-from gateway.metrics import Metrics
+from gateway.observability.metrics import Metrics
+from gateway.runtime import Gateway
+from gateway.security.auth import hash_api_key
 from gateway.transports.http import create_app
 
 ISSUER = "https://idp.test.example/"
@@ -311,7 +311,7 @@ def write_qdrant(
     """
     from qdrant_client import QdrantClient, models
 
-    from connectors.qdrant_sparse import LexicalSparseEncoder
+    from connectors.qdrant.sparse import LexicalSparseEncoder
 
     texts = [str(p[text_field]) for _, p in docs]
     encoder = LexicalSparseEncoder(avgdl=LexicalSparseEncoder.average_length(texts))

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.auth import check_exposure, hash_api_key
 from gateway.config import ConfigError, GatewayConfig, is_loopback, parse_config
+from gateway.security.auth import check_exposure, hash_api_key
 from tests.security.support import AUDIENCE, BOB_KEY, HS_SECRET, ISSUER, Issuer, memory_store_config
 
 

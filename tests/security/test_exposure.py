@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from gateway.a2m.dispatcher import Dispatcher
 from gateway.config import parse_config
-from gateway.dispatcher import Dispatcher
-from gateway.store import Store
+from gateway.store.store import Store
 from gateway.transports.inprocess import InProcessClient
 from tests.security.support import MemoryConnector, acl_docs, memory_store_config
 from tests.support.spec import RECORD_FIELDS

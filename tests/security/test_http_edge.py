@@ -20,9 +20,9 @@ import httpx
 import pytest
 import uvicorn
 
+from gateway.a2m.errors import ErrorCode
 from gateway.config import parse_config
-from gateway.errors import ErrorCode
-from gateway.metrics import Metrics
+from gateway.observability.metrics import Metrics
 from gateway.transports.h11_guard import uvicorn_options
 from gateway.transports.http import create_app
 from tests.security.support import (

@@ -28,8 +28,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from gateway.auth import AuthenticationError, JwtVerifier
 from gateway.config import ConfigError, JwtConfig
+from gateway.security.auth import AuthenticationError, JwtVerifier
 from tests.security.support import (
     AUDIENCE,
     ISSUER,

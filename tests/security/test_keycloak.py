@@ -19,7 +19,7 @@ import httpx
 import jwt
 import pytest
 
-from gateway.app import Gateway
+from gateway.runtime import Gateway
 from tests.security.acl_corpus import ALIAS, SECRET, collision_store, load_collisions
 from tests.security.support import (
     MemoryConnector,

@@ -23,7 +23,7 @@ import httpx
 import pytest
 import yaml
 
-from gateway.logsetup import JsonFormatter, TextFormatter
+from gateway.observability.logs import JsonFormatter, TextFormatter
 from tests.security.support import (
     AUDIENCE,
     BOB_KEY,
@@ -322,7 +322,7 @@ def _wait_healthy(http: httpx.Client, proc: subprocess.Popen[bytes]) -> None:
 
 def test_an_engine_client_failure_is_one_line_unless_debugging() -> None:
     """opensearch-py logs each failed attempt with its traceback; the gateway keeps one line."""
-    from gateway.logsetup import CLIENT_LOGGERS, configure
+    from gateway.observability.logs import CLIENT_LOGGERS, configure
 
     def emitted(level: str) -> str:
         stream = io.StringIO()
@@ -334,7 +334,7 @@ def test_an_engine_client_failure_is_one_line_unless_debugging() -> None:
                 logging.getLogger("opensearch").warning(
                     "GET /x/_search [status:N/A]", exc_info=True
                 )
-                logging.getLogger("gateway.app").warning("own failure", exc_info=True)
+                logging.getLogger("gateway.runtime").warning("own failure", exc_info=True)
         return stream.getvalue()
 
     loggers = [logging.getLogger(), *map(logging.getLogger, CLIENT_LOGGERS)]
@@ -356,7 +356,7 @@ def test_an_engine_client_failure_is_one_line_unless_debugging() -> None:
 
 def test_start_up_lines_are_not_named_error_and_mcp_posts_log_nothing() -> None:
     """uvicorn's INFO start-up lines read `uvicorn`; the MCP SDK's per-POST INFO line is gone."""
-    from gateway.logsetup import QUIET_LOGGERS, configure
+    from gateway.observability.logs import QUIET_LOGGERS, configure
 
     loggers = [logging.getLogger(), *map(logging.getLogger, QUIET_LOGGERS)]
     levels = [lg.level for lg in loggers]

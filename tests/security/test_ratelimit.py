@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gateway.ratelimit import RateLimiter
+from gateway.security.ratelimit import RateLimiter
 from tests.security.support import (
     BOB_KEY,
     Issuer,

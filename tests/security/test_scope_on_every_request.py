@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from connectors.elasticsearch import ElasticsearchConnector
-from connectors.lucene import LuceneConnector
-from connectors.opensearch import OpenSearchConnector
-from gateway.app import Gateway
-from gateway.connector_spec import connector_spec
+from connectors.lucene.connector import LuceneConnector
+from connectors.lucene.elasticsearch import ElasticsearchConnector
+from connectors.lucene.opensearch import OpenSearchConnector
+from gateway.runtime import Gateway
+from gateway.store.connector_spec import connector_spec
 from tests.security.acl_corpus import (
     ALPHA,
     QUERY_VECTOR,

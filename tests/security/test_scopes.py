@@ -17,12 +17,19 @@ import pytest
 import yaml
 
 from connectors.base import Condition, Connector
-from gateway.app import Gateway
+from gateway.a2m.dispatcher import Dispatcher
+from gateway.a2m.errors import ErrorCode
 from gateway.config import ConfigError, parse_config
-from gateway.dispatcher import Dispatcher
-from gateway.errors import ErrorCode
-from gateway.scopes import LOCAL, Caller, NothingVisible, Principal, ScopePolicy, claim_values
-from gateway.store import Store
+from gateway.runtime import Gateway
+from gateway.security.scopes import (
+    LOCAL,
+    Caller,
+    NothingVisible,
+    Principal,
+    ScopePolicy,
+    claim_values,
+)
+from gateway.store.store import Store
 from gateway.transports.inprocess import A2MRemoteError, InProcessClient
 from tests.security.support import (
     BOB_KEY,

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from connectors.qdrant_sparse import LexicalSparseEncoder
+from connectors.qdrant.sparse import LexicalSparseEncoder
 
 DENSE = "dense"
 SPARSE = "text-sparse"

@@ -41,5 +41,5 @@ CANONICAL_CODES = {
     -32007: "PROTOCOL_NOT_SUPPORTED",
     -32008: "EMBEDDING_MISMATCH",
 }
-"""Written out from the spec, not derived from gateway.errors: a check against a list the
+"""Written out from the spec, not derived from gateway.a2m.errors: a check against a list the
 gateway builds itself could not fail."""

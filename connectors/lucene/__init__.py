@@ -1,0 +1,1 @@
+"""Elasticsearch and OpenSearch: one Lucene query builder, client and hit reader."""

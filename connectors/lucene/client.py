@@ -1,0 +1,359 @@
+"""Engine calls of the Elasticsearch/OpenSearch connectors: the client, retries, errors.
+
+:class:`LuceneClient` owns the dialect's async client and its life (make,
+close, a caller's view, ping) and runs every read through :meth:`LuceneClient._read`:
+bounded retries of idempotent reads inside the request deadline, and the one
+place a client exception becomes a neutral :mod:`connectors.errors` error
+(:class:`EngineFailure`, fixed messages, no hosts or credentials).
+"""
+
+from __future__ import annotations
+
+import abc
+import copy
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeVar
+
+from connectors.errors import (
+    ConnectorError,
+    EngineConfigError,
+    EngineRejected,
+    EngineTimeout,
+    EngineUnavailable,
+    QueryTooLarge,
+)
+from connectors.lucene.query import Body
+from connectors.retry import remaining, retry_read
+from connectors.tracing import trace_transport
+
+if TYPE_CHECKING:
+    from connectors.spec import ConnectorSpec
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
+_TOO_LARGE = frozenset({"too_many_clauses", "too_many_nested_clauses"})
+"""Root causes that mean the query itself is too large, whatever the status."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineFailure:
+    """A client exception reduced to what the connector decides on."""
+
+    kind: Literal["connection", "timeout", "status"]
+    status: int | None = None
+    retry_after_ms: int | None = None
+    causes: frozenset[str] = frozenset()
+    """The error types the engine named (``error.type``, ``root_cause``, ``caused_by``)."""
+
+    @property
+    def too_large(self) -> bool:
+        return bool(self.causes & _TOO_LARGE)
+
+    @property
+    def transient(self) -> bool:
+        """Worth retrying: the engine was unreachable or said 'busy'. Timeouts are not
+        retried: the deadline is mostly spent by then; nor is a query too large."""
+        if self.too_large:
+            return False
+        return self.kind == "connection" or self.status in _TRANSIENT_STATUS
+
+    def error(self, *, opening: bool = False) -> ConnectorError:
+        """The engine-neutral exception; fixed messages, no hosts or credentials."""
+        retry_after = self.retry_after_ms if self.retry_after_ms is not None else 1000
+        if self.kind == "timeout":
+            return EngineTimeout("the engine did not answer in time")
+        if self.kind == "connection":
+            return EngineUnavailable("the engine cannot be reached", retry_after_ms=retry_after)
+        if self.too_large:
+            return QueryTooLarge("the engine refused the query as too large")
+        status = self.status or 0
+        if status == 429:
+            return EngineUnavailable("the engine is overloaded", retry_after_ms=retry_after)
+        if status >= 500:
+            return EngineUnavailable(
+                f"the engine failed (HTTP {status})", retry_after_ms=retry_after
+            )
+        if status == 404 and not self.causes:
+            # An engine names its 404 (index_not_found_exception); a bare one is another server.
+            return EngineConfigError(
+                "connection.hosts: the address answered HTTP 404 without an engine's error "
+                "body; it is not an Elasticsearch or OpenSearch node (check the URL and port)"
+            )
+        if status == 404:
+            return EngineConfigError("index: the index does not exist in the engine")
+        if status in (401, 403):
+            if opening:
+                return EngineConfigError(
+                    "connection: the engine refused the credentials, or they lack the "
+                    "read and view_index_metadata privileges on the index"
+                )
+            return EngineRejected(f"the engine refused the credentials (HTTP {status})")
+        return EngineRejected(f"the engine rejected the query (HTTP {status})")
+
+
+def error_causes(body: Any) -> frozenset[str]:
+    """The error types in an engine's error body: its type, root causes and causes, nested."""
+    out: set[str] = set()
+
+    def walk(node: Any, depth: int) -> None:
+        if not isinstance(node, Mapping) or depth > 8:
+            return
+        if isinstance(node.get("type"), str):
+            out.add(node["type"])
+        for cause in node.get("root_cause") or []:
+            walk(cause, depth + 1)
+        walk(node.get("caused_by"), depth + 1)
+        for failed in node.get("failed_shards") or []:
+            walk(failed.get("reason") if isinstance(failed, Mapping) else None, depth + 1)
+
+    if isinstance(body, Mapping):
+        walk(body.get("error"), 0)
+    return frozenset(out)
+
+
+def retry_after_ms(headers: Mapping[str, str] | None) -> int | None:
+    """The ``Retry-After`` header (seconds) in milliseconds, when the engine sent one."""
+    if not headers:
+        return None
+    for name, value in headers.items():
+        if name.lower() == "retry-after":
+            try:
+                return max(0, int(float(value) * 1000))
+            except ValueError:
+                return None
+    return None
+
+
+class LegFailed(Exception):
+    """One search of an ``_msearch`` failed (the others may have answered)."""
+
+    def __init__(self, failure: EngineFailure) -> None:
+        super().__init__(failure.kind)
+        self.failure = failure
+
+
+def msearch_responses(answer: Mapping[str, Any], expected: int) -> list[dict[str, Any]]:
+    """The per-search answers of an ``_msearch``, in order.
+
+    Raises:
+        LegFailed: a search failed (its status and causes, as one failed ``_search``),
+            or the engine answered a different number of searches.
+    """
+    responses = answer.get("responses")
+    if not isinstance(responses, list) or len(responses) != expected:
+        raise LegFailed(EngineFailure("status", status=502))
+    for r in responses:
+        if not isinstance(r, Mapping) or "error" in r:
+            status = r.get("status") if isinstance(r, Mapping) else None
+            failure = EngineFailure(
+                "status",
+                status=status if isinstance(status, int) else 500,
+                causes=error_causes(r),
+            )
+            raise LegFailed(failure)
+    return [dict(r) for r in responses]
+
+
+class LuceneClient(abc.ABC):
+    """The dialect's client and the retried, translated reads every connector call makes."""
+
+    engine_name: ClassVar[str]
+    """`elasticsearch` or `opensearch` (set by each dialect)."""
+
+    def __init__(self, spec: ConnectorSpec) -> None:
+        """Nothing is contacted here; the client is made by :meth:`_connect`."""
+        self._spec = spec
+        self._timeout_s = spec.connection.timeout_ms / 1000
+        self._client: Any = None
+        self._view = False
+
+    # ---- dialect hooks
+
+    async def _prepare(self) -> None:  # noqa: B027 - optional hook, most dialects need none
+        """Blocking set-up the client needs (credential lookups), run before _make_client.
+
+        A dialect runs the blocking part on a worker thread (``asyncio.to_thread``).
+        """
+
+    @abc.abstractmethod
+    def _make_client(self) -> Any:
+        """Build the async client (no I/O).
+
+        Raises:
+            EngineConfigError: the connection settings cannot make a client.
+        """
+
+    @abc.abstractmethod
+    async def _close_client(self, client: Any) -> None: ...
+
+    @abc.abstractmethod
+    def _classify(self, exc: BaseException) -> EngineFailure | None:
+        """Reduce a client exception; None for anything that is not the client's."""
+
+    @abc.abstractmethod
+    async def _search(self, body: Body, seconds: float, *, pit: bool = False) -> dict[str, Any]:
+        """Run one ``_search`` (on the index, or on the PIT named in the body)."""
+
+    @abc.abstractmethod
+    async def _msearch(self, lines: Sequence[Body], seconds: float) -> Mapping[str, Any]:
+        """Run one ``_msearch`` on the index (header and body lines); its raw answer."""
+
+    @abc.abstractmethod
+    async def _get_mapping(self, seconds: float) -> dict[str, Any]: ...
+
+    @abc.abstractmethod
+    async def _health(self, seconds: float) -> None: ...
+
+    @abc.abstractmethod
+    async def _version(self, seconds: float) -> str | None:
+        """The engine version, best effort (None when the engine does not say)."""
+
+    @abc.abstractmethod
+    async def _open_pit(self, seconds: float) -> str: ...
+
+    @abc.abstractmethod
+    async def _close_pit(self, pit_id: str, seconds: float) -> None: ...
+
+    async def _connect(self) -> None:
+        """Make the client unless one is open (no engine request).
+
+        Raises:
+            EngineConfigError: the connection settings cannot make a client.
+        """
+        if self._client is None:
+            await self._prepare()
+            self._client = self._make_client()
+            trace_transport(self._client.transport, self.engine_name, self._spec.index)
+
+    # ---- plumbing
+
+    def _call_timeout(self) -> float:
+        """Per-call client timeout: the connection's, cut to what the request deadline leaves.
+
+        With several nodes an attempt gets at most half of what is left, so that a node
+        that hangs (stopped, partitioned) leaves time to ask another one.
+
+        Raises:
+            EngineTimeout: the deadline has already passed.
+        """
+        left = remaining(default=self._timeout_s)
+        if left <= 0:
+            raise EngineTimeout("the engine did not answer in time")
+        if self._spec.connection.fails_over:
+            left /= 2
+        return min(self._timeout_s, left)
+
+    def _failure(self, exc: BaseException) -> EngineFailure | None:
+        return exc.failure if isinstance(exc, LegFailed) else self._classify(exc)
+
+    def _is_transient(self, exc: BaseException) -> bool:
+        """Worth another attempt; a timed-out one only when another node can take it (the
+        client has marked the silent one dead, so the retry goes elsewhere)."""
+        failure = self._failure(exc)
+        if failure is None:
+            return False
+        return failure.transient or (failure.kind == "timeout" and self._spec.connection.fails_over)
+
+    def _retry_after_s(self, exc: BaseException) -> float | None:
+        """The engine's Retry-After, when the failure carried one (see ``EngineFailure``)."""
+        failure = self._failure(exc)
+        if failure is None or failure.retry_after_ms is None:
+            return None
+        return failure.retry_after_ms / 1000
+
+    async def _read(self, call: Callable[[float], Awaitable[T]], *, opening: bool = False) -> T:
+        """Run an idempotent read with retries, translating the client's exceptions.
+
+        Raises:
+            EngineUnavailable: unreachable, or 429/5xx after retries.
+            EngineTimeout: the call or the request deadline timed out.
+            EngineRejected: any other 4xx.
+            EngineConfigError: the index is missing (404), or refused credentials at open().
+        """
+
+        if self._client is None:
+            # Closed (or a failed open()): the store must reopen before reading.
+            raise EngineUnavailable("the connector is closed", retry_after_ms=1000)
+
+        async def attempt() -> T:
+            return await call(self._call_timeout())
+
+        try:
+            return await retry_read(
+                attempt,
+                transient=self._is_transient,
+                attempts=self._spec.connection.retries,
+                retry_after=self._retry_after_s,
+            )
+        except ConnectorError:
+            raise
+        except Exception as exc:
+            failure = self._failure(exc)
+            if failure is None:
+                raise
+            # The client's text can hold URLs and index names: debug level only.
+            logger.debug("engine call failed: %s", failure, exc_info=True)
+            raise failure.error(opening=opening) from exc
+
+    async def _search_read(self, body: Body, pit: bool = False) -> dict[str, Any]:
+        """One retried ``_search`` (see :meth:`_read`)."""
+        return await self._read(lambda seconds: self._search(body, seconds, pit=pit))
+
+    # ---- life
+
+    async def close(self) -> None:
+        if self._view:
+            return  # a caller's view shares its parent's client; the parent closes it
+        client, self._client = self._client, None
+        if client is not None:
+            await self._close_client(client)
+
+    def for_caller(self, authorization: str) -> Self:
+        """A view of this open connector whose engine requests carry the caller's
+        ``Authorization`` instead of the store's credential (``scope.forward_credential``):
+        the engine's own document-level security then decides what the caller sees.
+        It shares the client's connection pool and what open() learned; no I/O.
+
+        Raises:
+            EngineUnavailable: the connector is not open.
+        """
+        if self._client is None:
+            raise EngineUnavailable("engine connector is closed")
+        view = copy.copy(self)
+        view._view = True
+        view._client = self._client_with_authorization(authorization)
+        return view
+
+    def _client_with_authorization(self, authorization: str) -> Any:
+        """The dialect's client sending ``authorization`` on every request."""
+        raise NotImplementedError
+
+    async def ping(self) -> bool:
+        """True when the engine answers HTTP (even a 4xx: it is up); never raises.
+
+        With several nodes, one that is down or hangs does not make the engine unready:
+        the client marks it dead and the next try asks another node, all within 5 s.
+        Not open, or closed: False, and no client is built (it would leak a pool).
+        """
+        if self._client is None:
+            return False
+        c = self._spec.connection
+        tries = max(1, len(c.hosts)) if c.fails_over else 1
+        seconds = min(self._timeout_s, 5.0) / tries
+        for _ in range(tries):
+            try:
+                await self._health(seconds)
+            except Exception as exc:  # ping never raises; classify what the client threw
+                failure = self._classify(exc)
+                if failure is None:
+                    return False
+                if failure.kind == "status" and (failure.status or 0) < 500:
+                    return True
+                continue
+            return True
+        return False

@@ -1,0 +1,197 @@
+"""Qdrant client exceptions -> the connector's neutral errors, in one context manager."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Final
+
+from connectors.errors import (
+    ConnectorError,
+    EngineConfigError,
+    EngineRejected,
+    EngineTimeout,
+    EngineUnavailable,
+)
+
+log = logging.getLogger("connectors.qdrant.connector")
+
+_MISSING_COLLECTION: Final = "the qdrant collection named by index does not exist"
+_BAD_CREDENTIALS: Final = (
+    "qdrant refused the gateway's credentials (connection.api_key or connection.access_token)"
+)
+_NO_ACCESS: Final = (
+    "the qdrant credentials do not grant access to the collection named by index "
+    "(an access token for another collection, or an expired one)"
+)
+_MISSING_INDEX: Final = (
+    "qdrant's strict mode refused a filter on a field without a payload index "
+    "(`a2m-gateway check` lists the indexes the mapping needs)"
+)
+_MISSING_INDEX_TEXT: Final = ("Index required but not found", "No range index for `order_by`")
+"""How a Qdrant server says a payload index is missing (strict mode, order_by)."""
+
+# gRPC status names (grpc.StatusCode members) -> the HTTP status Qdrant would have sent.
+_GRPC_AS_HTTP: Final = {
+    "UNAVAILABLE": 503,
+    "RESOURCE_EXHAUSTED": 429,
+    "INTERNAL": 500,
+    "UNKNOWN": 500,
+    "ABORTED": 503,
+    "DEADLINE_EXCEEDED": 408,
+    "CANCELLED": 408,
+    "NOT_FOUND": 404,
+    "UNAUTHENTICATED": 401,
+    "PERMISSION_DENIED": 403,
+}
+
+
+def _grpc_status(exc: BaseException) -> int | None:
+    """A gRPC call's failure as the HTTP status a REST call would have had (400 for the rest)."""
+    import grpc  # type: ignore[import-untyped]
+
+    if not isinstance(exc, grpc.aio.AioRpcError | grpc.RpcError):
+        return None
+    code = exc.code() if callable(getattr(exc, "code", None)) else None
+    name = getattr(code, "name", "")
+    return _GRPC_AS_HTTP.get(name, 400)
+
+
+def _status(exc: BaseException) -> int | None:
+    from qdrant_client.http.exceptions import UnexpectedResponse
+
+    if isinstance(exc, UnexpectedResponse):
+        return exc.status_code
+    return _grpc_status(exc)
+
+
+def _server_text(exc: BaseException) -> str:
+    """What the server said (REST body or gRPC details); for matching and debug logs only."""
+    from qdrant_client.http.exceptions import UnexpectedResponse
+
+    if isinstance(exc, UnexpectedResponse):
+        return exc.content[:2000].decode(errors="replace")
+    details = getattr(exc, "details", None)
+    return str(details() or "") if callable(details) else str(exc)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Connection failures, 5xx and 429 (gRPC: unavailable, exhausted, internal) are worth
+    another try; nothing else is."""
+    import httpx
+    from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
+    from qdrant_client.http.exceptions import ResponseHandlingException
+
+    if isinstance(exc, ResourceExhaustedResponse):
+        return True
+    status = _status(exc)
+    if status is not None:
+        return status == 429 or status >= 500
+    if isinstance(exc, ResponseHandlingException):
+        exc = exc.source
+    if isinstance(exc, httpx.ConnectTimeout):
+        return True  # nothing answered the connect: the engine is not reachable
+    return isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.TimeoutException)
+
+
+def asked_retry_after_s(exc: BaseException) -> float | None:
+    """Retry-After (whole seconds) of a 429/503, if Qdrant sent one (not a date)."""
+    from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
+    from qdrant_client.http.exceptions import UnexpectedResponse
+
+    if isinstance(exc, ResourceExhaustedResponse):
+        return float(max(0, exc.retry_after_s))
+    value: str | None = None
+    if isinstance(exc, UnexpectedResponse):
+        value = exc.headers.get("retry-after")
+    elif _grpc_status(exc) is not None:
+        trailing = getattr(exc, "trailing_metadata", None)
+        for key, item in (trailing() or ()) if callable(trailing) else ():
+            if key == "retry-after":
+                value = item if isinstance(item, str) else None
+    if value is not None and value.strip().isdigit():
+        return float(value.strip())
+    return None
+
+
+def _retry_after_ms(exc: BaseException) -> int:
+    """Retry-After of a 429/503 as milliseconds; 1000 when absent or a date."""
+    asked = asked_retry_after_s(exc)
+    return 1000 if asked is None else int(asked * 1000)
+
+
+@contextmanager
+def engine_errors() -> Iterator[None]:
+    """Translate qdrant-client's exceptions into :mod:`connectors.errors` (the one boundary)."""
+    import grpc
+    import httpx
+    from qdrant_client.common.client_exceptions import QdrantException
+    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+    try:
+        yield
+    except ConnectorError:
+        raise
+    except TimeoutError as exc:
+        raise EngineTimeout("qdrant did not answer in time") from exc
+    except UnexpectedResponse as exc:
+        raise _answered(exc, exc.status_code or 0) from exc
+    except grpc.RpcError as exc:
+        raise _answered(exc, _grpc_status(exc) or 400) from exc
+    except QdrantException as exc:  # a 429 whose Retry-After the client parsed
+        log.debug("qdrant answered 429: %s", exc)
+        raise EngineUnavailable("qdrant is rate limiting", _retry_after_ms(exc)) from exc
+    except ResponseHandlingException as exc:
+        source = exc.source
+        log.debug("qdrant request failed: %r", source)
+        if is_transient(exc):
+            raise EngineUnavailable("qdrant cannot be reached") from exc
+        if isinstance(source, httpx.TimeoutException):
+            raise EngineTimeout("qdrant did not answer in time") from exc
+        if isinstance(source, httpx.HTTPError):
+            raise EngineUnavailable("qdrant cannot be reached") from exc
+        raise EngineRejected("qdrant sent a response the client cannot read") from exc
+    except httpx.TimeoutException as exc:
+        raise EngineTimeout("qdrant did not answer in time") from exc
+    except httpx.HTTPError as exc:
+        log.debug("qdrant request failed: %r", exc)
+        raise EngineUnavailable("qdrant cannot be reached") from exc
+    except ValueError as exc:
+        # Local mode raises ValueError where a server answers 4xx/404.
+        text = str(exc)
+        log.debug("qdrant refused the request: %s", text)
+        if text.startswith("Collection ") and text.endswith(" not found"):
+            raise EngineConfigError(_MISSING_COLLECTION) from exc
+        if "not found" in text or "does not exist" in text or "Not existing" in text:
+            raise EngineConfigError(
+                "a vector named by search.vector_field or search.sparse_vector "
+                "is not in the collection"
+            ) from exc
+        raise EngineRejected("qdrant refused the request") from exc
+    except RuntimeError as exc:
+        log.debug("qdrant local mode failed: %s", exc)
+        raise EngineUnavailable("qdrant local mode is closed") from exc
+    except ArithmeticError as exc:  # local mode computes scores with numpy in-process
+        log.debug("qdrant local mode arithmetic failed: %s", exc)
+        raise EngineRejected("qdrant could not score the query") from exc
+
+
+def _answered(exc: BaseException, status: int) -> ConnectorError:
+    """The neutral error for a server's answer (REST status, or a gRPC code mapped to one)."""
+    text = _server_text(exc)
+    log.debug("qdrant answered %s: %s", status, text)
+    if status == 429 or status >= 500:
+        return EngineUnavailable(f"qdrant answered {status}", _retry_after_ms(exc))
+    if status == 408:
+        return EngineTimeout("qdrant timed out the request (server-side timeout)")
+    if status == 404:
+        return EngineConfigError(_MISSING_COLLECTION)
+    if status == 401:
+        return EngineConfigError(_BAD_CREDENTIALS)
+    if status == 403:
+        return EngineConfigError(_NO_ACCESS)
+    if any(marker in text for marker in _MISSING_INDEX_TEXT):
+        return EngineConfigError(_MISSING_INDEX)
+    # Strict mode's limits on a caller's input (a limit, a filter too large) land here too.
+    return EngineRejected(f"qdrant refused the request ({status})")

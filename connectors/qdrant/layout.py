@@ -1,0 +1,157 @@
+"""What a Qdrant collection holds, checked once at open(): the layout every read relies on.
+
+Changes with Qdrant's collection configuration (vector params, sparse vectors,
+payload indexes), not with how a request is asked: the read path only reads the
+:class:`Layout` this returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from connectors.base import IndexNeed, Metric, VectorInfo
+from connectors.errors import EngineConfigError
+
+if TYPE_CHECKING:
+    from qdrant_client.http import models
+
+    from connectors.spec import ConnectorSpec
+
+METRICS: Final[tuple[Metric, ...]] = ("cosine", "dot", "l2")
+"""Every distance a Qdrant dense vector can be configured for that A2M can name."""
+
+_METRIC_OF: Final[dict[str, Metric]] = {"Cosine": "cosine", "Dot": "dot", "Euclid": "l2"}
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """The vectors a store may query: the dense one (named or default) and the sparse one."""
+
+    dense_name: str | None = None
+    has_dense: bool = False
+    metric: Metric = "cosine"
+    sparse_name: str | None = None
+    vectors: VectorInfo | None = None
+    indexes: tuple[IndexNeed, ...] = ()
+
+
+def inspect_collection(info: models.CollectionInfo, spec: ConnectorSpec, *, local: bool) -> Layout:
+    """Check the configured vectors exist and fix the dense metric.
+
+    Raises:
+        EngineConfigError: the configured dense or sparse vector is missing, the
+            sparse vector lacks the IDF modifier, a server has no payload index to
+            order by ``mapping.created_at``, or the distance is not one A2M can name.
+    """
+    from qdrant_client.http import models
+
+    s = spec.search
+    params = info.config.params
+    dense_cfg: models.VectorParams | None = None
+    vectors = params.vectors
+    if s.vector_field is not None:
+        if not isinstance(vectors, dict) or s.vector_field not in vectors:
+            raise EngineConfigError(
+                "the dense vector named by search.vector_field is not in the collection"
+            )
+        dense_cfg = vectors[s.vector_field]
+    elif isinstance(vectors, models.VectorParams):
+        dense_cfg = vectors
+    elif isinstance(vectors, dict) and "" in vectors:
+        dense_cfg = vectors[""]
+    elif vectors and spec.has_vectors:
+        raise EngineConfigError(
+            "the collection has only named dense vectors: set search.vector_field"
+        )
+    elif spec.has_vectors:
+        raise EngineConfigError(
+            f"search.mode '{s.mode}' needs a dense vector and the collection has none"
+        )
+
+    sparse_name = None
+    if s.sparse_vector is not None:
+        sparse_cfg = (params.sparse_vectors or {}).get(s.sparse_vector)
+        if sparse_cfg is None:
+            raise EngineConfigError(
+                "the sparse vector named by search.sparse_vector is not in the collection"
+            )
+        if sparse_cfg.modifier != models.Modifier.IDF:
+            # Query vectors carry term weights only (connectors.qdrant.sparse):
+            # without Qdrant's IDF modifier every term would weigh alike.
+            raise EngineConfigError(
+                "search.sparse_vector: the collection's sparse vector needs modifier idf "
+                "(the gateway's lexical encoding sends term weights and leaves IDF to Qdrant)"
+            )
+        sparse_name = s.sparse_vector
+
+    indexes = () if local else index_needs(info, spec)
+    missing_order = [n for n in indexes if n.kinds == _RANGE and not n.present]
+    if missing_order:
+        raise EngineConfigError(
+            "mapping.created_at needs a datetime, integer or float payload index "
+            "on the qdrant server (create_payload_index) to order by it"
+        )
+
+    if dense_cfg is None:
+        return Layout(dense_name=s.vector_field, sparse_name=sparse_name, indexes=indexes)
+    metric = _METRIC_OF.get(str(dense_cfg.distance))
+    if metric is None:
+        raise EngineConfigError(
+            "the dense vector's distance is not cosine, dot or euclid (A2M cannot name it)"
+        )
+    return Layout(
+        dense_name=s.vector_field,
+        has_dense=True,
+        metric=metric,
+        sparse_name=sparse_name,
+        vectors=VectorInfo(dimensions=dense_cfg.size, metric=metric, metrics=METRICS),
+        indexes=indexes,
+    )
+
+
+_RANGE: Final = ("datetime", "integer", "float")
+_KEYWORD: Final = ("keyword",)
+_SCAN: Final = (
+    "slower: each filtered read checks payloads point by point, "
+    "and a collection in strict mode refuses the filter"
+)
+
+
+def index_needs(info: models.CollectionInfo, spec: ConnectorSpec) -> tuple[IndexNeed, ...]:
+    """The payload indexes a server collection needs for the store's mapping, and which it has.
+
+    ``order_by`` on ``mapping.created_at`` needs a range-capable index (refused at
+    open without one); exact matches on the key, group, owner and scope fields
+    use a keyword index (without one they scan, and strict mode refuses them).
+    Key-prefix matching runs a word prefilter on the key field and checks the
+    exact prefix itself, so a keyword index on the key serves it too.
+    """
+    schema = info.payload_schema or {}
+
+    def has(field: str, kinds: tuple[str, ...]) -> bool:
+        index = schema.get(field)
+        return index is not None and str(index.data_type) in kinds
+
+    f = spec.fields
+    needs: list[IndexNeed] = []
+    if f.created_at:
+        needs.append(
+            IndexNeed(
+                f.created_at,
+                _RANGE,
+                has(f.created_at, _RANGE),
+                "mapping.created_at: timeline and recall without a query order by it",
+                "refused at open: the server cannot order_by a field without a range index",
+            )
+        )
+    purposes: dict[str | None, str] = {
+        f.key: "mapping.key: fetch, where and key_prefix match it",
+        f.group: "mapping.group: where matches it",
+        f.owner: "mapping.owner: where and owner match it",
+        **{field: "scope.filters: every read of a scoped caller matches it" for field in f.scope},
+    }
+    for field, purpose in purposes.items():
+        if field and field != f.created_at:
+            needs.append(IndexNeed(field, _KEYWORD, has(field, _KEYWORD), purpose, _SCAN))
+    return tuple(needs)

@@ -1,0 +1,1 @@
+"""What every source (store or federation) shares on the way out: prompt rendering."""

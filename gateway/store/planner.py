@@ -1,0 +1,295 @@
+"""Query planner: validated params + caller -> an engine request, or "nothing can match".
+
+Pure: no I/O and no engine state beyond the EngineInfo it is handed. It owns
+limits, `where` -> engine filter, scope merging and query-vector checks; the
+Store asks it what to send, the connector sends it, the ResultShaper reads
+what comes back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from array import array
+from datetime import UTC, datetime, timedelta
+
+from connectors.base import (
+    Condition,
+    EngineInfo,
+    Filter,
+    SearchRequest,
+    TimeWindows,
+)
+from gateway.a2m.errors import EmbeddingMismatch, InvalidParams
+from gateway.a2m.params import WhereValue
+from gateway.a2m.records import parse_timestamp
+from gateway.config import SearchMode, StoreConfig
+from gateway.security.scopes import Caller, NothingVisible, ScopePolicy
+from gateway.store.mapping import TIME_FIELDS, UNFILTERABLE_FIELDS, RecordMapper
+from gateway.store.query_text import lexical_text
+
+# Lucene's default index.max_result_window: no single read asks for more.
+MAX_FETCH = 10_000
+
+
+class MatchesNothing(Exception):
+    """The request can match no record: answer empty, with no engine call."""
+
+
+class QueryPlanner:
+    """Turns one store's params into connector requests."""
+
+    def __init__(self, config: StoreConfig, mapper: RecordMapper, scope: ScopePolicy) -> None:
+        self.config = config
+        self.mapper = mapper
+        self.scope = scope
+
+    # -- limits -------------------------------------------------------------------
+
+    def limit(self, limit: int | None, default: int) -> int:
+        """The number of records to answer.
+
+        Raises:
+            InvalidParams: outside [0, max_recall_limit].
+        """
+        lim = self.config.limits.max_recall_limit
+        if limit is None:
+            return default
+        if limit == 0:
+            # DECISIONS.md §2: 0 is "as many as the store allows".
+            return lim
+        if limit < 0 or limit > lim:
+            raise InvalidParams(f"'limit' must be between 0 and {lim} (max_recall_limit)")
+        return limit
+
+    def query_text(self, query: str | None) -> str:
+        """The query text, stripped.
+
+        Raises:
+            InvalidParams: longer than max_query_length.
+        """
+        max_len = self.config.limits.max_query_length
+        if len(query or "") > max_len:
+            raise InvalidParams(f"query is longer than max_query_length ({max_len})")
+        return (query or "").strip()
+
+    @staticmethod
+    def fetch_sizes(limit: int, where: dict[str, WhereValue] | None) -> list[int]:
+        """The engine limits to try in turn until `limit` records survive the exact `where`.
+
+        The engine may only approximate `where` (phrase match on analysed text); the
+        shaper drops what it let through, so a read that lost some asks again for more.
+        """
+        if not exact_checks(where):
+            return [limit]
+        sizes = [limit]
+        while sizes[-1] < MAX_FETCH:
+            sizes.append(min(MAX_FETCH, sizes[-1] * 4))
+        return sizes
+
+    # -- filters ------------------------------------------------------------------
+
+    def read_filter(
+        self,
+        where: dict[str, WhereValue] | None,
+        key_prefix: str | None,
+        caller: Caller,
+        owner: str | None,
+    ) -> Filter:
+        """The caller's `where` and `key_prefix`, ANDed with its scope.
+
+        `where` is checked first, so a bad request gets the same answer whoever sends it.
+
+        Raises:
+            InvalidParams: a bad `where` or `key_prefix`.
+            ScopeDenied: see ScopePolicy.conditions.
+            MatchesNothing: an unexposed `where` key, or a scope that sees nothing.
+        """
+        matches_nothing = False
+        try:
+            flt = self._filter(where, key_prefix)
+        except MatchesNothing:
+            matches_nothing = True
+        try:
+            scope = self.scope.conditions(caller, owner)
+        except NothingVisible:
+            raise MatchesNothing from None
+        if matches_nothing:
+            raise MatchesNothing
+        return dataclasses.replace(flt, must=(*scope, *flt.must)) if scope else flt
+
+    def key_filter(self, key: str, caller: Caller, owner: str | None) -> Filter:
+        """The filter of memory/fetch: the key, ANDed with the caller's scope.
+
+        Raises:
+            InvalidParams: the key is too long.
+            ScopeDenied: see ScopePolicy.conditions.
+            MatchesNothing: the scope sees nothing.
+        """
+        key_field = self.config.mapping.key
+        assert key_field is not None  # fetch is gated on the keys capability
+        if len(key) > self.config.limits.max_key_length:
+            raise InvalidParams(f"key is longer than {self.config.limits.max_key_length}")
+        try:
+            scope = self.scope.conditions(caller, owner)
+        except NothingVisible:
+            raise MatchesNothing from None
+        return Filter(must=(*scope, Condition(field=key_field, values=(key,))))
+
+    def _filter(self, where: dict[str, WhereValue] | None, key_prefix: str | None) -> Filter:
+        lim = self.config.limits
+        must: list[Condition] = []
+        times: list[TimeWindows] = []
+        unexposed = False
+        if where and len(where) > lim.max_where_keys:
+            raise InvalidParams(f"where has more than {lim.max_where_keys} keys")
+        for name, value in (where or {}).items():
+            values = tuple(value) if isinstance(value, list) else (value,)
+            if len(values) > lim.max_where_values:
+                raise InvalidParams(
+                    f"where.{name[:64]} has more than {lim.max_where_values} values"
+                )
+            if name in UNFILTERABLE_FIELDS:
+                raise InvalidParams(f"where.{name} is not an equality-filterable field")
+            if name == "content" and self.config.mapping.content_template:
+                raise InvalidParams(
+                    "where.content is not offered: this store's content joins several fields"
+                )
+            field = self.mapper.engine_field(name)
+            if field is None:
+                # Never filter on a field the mapping does not expose: it matches nothing.
+                unexposed = True
+                continue
+            if name in TIME_FIELDS:
+                times.append(TimeWindows(field=field, windows=_ms_windows(name, values)))
+                continue
+            if name == "id":
+                values = tuple(str(v) for v in values)
+            must.append(Condition(field=field, values=values, phrase=name == "content"))
+        prefix: tuple[str, str] | None = None
+        if key_prefix is not None:
+            if len(key_prefix) > lim.max_key_length:
+                raise InvalidParams(f"key_prefix is longer than {lim.max_key_length}")
+            assert self.config.mapping.key is not None  # keys declared only when mapped
+            prefix = (self.config.mapping.key, key_prefix)
+        if unexposed:
+            raise MatchesNothing
+        return Filter(must=tuple(must), key_prefix=prefix, times=tuple(times))
+
+    # -- requests -----------------------------------------------------------------
+
+    def needs_embedding(self, text: str, vector: list[float] | None) -> bool:
+        """Whether the server's embedder must turn the query text into a vector."""
+        mode = self.config.search.mode
+        return vector is None and bool(text) and mode in (SearchMode.DENSE, SearchMode.HYBRID)
+
+    def search_request(
+        self,
+        text: str,
+        dense: list[float] | None,
+        flt: Filter,
+        limit: int,
+        *,
+        info: EngineInfo | None,
+        given_vector: bool,
+        with_vectors: bool,
+    ) -> SearchRequest:
+        """The ranked request for a query text and/or vector.
+
+        Raises:
+            MatchesNothing: neither a text the engine can rank by nor a vector.
+        """
+        s = self.config.search
+        lexical = bool(text) and (s.mode in (SearchMode.LEXICAL, SearchMode.HYBRID) or given_vector)
+        if info is not None and not info.lexical:
+            lexical = False
+        # Qdrant encodes the text into its sparse leg itself (connectors.qdrant.sparse);
+        # a question's own words are dropped first, alike for every engine.
+        lex_text = (lexical_text(text) if s.question_words == "drop" else text) if lexical else None
+        if dense is None and lex_text is None:
+            raise MatchesNothing
+        return SearchRequest(
+            limit=limit,
+            filter=flt,
+            text=lex_text,
+            dense=dense,
+            with_vectors=with_vectors,
+            candidates=max(s.knn_candidates, limit),
+            fusion_depth=s.fusion_depth(limit),
+            rrf_k=s.rrf_k,
+            fusion=s.fusion,
+            lexical_weight=s.lexical_weight,
+            dense_weight=s.dense_weight,
+        )
+
+
+def check_vector(vector: list[float], info: EngineInfo | None) -> None:
+    """A query vector the store's vectors can be compared with.
+
+    Raises:
+        EmbeddingMismatch: its width is not the store's.
+        InvalidParams: non-finite, too large for 32-bit floats, or zero under cosine.
+    """
+    assert info is not None
+    assert info.vectors is not None  # the embeddings capability is gated before
+    dims = info.vectors.dimensions
+    if dims is not None and len(vector) != dims:
+        raise EmbeddingMismatch(
+            f"embedding has {len(vector)} dimensions; this store's vectors have {dims}",
+            data={"expected": dims, "got": len(vector)},
+        )
+    if not all(math.isfinite(x) for x in vector):
+        raise InvalidParams("embedding must contain finite numbers only")
+    # Found by fuzzing: engines hold 32-bit floats, and refuse (or overflow on) a query
+    # whose values or squared norm leave that range, or a zero vector under cosine.
+    f32 = array("f", vector)
+    square = math.fsum(array("f", (x * x for x in f32)))  # squares as the engine rounds them
+    if not all(math.isfinite(x) for x in f32) or not square <= _F32_MAX:
+        raise InvalidParams("embedding is too large for 32-bit float vectors")
+    if square == 0.0 and info.vectors.metric == "cosine":
+        raise InvalidParams("embedding has zero length: cosine gives it no direction")
+
+
+def exact_checks(where: dict[str, WhereValue] | None) -> list[tuple[str, set[str]]]:
+    """`where`'s string equalities, which the engine may only approximate (time is exact)."""
+    checks = []
+    for name, value in (where or {}).items():
+        if name in TIME_FIELDS:
+            continue  # millisecond windows are exact already
+        wanted = {v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)}
+        if wanted:
+            checks.append((name, wanted))
+    return checks
+
+
+def _ms_windows(name: str, values: tuple[WhereValue, ...]) -> tuple[tuple[str, str], ...]:
+    """Each timestamp as the millisecond it names: [t, t + 1 ms).
+
+    Raises:
+        InvalidParams: a value is not an RFC 3339 timestamp string.
+    """
+    windows = []
+    for value in values:
+        try:
+            ts = parse_timestamp(value) if isinstance(value, str) else None
+            if ts is None:
+                raise InvalidParams(f"where.{name} takes RFC 3339 timestamps")
+            start = ts.replace(microsecond=ts.microsecond // 1000 * 1000)
+            windows.append((_engine_time(start), _engine_time(start + _MS)))
+        except (OverflowError, ValueError):
+            # Found by fuzzing: 9999-12-31T23:59:59.999Z (+1 ms), 0001-01-01T00:00:00+01:00
+            # (before year 1 in UTC) and digit strings past int()'s 4300-digit limit.
+            raise InvalidParams(f"where.{name}: timestamp out of range") from None
+    return tuple(windows)
+
+
+_MS = timedelta(milliseconds=1)
+_F32_MAX = 3.4028234663852886e38
+
+
+def _engine_time(ts: datetime) -> str:
+    """An engine-facing UTC bound with a four-digit year, whatever the platform's strftime.
+
+    Found by fuzzing: strftime("%Y") writes year 999 as "999", which no engine parses.
+    """
+    return ts.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
