@@ -20,12 +20,14 @@ mapping (with its ``acl`` keyword) plus an ``owner`` keyword; Qdrant reuses
 
 from __future__ import annotations
 
+import warnings
 import zlib
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import QdrantServer
 from tests.support import lucene_loader
 from tests.support.lucene_loader import Engine
 from tests.support.scifact import SPARSE, SciFact, load_qdrant, subset
@@ -124,18 +126,34 @@ def load_index(
 # -- Qdrant ----------------------------------------------------------------------------------------
 
 
-def load_qdrant_acl(path: Path, sf: SciFact, doc_ids: Sequence[str]) -> None:
-    """SciFact in Qdrant local mode (collection ``scifact``) with acl and owner payloads."""
-    from qdrant_client import QdrantClient
+QDRANT_SERVER_ACL = "a2m-test-sec-acl"
+"""The ACL corpus's collection on the Qdrant server (``scifact`` in local mode)."""
 
-    load_qdrant(path, sf, doc_ids)
+
+def load_qdrant_acl(
+    path: Path, sf: SciFact, doc_ids: Sequence[str], server: dict[str, Any] | None = None
+) -> None:
+    """SciFact in Qdrant with acl and owner payloads: local mode at `path` (collection
+    ``scifact``), or with `server` (qdrant-client keyword arguments) the collection
+    :data:`QDRANT_SERVER_ACL` on that server, with keyword indexes on both fields."""
+    from qdrant_client import models
+
+    collection = "scifact" if server is None else QDRANT_SERVER_ACL
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # an api key over http, on loopback
+        load_qdrant(path, sf, doc_ids, collection=collection, server=server)
     groups: dict[tuple[tuple[str, ...], str], list[Any]] = defaultdict(list)
     for d in doc_ids:
         groups[(tuple(acl_of(d)), owner_of(d))].append(int(d))
-    client = QdrantClient(path=str(path))
+    client = qdrant_client_for(path, server)
     try:
         for (acl, owner), ids in groups.items():
-            client.set_payload("scifact", payload={"acl": list(acl), "owner": owner}, points=ids)
+            client.set_payload(collection, payload={"acl": list(acl), "owner": owner}, points=ids)
+        if server is not None:
+            for field in ("acl", "owner"):
+                client.create_payload_index(
+                    collection, field, models.PayloadSchemaType.KEYWORD, wait=True
+                )
     finally:
         client.close()
 
@@ -166,11 +184,36 @@ def lucene_store(engine: str, url: str, index: str) -> dict[str, Any]:
     }
 
 
-def qdrant_store(path: Path) -> dict[str, Any]:
+def qdrant_client_for(path: Path, server: dict[str, Any] | None) -> Any:
+    """A qdrant-client: local mode at `path`, or the server `server` names."""
+    from qdrant_client import QdrantClient
+
+    if server is None:
+        return QdrantClient(path=str(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # an api key over http, on loopback
+        return QdrantClient(**server)
+
+
+def qdrant_connection(server: QdrantServer, *, grpc: bool) -> dict[str, Any]:
+    """A store's connection to the test Qdrant server, its API key read from the
+    environment as an operator's config would; over gRPC with `grpc`."""
+    connection: dict[str, Any] = {"url": server.url, "api_key": "${A2M_TEST_QDRANT_API_KEY}"}
+    if grpc:
+        connection.update(prefer_grpc=True, grpc_port=server.grpc_port)
+    return connection
+
+
+def qdrant_store(
+    path: Path, server: QdrantServer | None = None, *, grpc: bool = False
+) -> dict[str, Any]:
+    """The ACL store: local mode at `path`, or the collection on `server`."""
     return {
         "backend": "qdrant",
-        "index": "scifact",
-        "connection": {"path": str(path)},
+        "index": "scifact" if server is None else QDRANT_SERVER_ACL,
+        "connection": (
+            {"path": str(path)} if server is None else qdrant_connection(server, grpc=grpc)
+        ),
         "mapping": {
             "content": "content",
             "key": "key",
@@ -291,13 +334,20 @@ def collision_store(engine: str, url: str, index: str) -> dict[str, Any]:
 
 QDRANT_COLLISIONS = "collide"
 QDRANT_NEIGHBOUR = "collide-neighbour"
+COLLISION_SERVER_INDEXES = {"tenant": "keyword", "key": "keyword", "created_at": "datetime"}
+"""What the colliding collections filter and order by, indexed on the server."""
+QDRANT_COLLISIONS_ALIAS = "collide-alias"
+"""On the server: an alias of :data:`QDRANT_COLLISIONS`, read as a store's index."""
 """Another collection in the same Qdrant holding point 1 with tenant B's content."""
 
 
-def load_qdrant_collisions(path: Path) -> None:
+def load_qdrant_collisions(path: Path, server: dict[str, Any] | None = None) -> None:
     """Point 1 in two collections (A's in the store's, B's in its neighbour), and points 1
-    (A) and 2 (B) sharing the key ``k/r1`` inside the store's collection."""
-    from qdrant_client import QdrantClient, models
+    (A) and 2 (B) sharing the key ``k/r1`` inside the store's collection. With `server`
+    (qdrant-client keyword arguments) on that server instead, where the alias
+    :data:`QDRANT_COLLISIONS_ALIAS` names the store's collection, and the tenant field
+    and the fields filtered and ordered by are indexed."""
+    from qdrant_client import models
 
     from connectors.qdrant.sparse import LexicalSparseEncoder
 
@@ -309,9 +359,11 @@ def load_qdrant_collisions(path: Path) -> None:
         QDRANT_NEIGHBOUR: [(1, collision_doc("r1", "B", QUERY_VECTOR, "2026-01-02T00:00:00Z"))],
     }
     encoder = LexicalSparseEncoder(avgdl=8.0)
-    client = QdrantClient(path=str(path))
+    client = qdrant_client_for(path, server)
     try:
         for collection, docs in rows.items():
+            if server is not None and client.collection_exists(collection):
+                client.delete_collection(collection)
             client.create_collection(
                 collection,
                 vectors_config={
@@ -329,15 +381,34 @@ def load_qdrant_collisions(path: Path) -> None:
                 vector = {"dense": doc["embedding"], SPARSE: sparse}
                 points.append(models.PointStruct(id=point_id, vector=vector, payload=payload))
             client.upsert(collection, points=points)
+            if server is not None:
+                for field, schema in COLLISION_SERVER_INDEXES.items():
+                    client.create_payload_index(collection, field, schema, wait=True)
+        if server is not None:
+            client.update_collection_aliases(
+                change_aliases_operations=[
+                    models.CreateAliasOperation(
+                        create_alias=models.CreateAlias(
+                            collection_name=QDRANT_COLLISIONS, alias_name=QDRANT_COLLISIONS_ALIAS
+                        )
+                    )
+                ]
+            )
     finally:
         client.close()
 
 
-def qdrant_collision_store(path: Path) -> dict[str, Any]:
+def qdrant_collision_store(
+    path: Path, server: QdrantServer | None = None, *, grpc: bool = False, index: str = ""
+) -> dict[str, Any]:
+    """The colliding-ids store: local mode at `path`, or on `server` reading `index`
+    (the collection or its alias)."""
     return {
         "backend": "qdrant",
-        "index": QDRANT_COLLISIONS,
-        "connection": {"path": str(path)},
+        "index": index or QDRANT_COLLISIONS,
+        "connection": (
+            {"path": str(path)} if server is None else qdrant_connection(server, grpc=grpc)
+        ),
         "mapping": {"content": "text", "key": "key", "created_at": "created_at"},
         "search": {"mode": "lexical", "sparse_vector": SPARSE, "vector_field": "dense"},
         "scope": TENANT_SCOPE,

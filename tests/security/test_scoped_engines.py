@@ -29,11 +29,14 @@ import httpx
 import pytest
 
 from gateway.runtime import Gateway
+from tests.conftest import QdrantServer
 from tests.security.acl_corpus import (
     ALIAS,
     ALPHA,
     BRAVO,
     NOBODY,
+    QDRANT_COLLISIONS,
+    QDRANT_COLLISIONS_ALIAS,
     QUERY_VECTOR,
     ROUTING_INDEX,
     SECRET,
@@ -110,6 +113,7 @@ class Target:
         pytest.param("elasticsearch", marks=pytest.mark.elasticsearch),
         pytest.param("opensearch", marks=pytest.mark.opensearch),
         "qdrant",
+        pytest.param("qdrant-server", marks=pytest.mark.integration),
     ],
 )
 async def target(
@@ -120,10 +124,17 @@ async def target(
 ) -> AsyncIterator[Target]:
     engine: str = request.param
     group_of: Callable[[str], str]
-    if engine == "qdrant":
+    if engine.startswith("qdrant"):
         path = tmp_path_factory.mktemp("qdrant-acl")
-        load_qdrant_acl(path, corpus.sf, corpus.doc_ids)
-        store = qdrant_store(path)
+        server: QdrantServer | None = None
+        if engine == "qdrant-server":
+            server = request.getfixturevalue("qdrant_server")
+            await asyncio.to_thread(
+                load_qdrant_acl, path, corpus.sf, corpus.doc_ids, server_client_args(server)
+            )
+        else:
+            load_qdrant_acl(path, corpus.sf, corpus.doc_ids)
+        store = qdrant_store(path, server)
 
         def group_of(doc_id: str) -> str:
             return f"g{int(doc_id) % 7}"
@@ -387,11 +398,34 @@ async def test_colliding_ids_never_answer_another_tenants_copy(
         await gateway.close()
 
 
+@pytest.fixture(
+    params=[
+        pytest.param(("local", QDRANT_COLLISIONS), id="local"),
+        pytest.param(("rest", QDRANT_COLLISIONS), id="server-rest", marks=pytest.mark.integration),
+        pytest.param(
+            ("rest", QDRANT_COLLISIONS_ALIAS), id="server-rest-alias", marks=pytest.mark.integration
+        ),
+        pytest.param(
+            ("grpc", QDRANT_COLLISIONS_ALIAS), id="server-grpc-alias", marks=pytest.mark.integration
+        ),
+    ],
+)
+async def qdrant_collision_target(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    """The colliding points in local mode, or on the server read over REST or gRPC through
+    the collection's name or its alias: the store's config."""
+    protocol, index = request.param
+    if protocol == "local":
+        await asyncio.to_thread(load_qdrant_collisions, tmp_path)
+        return qdrant_collision_store(tmp_path)
+    server: QdrantServer = request.getfixturevalue("qdrant_server")
+    await asyncio.to_thread(load_qdrant_collisions, tmp_path, server_client_args(server))
+    return qdrant_collision_store(tmp_path, server, grpc=protocol == "grpc", index=index)
+
+
 async def test_qdrant_colliding_ids_and_keys_never_answer_another_tenants_point(
-    issuer: Issuer, tmp_path: Path
+    issuer: Issuer, qdrant_collision_target: dict[str, Any]
 ) -> None:
-    await asyncio.to_thread(load_qdrant_collisions, tmp_path)
-    store = qdrant_collision_store(tmp_path)
+    store = qdrant_collision_target
     gateway = build_gateway({"auth": auth_section(issuer)}, {"scifact": store}, {})
     await gateway.start()
     tenant_a = bearer(issuer.token("alice", tenant=["A"]))
@@ -411,3 +445,13 @@ async def test_qdrant_colliding_ids_and_keys_never_answer_another_tenants_point(
             assert SECRET in json.dumps(b_fetch)  # the key really is shared
     finally:
         await gateway.close()
+
+
+def server_client_args(server: QdrantServer) -> dict[str, Any]:
+    """qdrant-client's keyword arguments for loading the test server (REST, admin key)."""
+    return {
+        "url": server.url,
+        "api_key": server.api_key,
+        "timeout": 60,
+        "check_compatibility": False,
+    }
