@@ -27,6 +27,7 @@ import pytest
 from gateway.config import parse_config
 from gateway.federation.federation import decode_id, encode_id
 from gateway.runtime import Gateway
+from tests.conftest import QdrantServer
 from tests.security.acl_corpus import (
     ALPHA,
     BRAVO,
@@ -35,12 +36,16 @@ from tests.security.acl_corpus import (
     load_qdrant_acl,
     lucene_store,
     qdrant_store,
+    server_client_args,
     visible,
 )
 from tests.security.support import BOB_KEY, Issuer, asgi_client, auth_section, bearer, rpc
 from tests.support.scifact import SciFact, load_scifact
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.wire import assert_response
+
+QD_COLLECTION = "a2m-test-fed-qd"
+"""The Qdrant member's collection on the server, read over gRPC."""
 
 pytestmark = [pytest.mark.integration, pytest.mark.elasticsearch, pytest.mark.opensearch]
 
@@ -97,6 +102,7 @@ async def fed(
     scifact_dir: Path,
     elasticsearch_url: str,
     opensearch_url: str,
+    qdrant_server: QdrantServer,
     issuer: Issuer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[Fed]:
@@ -110,7 +116,9 @@ async def fed(
         load_index, "opensearch", opensearch_url, sf, shards["os"], "a2m-test-fed-os-v1"
     )
     path = tmp_path_factory.mktemp("qdrant-fed")
-    await asyncio.to_thread(load_qdrant_acl, path, sf, shards["qd"])
+    await asyncio.to_thread(
+        load_qdrant_acl, path, sf, shards["qd"], server_client_args(qdrant_server), QD_COLLECTION
+    )
     upstream = urlparse(opensearch_url)
     proxy = TcpProxy(upstream.hostname or "127.0.0.1", upstream.port or 9200)
     await proxy.start()
@@ -122,7 +130,7 @@ async def fed(
             "stores": {
                 "es": lucene_store("elasticsearch", elasticsearch_url, es_index),
                 "os": os_store,
-                "qd": qdrant_store(path),
+                "qd": qdrant_store(path, qdrant_server, grpc=True, collection=QD_COLLECTION),
             },
             "federations": {
                 "all": {

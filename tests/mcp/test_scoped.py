@@ -27,6 +27,7 @@ import yaml
 
 from gateway.federation.federation import decode_id, encode_id
 from tests.conformance.conftest import HttpServer, start_http_server
+from tests.conftest import QdrantServer
 from tests.mcp.support import mcp_http, structured, tools_by_name
 from tests.security.acl_corpus import (
     ALPHA,
@@ -37,10 +38,14 @@ from tests.security.acl_corpus import (
     load_qdrant_acl,
     lucene_store,
     qdrant_store,
+    server_client_args,
     visible,
 )
 from tests.security.support import AUDIENCE, BOB_KEY, ISSUER, Issuer, auth_section, bearer
 from tests.support.scifact import SciFact, load_scifact
+
+COLLECTION = "a2m-test-mcp-acl"
+"""The Qdrant store's collection on the server."""
 
 pytestmark = [pytest.mark.integration, pytest.mark.elasticsearch, pytest.mark.opensearch]
 
@@ -75,12 +80,13 @@ def scoped(
     scifact_dir: Path,
     elasticsearch_url: str,
     opensearch_url: str,
+    qdrant_server: QdrantServer,
     issuer: Issuer,
 ) -> Iterator[Scoped]:
     sf = load_scifact(scifact_dir)
     qids, dids = acl_subset(sf)
     qdrant = tmp_path_factory.mktemp("mcp-qdrant-acl")
-    load_qdrant_acl(qdrant, sf, dids)
+    load_qdrant_acl(qdrant, sf, dids, server_client_args(qdrant_server), collection=COLLECTION)
     stores = {
         "scifact-es": lucene_store(
             "elasticsearch",
@@ -90,7 +96,7 @@ def scoped(
         "scifact-os": lucene_store(
             "opensearch", opensearch_url, load_index("opensearch", opensearch_url, sf, dids)
         ),
-        "scifact-qd": qdrant_store(qdrant),
+        "scifact-qd": qdrant_store(qdrant, qdrant_server, collection=COLLECTION),
     }
     auth = auth_section(issuer, [BRAVO])
     auth["jwt"]["audience"] = [AUDIENCE, RESOURCE]

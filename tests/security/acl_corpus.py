@@ -131,14 +131,18 @@ QDRANT_SERVER_ACL = "a2m-test-sec-acl"
 
 
 def load_qdrant_acl(
-    path: Path, sf: SciFact, doc_ids: Sequence[str], server: dict[str, Any] | None = None
+    path: Path,
+    sf: SciFact,
+    doc_ids: Sequence[str],
+    server: dict[str, Any] | None = None,
+    collection: str = QDRANT_SERVER_ACL,
 ) -> None:
     """SciFact in Qdrant with acl and owner payloads: local mode at `path` (collection
     ``scifact``), or with `server` (qdrant-client keyword arguments) the collection
-    :data:`QDRANT_SERVER_ACL` on that server, with keyword indexes on both fields."""
+    `collection` on that server, with keyword indexes on both fields."""
     from qdrant_client import models
 
-    collection = "scifact" if server is None else QDRANT_SERVER_ACL
+    collection = "scifact" if server is None else collection
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # an api key over http, on loopback
         load_qdrant(path, sf, doc_ids, collection=collection, server=server)
@@ -184,6 +188,16 @@ def lucene_store(engine: str, url: str, index: str) -> dict[str, Any]:
     }
 
 
+def server_client_args(server: QdrantServer) -> dict[str, Any]:
+    """qdrant-client's keyword arguments for loading the test server (REST, admin key)."""
+    return {
+        "url": server.url,
+        "api_key": server.api_key,
+        "timeout": 60,
+        "check_compatibility": False,
+    }
+
+
 def qdrant_client_for(path: Path, server: dict[str, Any] | None) -> Any:
     """A qdrant-client: local mode at `path`, or the server `server` names."""
     from qdrant_client import QdrantClient
@@ -205,12 +219,16 @@ def qdrant_connection(server: QdrantServer, *, grpc: bool) -> dict[str, Any]:
 
 
 def qdrant_store(
-    path: Path, server: QdrantServer | None = None, *, grpc: bool = False
+    path: Path,
+    server: QdrantServer | None = None,
+    *,
+    grpc: bool = False,
+    collection: str = QDRANT_SERVER_ACL,
 ) -> dict[str, Any]:
-    """The ACL store: local mode at `path`, or the collection on `server`."""
+    """The ACL store: local mode at `path`, or `collection` on `server`."""
     return {
         "backend": "qdrant",
-        "index": "scifact" if server is None else QDRANT_SERVER_ACL,
+        "index": "scifact" if server is None else collection,
         "connection": (
             {"path": str(path)} if server is None else qdrant_connection(server, grpc=grpc)
         ),

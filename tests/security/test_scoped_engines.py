@@ -51,6 +51,7 @@ from tests.security.acl_corpus import (
     owner_of,
     qdrant_collision_store,
     qdrant_store,
+    server_client_args,
     visible,
 )
 from tests.security.support import (
@@ -445,13 +446,3 @@ async def test_qdrant_colliding_ids_and_keys_never_answer_another_tenants_point(
             assert SECRET in json.dumps(b_fetch)  # the key really is shared
     finally:
         await gateway.close()
-
-
-def server_client_args(server: QdrantServer) -> dict[str, Any]:
-    """qdrant-client's keyword arguments for loading the test server (REST, admin key)."""
-    return {
-        "url": server.url,
-        "api_key": server.api_key,
-        "timeout": 60,
-        "check_compatibility": False,
-    }
