@@ -487,3 +487,70 @@ def test_check_lists_the_indexes_and_what_is_missing(server: QdrantServer, tmp_p
     assert "strict mode refuses" in indexes["colour"]["without"]
     assert "without" not in indexes["key"]
     assert server.api_key not in proc.stdout + proc.stderr
+
+
+# -- the store's breaker and Retry-After on the wire -------------------------------------------
+
+
+async def test_the_breaker_opens_on_a_dead_server_and_a_probe_closes_it(
+    server: QdrantServer,
+) -> None:
+    from gateway.resilience import BreakerState, EngineGuard
+    from tests.support.resilience import FakeClock, state
+
+    async with relay_to(server.url) as proxy:
+        data = store_data(server, "rest", url=proxy.url, retries=0)
+        data["resilience"] = {"breaker": {"failure_threshold": 3, "open_ms": 250}}
+        cfg = parse_config({"stores": {"s": data}})
+        gateway = Gateway(cfg)
+        clock = FakeClock()
+        guard = EngineGuard("s", cfg.stores["s"].resilience, 8, clock=clock)
+        gateway.stores["s"].guard = guard
+        client = InProcessClient(gateway.dispatcher())
+        query = {"query": "harbour tides"}
+        try:
+            assert (await client.call("memory/recall", query))["records"]
+            proxy.fault = Fault("reset")  # the server dies
+            for _ in range(3):
+                with pytest.raises(A2MRemoteError) as info:
+                    await client.call("memory/recall", query)
+                assert info.value.data["reason"] == "engine_unavailable"
+            assert state(guard) is BreakerState.OPEN
+            before = proxy.requests
+            with pytest.raises(A2MRemoteError) as info:
+                await client.call("memory/recall", query)
+            assert info.value.data == {
+                "reason": "circuit_open",
+                "retryable": True,
+                "retry_after_ms": 250,
+            }
+            assert proxy.requests == before  # refused without asking the server
+            proxy.fault = Fault()  # back again
+            clock.now += 0.25
+            assert (await client.call("memory/recall", query))["records"]  # the probe
+            assert state(guard) is BreakerState.CLOSED
+            assert proxy.requests > before
+        finally:
+            await gateway.close()
+
+
+async def test_a_503_with_retry_after_reaches_the_caller_as_retry_after_ms(
+    server: QdrantServer,
+) -> None:
+    async with relay_to(server.url) as proxy:
+        data = store_data(server, "rest", url=proxy.url, retries=0)
+        gateway = Gateway(parse_config({"stores": {"s": data}}))
+        client = InProcessClient(gateway.dispatcher())
+        try:
+            assert (await client.call("memory/recall", {"query": "harbour"}))["records"]
+            proxy.fault = Fault(mode="status", status=503, retry_after="2")
+            with pytest.raises(A2MRemoteError) as info:
+                await client.call("memory/recall", {"query": "harbour"})
+            assert info.value.code == -32603
+            assert info.value.data == {
+                "reason": "engine_unavailable",
+                "retryable": True,
+                "retry_after_ms": 2000,
+            }
+        finally:
+            await gateway.close()
