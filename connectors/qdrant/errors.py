@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
@@ -28,6 +29,10 @@ _NO_ACCESS: Final = (
 _MISSING_INDEX: Final = (
     "qdrant's strict mode refused a filter on a field without a payload index "
     "(`a2m-gateway check` lists the indexes the mapping needs)"
+)
+_UNTRUSTED_TLS: Final = (
+    "the qdrant server's TLS certificate is not trusted "
+    "(connection.ca_certs names the CA that signed it)"
 )
 _MISSING_INDEX_TEXT: Final = ("Index required but not found", "No range index for `order_by`")
 """How a Qdrant server says a payload index is missing (strict mode, order_by)."""
@@ -76,13 +81,31 @@ def _server_text(exc: BaseException) -> str:
     return str(details() or "") if callable(details) else str(exc)
 
 
+def untrusted_tls(exc: BaseException) -> bool:
+    """The TLS handshake failed on the server's certificate: REST raises the ssl module's
+    error under httpx's, gRPC says so in an UNAVAILABLE status's details."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the cause chain is short; a loop guard, not a depth to tune
+        if seen is None:
+            return False
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return True
+        if _grpc_status(seen) is not None:
+            return "CERTIFICATE_VERIFY_FAILED" in _server_text(seen)
+        source = getattr(seen, "source", None)
+        seen = source if isinstance(source, BaseException) else (seen.__cause__ or seen.__context__)
+    return False
+
+
 def is_transient(exc: BaseException) -> bool:
     """Connection failures, 5xx and 429 (gRPC: unavailable, exhausted, internal) are worth
-    another try; nothing else is."""
+    another try; nothing else is (an untrusted certificate is the same on every try)."""
     import httpx
     from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
     from qdrant_client.http.exceptions import ResponseHandlingException
 
+    if untrusted_tls(exc):
+        return False
     if isinstance(exc, ResourceExhaustedResponse):
         return True
     status = _status(exc)
@@ -138,6 +161,8 @@ def engine_errors() -> Iterator[None]:
     except UnexpectedResponse as exc:
         raise _answered(exc, exc.status_code or 0) from exc
     except grpc.RpcError as exc:
+        if untrusted_tls(exc):
+            raise _untrusted(exc) from exc
         raise _answered(exc, _grpc_status(exc) or 400) from exc
     except QdrantException as exc:  # a 429 whose Retry-After the client parsed
         log.debug("qdrant answered 429: %s", exc)
@@ -145,6 +170,8 @@ def engine_errors() -> Iterator[None]:
     except ResponseHandlingException as exc:
         source = exc.source
         log.debug("qdrant request failed: %r", source)
+        if untrusted_tls(exc):
+            raise _untrusted(exc) from exc
         if is_transient(exc):
             raise EngineUnavailable("qdrant cannot be reached") from exc
         if isinstance(source, httpx.TimeoutException):
@@ -156,6 +183,8 @@ def engine_errors() -> Iterator[None]:
         raise EngineTimeout("qdrant did not answer in time") from exc
     except httpx.HTTPError as exc:
         log.debug("qdrant request failed: %r", exc)
+        if untrusted_tls(exc):
+            raise _untrusted(exc) from exc
         raise EngineUnavailable("qdrant cannot be reached") from exc
     except ValueError as exc:
         # Local mode raises ValueError where a server answers 4xx/404.
@@ -175,6 +204,11 @@ def engine_errors() -> Iterator[None]:
     except ArithmeticError as exc:  # local mode computes scores with numpy in-process
         log.debug("qdrant local mode arithmetic failed: %s", exc)
         raise EngineRejected("qdrant could not score the query") from exc
+
+
+def _untrusted(exc: BaseException) -> EngineConfigError:
+    log.debug("qdrant TLS handshake failed: %r", exc)
+    return EngineConfigError(_UNTRUSTED_TLS)
 
 
 def _answered(exc: BaseException, status: int) -> ConnectorError:

@@ -11,8 +11,6 @@ no traceback.
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import json
 import logging
 import os
@@ -23,10 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from gateway.config import ConfigError, JwtConfig
 from gateway.security.auth import AuthenticationError, JwtVerifier
@@ -43,6 +37,7 @@ from tests.security.support import (
     memory_store_config,
     rpc,
 )
+from tests.support.certs import write_self_signed
 from tests.support.raw_peer import Connection, RawPeer, head
 
 TOKENS = 50
@@ -124,35 +119,7 @@ FAILURES: dict[str, Callable[[Connection], None]] = {
 @pytest.fixture(scope="module")
 def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1 (its own CA) and its key, as PEM files."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test idp")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    folder = tmp_path_factory.mktemp("tls")
-    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
+    return write_self_signed(tmp_path_factory.mktemp("tls"), "test idp")
 
 
 def server_tls(files: tuple[Path, Path]) -> ssl.SSLContext:
