@@ -6,6 +6,11 @@
     open   --open for open_s (doubled per failed probe, up to max_open_s)--> half-open
     half-open: one probe passes; it succeeds -> closed, it fails -> open again
 
+A health check may end an opening early (``probe_now``: the guard's watcher saw the
+engine answer a ping), once per opening: if the probe it let through fails, only the
+timed wait ends that opening, so a ping that answers while searches fail cannot make
+the breaker flap.
+
 Only the probe decides in half-open, and only calls admitted since the breaker last
 closed count against it once closed: a call admitted before it opened that ends after
 it opened, or after it closed again, changes nothing. So once a probe has closed it,
@@ -89,6 +94,7 @@ class CircuitBreaker:
         self._probing = False
         self._call = Ticket(probe=False)
         self._hooks: list[TransitionHook] = []
+        self._check_trusted = True
 
     def on_transition(self, hook: TransitionHook) -> None:
         self._hooks.append(hook)
@@ -99,6 +105,21 @@ class CircuitBreaker:
         if self._state is BreakerState.OPEN and self._clock() >= self._probe_at:
             self._move(BreakerState.HALF_OPEN)
         return self._state
+
+    @property
+    def waiting(self) -> bool:
+        """Open, its timed wait not yet over (read without moving to half-open)."""
+        return self._state is BreakerState.OPEN and self._clock() < self._probe_at
+
+    def probe_now(self) -> bool:
+        """A health check says the engine answers again: end the wait, so the next call is
+        the probe. Trusted once per opening; False when it changed nothing."""
+        if not self.waiting or not self._check_trusted:
+            return False
+        self._check_trusted = False  # until a probe closes the breaker
+        self._probe_at = self._clock()
+        self._move(BreakerState.HALF_OPEN)
+        return True
 
     def retry_after_ms(self) -> int:
         """How long a refused caller should wait: until the probe, or one open period."""
@@ -153,6 +174,7 @@ class CircuitBreaker:
 
     def _close(self) -> None:
         self._failures = 0
+        self._check_trusted = True
         self._call = Ticket(probe=False, closing=self._call.closing + 1)
         self._open_for = self._policy.open_s
         self._move(BreakerState.CLOSED)

@@ -23,6 +23,13 @@ class BreakerConfig(_Model):
     max_open_ms: int = Field(
         default=4_000, gt=0, description="cap of the wait, doubled after each failed probe"
     )
+    watch_ms: int = Field(
+        default=250,
+        ge=0,
+        le=60_000,
+        description="while open, ping the engine this often; its first good answer lets the "
+        "next call probe at once (0: only the timed wait ends an opening)",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> BreakerConfig:

@@ -89,6 +89,9 @@ class EngineGuard:
             InflightLimit(s.max_inflight or pool_size, s.max_wait_ms / 1000) if s.enabled else None
         )
         self._observers: list[GuardObserver] = []
+        self._watch_s = b.watch_ms / 1000
+        self._watched: Callable[[], Awaitable[bool]] | None = None
+        self._watcher: asyncio.Task[None] | None = None
 
     def observe(self, observer: GuardObserver) -> None:
         self._observers.append(observer)
@@ -96,6 +99,44 @@ class EngineGuard:
             self.breaker.on_transition(
                 lambda before, after: observer.breaker_transition(self.store, before, after)
             )
+
+    def watch(self, ping: Callable[[], Awaitable[bool]]) -> None:
+        """While the breaker is open, call `ping` every ``watch_ms`` (never more often, and
+        only then); its first good answer ends the wait (``CircuitBreaker.probe_now``)."""
+        if self.breaker is None or self._watch_s <= 0 or self._watched is not None:
+            return
+        self._watched = ping
+        self.breaker.on_transition(self._opened)
+
+    def stop_watching(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            self._watcher = None
+
+    def _opened(self, before: BreakerState, after: BreakerState) -> None:
+        if after is not BreakerState.OPEN or (self._watcher and not self._watcher.done()):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # opened outside a loop (a test's synchronous step): nothing to watch from
+        self._watcher = loop.create_task(self._watch(), name=f"a2m-breaker-watch-{self.store}")
+
+    async def _watch(self) -> None:
+        breaker, ping = self.breaker, self._watched
+        assert breaker is not None and ping is not None
+        while breaker.waiting:
+            await asyncio.sleep(self._watch_s)
+            if not breaker.waiting:
+                return  # the timed wait ended first: a call probes as before
+            try:
+                # A ping never raises; a hung one is cut off so the watch keeps its pace.
+                async with asyncio.timeout(max(1.0, 4 * self._watch_s)):
+                    answered = await ping()
+            except TimeoutError:
+                answered = False
+            if answered and breaker.probe_now():
+                return
 
     @property
     def state(self) -> BreakerState:

@@ -71,6 +71,8 @@ class Store:
             guard or EngineGuard(name, config.resilience, config.connection.pool_maxsize),
             engine_observers,
         )
+        # While the breaker is open, the engine's own ping can end the wait early.
+        self.guard.watch(connector.ping)
         self._bootstrap = bootstrap
         self._open_lock = asyncio.Lock()
 
@@ -139,6 +141,7 @@ class Store:
         self.profile.learn(info)
 
     async def close(self) -> None:
+        self.guard.stop_watching()
         await self.connector.close()
         if self.embedder is not None:
             await self.embedder.aclose()

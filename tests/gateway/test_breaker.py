@@ -197,3 +197,46 @@ def test_config_defaults_and_its_one_cross_field_rule() -> None:
         parse_config(_store({"breaker": {"failure_threshold": 0}}))
     with pytest.raises(ConfigError, match="max_wait"):
         parse_config(_store({"shedding": {"max_wait": 10}}))
+
+
+# -- a health check ending the wait (the guard's watcher) -------------------------------------
+
+
+def test_a_good_health_check_lets_the_next_call_probe_at_once(
+    breaker: CircuitBreaker, clock: FakeClock
+) -> None:
+    fail(breaker, 3)
+    assert breaker.waiting
+    assert breaker.probe_now() is True
+    assert state(breaker) is BreakerState.HALF_OPEN
+    ticket = breaker.admit()
+    assert ticket.probe
+    breaker.record(ticket, S)
+    assert state(breaker) is BreakerState.CLOSED
+
+
+def test_a_health_check_is_trusted_once_per_opening(
+    breaker: CircuitBreaker, clock: FakeClock
+) -> None:
+    fail(breaker, 3)
+    assert breaker.probe_now() is True
+    breaker.record(breaker.admit(), F)  # pings answer, searches fail: the probe it let in failed
+    assert state(breaker) is BreakerState.OPEN
+    assert breaker.probe_now() is False  # only the timed wait (now doubled) ends this opening
+    assert refused_after(breaker) == 2000
+    clock.now += 2.0
+    breaker.record(breaker.admit(), S)
+    assert state(breaker) is BreakerState.CLOSED
+    fail(breaker, 3)  # a new opening trusts a health check again
+    assert breaker.probe_now() is True
+
+
+def test_a_health_check_changes_nothing_unless_the_breaker_waits(
+    breaker: CircuitBreaker, clock: FakeClock
+) -> None:
+    assert breaker.probe_now() is False
+    assert state(breaker) is BreakerState.CLOSED
+    fail(breaker, 3)
+    clock.now += 1.0  # the wait is over: the next call probes anyway
+    assert not breaker.waiting
+    assert breaker.probe_now() is False
