@@ -124,7 +124,8 @@ class EngineGuard:
 
     async def _watch(self) -> None:
         breaker, ping = self.breaker, self._watched
-        assert breaker is not None and ping is not None
+        assert breaker is not None
+        assert ping is not None
         while breaker.waiting:
             await asyncio.sleep(self._watch_s)
             if not breaker.waiting:
