@@ -573,6 +573,12 @@ BACKENDS = [
 ]
 
 
+ENVELOPE = pytest.mark.parametrize("backend", [QDRANT], indirect=True, scope="session")
+"""Marks a test the gateway answers before any store is read (the JSON-RPC envelope, method
+lookup, read-only and undeclared-capability refusals): the same code answers for every
+backend, so it runs on the embedded demo only, over both transports."""
+
+
 @dataclass(frozen=True)
 class StoreBackend:
     """One store the suite runs against, all named ``demo`` and holding the same corpus."""
