@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
@@ -30,10 +29,9 @@ from connectors.base import (
     SearchRequest,
 )
 from gateway.config import GatewayConfig, parse_config
-from gateway.observability.metrics import Metrics
 from gateway.runtime import Gateway
 from gateway.security.auth import hash_api_key
-from gateway.transports.http import create_app
+from tests.support.asgi import asgi_client as asgi_client
 
 ISSUER = "https://idp.test.example/"
 AUDIENCE = "a2m-gateway"
@@ -280,14 +278,6 @@ def build_gateway(
     for name, connector in connectors.items():
         gateway.stores[name].connector = connector
     return gateway
-
-
-def asgi_client(gateway: Gateway) -> httpx.AsyncClient:
-    """An HTTP client driving the gateway's ASGI app in this process (no socket)."""
-    app = create_app(gateway, gateway.config.server, Metrics())
-    return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://localhost", timeout=30
-    )
 
 
 def rpc(method: str, params: Any = None, rid: Any = 1) -> dict[str, Any]:
