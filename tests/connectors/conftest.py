@@ -288,7 +288,7 @@ class LuceneSuite:
     async def test_bm25_ranks_exactly_as_the_engine(
         self, loaded: Loaded, conn: LuceneConnector, direct: Any
     ) -> None:
-        """The issue's headline check: every train query, identical top-10 ids."""
+        """The headline check: every train query, identical top-10 ids."""
         config = scifact_store(loaded)
         queries = [loaded.sf.queries[q] for q in loaded.sf.query_ids]
 
