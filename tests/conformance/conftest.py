@@ -567,10 +567,28 @@ QDRANT_SERVERS: dict[str, bool] = {"qdrant-rest": False, "qdrant-grpc": True}
 """The demo corpus on the Qdrant server of tests/engines/engines.py -> read over gRPC."""
 BACKENDS = [
     pytest.param(QDRANT, id=QDRANT),
-    *(pytest.param(name, id=name, marks=pytest.mark.integration) for name in QDRANT_SERVERS),
+    pytest.param("qdrant-rest", id="qdrant-rest", marks=pytest.mark.integration),
     pytest.param("elasticsearch", id="elasticsearch", marks=pytest.mark.elasticsearch),
     pytest.param("opensearch", id="opensearch", marks=pytest.mark.opensearch),
 ]
+"""Every store-facing test runs on these."""
+GRPC_MODULES = frozenset({"test_recall", "test_timeline", "test_fetch", "test_records"})
+"""The modules that read records (recall, timeline, fetch, the record shape) also run on the
+Qdrant server over gRPC. Above the connector the gateway is the same whatever Qdrant's
+protocol; the connector's gRPC paths (search, ordered reads, fetch, filters, the server's
+errors) are tests/connectors/test_qdrant.py's and test_qdrant_server.py's, on both protocols."""
+WITH_GRPC = pytest.mark.parametrize(
+    "backend",
+    [*BACKENDS, pytest.param("qdrant-grpc", id="qdrant-grpc", marks=pytest.mark.integration)],
+    indirect=True,
+    scope="session",
+)
+
+
+ENVELOPE = pytest.mark.parametrize("backend", [QDRANT], indirect=True, scope="session")
+"""Marks a test the gateway answers before any store is read (the JSON-RPC envelope, method
+lookup, read-only and undeclared-capability refusals): the same code answers for every
+backend, so it runs on the embedded demo only, over both transports."""
 
 
 @dataclass(frozen=True)
@@ -675,6 +693,21 @@ class Servers:
 
 
 # -- fixtures --------------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Adds qdrant-grpc to the backends of GRPC_MODULES' store-facing tests.
+
+    As a mark, before pytest applies parametrize marks and fixture params: a test that
+    parametrizes `backend` itself (ENVELOPE) keeps its own.
+    """
+    module = metafunc.module.__name__.rsplit(".", 1)[-1]
+    if module not in GRPC_MODULES or "backend" not in metafunc.fixturenames:
+        return
+    if any("backend" in m.args[0] for m in metafunc.definition.iter_markers("parametrize")):
+        return
+    metafunc.definition.add_marker(WITH_GRPC)
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 from tests.conformance.conftest import (
+    ENVELOPE,
     A2MClient,
     HttpClient,
     Reply,
@@ -113,6 +114,7 @@ def recall_records(client: A2MClient, params: dict[str, Any]) -> list[dict[str, 
 VALID = rpc("memory/describe", {})
 
 
+@ENVELOPE
 @pytest.mark.parametrize(
     "raw",
     [
@@ -157,6 +159,7 @@ def test_malformed_json_is_a_parse_error(client: A2MClient, raw: bytes) -> None:
     assert obj["id"] is None
 
 
+@ENVELOPE
 def test_whitespace_only_body_over_http_is_a_parse_error(http_client: HttpClient) -> None:
     for raw in (b" ", b"\n\n", b"\t \r\n"):
         obj = assert_clean(Reply("http", *_post(http_client, raw)))
@@ -169,6 +172,7 @@ def _post(client: HttpClient, raw: bytes) -> tuple[bytes, int, dict[str, str]]:
     return r.content, r.status_code, dict(r.headers)
 
 
+@ENVELOPE
 @pytest.mark.parametrize(
     "raw",
     [b'"memory/describe"', b"42", b"-1.5e3", b"null", b"true", b"false", b'""', b"[]", b"[[]]"],
@@ -181,6 +185,7 @@ def test_json_that_is_not_an_object_is_invalid_request(client: A2MClient, raw: b
     assert obj["id"] is None
 
 
+@ENVELOPE
 @pytest.mark.parametrize("request_id", [{"a": 1}, [1, 2], [], {}, True, False], ids=repr)
 def test_id_of_object_array_or_bool_type_is_invalid_request(
     client: A2MClient, request_id: Any
@@ -191,6 +196,7 @@ def test_id_of_object_array_or_bool_type_is_invalid_request(
     assert obj["id"] is None
 
 
+@ENVELOPE
 def test_duplicate_members_are_answered_cleanly(client: A2MClient) -> None:
     raw = b'{"jsonrpc":"2.0","id":1,"id":2,"method":"memory/bogus","method":"memory/describe"}'
     send(client, raw)
@@ -366,6 +372,7 @@ def test_200_deep_unknown_param_is_ignored(client: A2MClient) -> None:
     assert recall_records(client, params) == plain
 
 
+@ENVELOPE
 @pytest.mark.parametrize("depth", [1500, 20_000])
 def test_very_deep_nesting_is_clean(client: A2MClient, depth: int) -> None:
     raw = (
@@ -524,6 +531,7 @@ def test_unicode_and_emoji_queries(client: A2MClient) -> None:
 # -- methods and envelopes -------------------------------------------------------------------------
 
 
+@ENVELOPE
 @pytest.mark.parametrize(
     "method",
     [
@@ -592,6 +600,7 @@ def _raw_http(client: HttpClient, head: bytes, body: bytes = b"") -> int:
     return int(status_line[1])
 
 
+@ENVELOPE
 @pytest.mark.parametrize(
     "content_length",
     [b"abc", b"-1", b"1" * 30, b"99999999999"],

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from tests.conformance.conftest import (
+    ENVELOPE,
     PROTOCOL,
     HttpClient,
     HttpServer,
@@ -66,6 +67,7 @@ def test_request_is_200_with_a_json_response(http_client: HttpClient) -> None:
     assert obj["result"]["protocol"] == PROTOCOL
 
 
+@ENVELOPE
 def test_notification_is_202_with_an_empty_body(http_client: HttpClient) -> None:
     for method in ("memory/describe", "memory/recall", "memory/remember", "memory/bogus"):
         r = post(http_client, orjson.dumps({"jsonrpc": "2.0", "method": method, "params": {}}))
@@ -73,6 +75,7 @@ def test_notification_is_202_with_an_empty_body(http_client: HttpClient) -> None
         assert r.content == b"", method
 
 
+@ENVELOPE
 @pytest.mark.parametrize(
     ("body", "code"),
     [
@@ -97,16 +100,19 @@ def test_protocol_errors_are_200_with_an_error_object(
     assert obj["error"]["code"] == code
 
 
+@ENVELOPE
 @pytest.mark.parametrize("path", ["/a2m"])
 def test_get_on_the_endpoint_is_405(http_client: HttpClient, path: str) -> None:
     assert http_client.http.get(path).status_code == 405
 
 
+@ENVELOPE
 def test_get_on_a_named_store_endpoint_is_405(http_client: HttpClient) -> None:
     name = http_client.call("memory/describe")["name"]
     assert http_client.http.get(f"/a2m/{name}").status_code == 405
 
 
+@ENVELOPE
 @pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH"])
 def test_other_methods_are_refused(http_client: HttpClient, method: str) -> None:
     r = http_client.http.request(method, "/a2m", content=DESCRIBE)
@@ -124,11 +130,13 @@ def post_to(client: HttpClient, path: str, body: bytes, **headers: str) -> httpx
     return client.post(body, path=path, headers=headers)
 
 
+@ENVELOPE
 @pytest.mark.parametrize("path", ["/a2m/no-such-store", "/a2m/NoSuch", "/a2m/x%2Fy"])
 def test_unknown_store_path_is_404(http_client: HttpClient, path: str) -> None:
     assert post_to(http_client, path, DESCRIBE).status_code == 404
 
 
+@ENVELOPE
 @pytest.mark.parametrize(
     "content_type",
     ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data", "application/xml"],
@@ -137,17 +145,20 @@ def test_wrong_content_type_is_415(http_client: HttpClient, content_type: str) -
     assert post_headers(http_client, {"content-type": content_type}).status_code == 415
 
 
+@ENVELOPE
 def test_missing_content_type_is_415(http_client: HttpClient) -> None:
     r = http_client.http.post("/a2m", content=DESCRIBE, headers={"content-type": ""})
     assert r.status_code == 415
 
 
+@ENVELOPE
 def test_json_content_type_with_charset_is_accepted(http_client: HttpClient) -> None:
     r = post_headers(http_client, {"content-type": "application/json; charset=utf-8"})
     assert r.status_code == 200
     assert "result" in r.json()
 
 
+@ENVELOPE
 def test_body_over_the_limit_is_413(http_client: HttpClient) -> None:
     limit = max_body_bytes()
     prefix = b'{"jsonrpc":"2.0","id":1,"method":"memory/recall","params":{"query":"'
@@ -156,6 +167,7 @@ def test_body_over_the_limit_is_413(http_client: HttpClient) -> None:
     assert post(http_client, body).status_code == 413
 
 
+@ENVELOPE
 def test_chunked_body_over_the_limit_is_413(http_client: HttpClient) -> None:
     limit = max_body_bytes()
 
@@ -169,6 +181,7 @@ def test_chunked_body_over_the_limit_is_413(http_client: HttpClient) -> None:
     assert r.status_code == 413
 
 
+@ENVELOPE
 def test_body_at_the_limit_is_not_413(http_client: HttpClient) -> None:
     limit = max_body_bytes()
     prefix = b'{"jsonrpc":"2.0","id":1,"method":"memory/describe","params":{"pad":"'
@@ -182,6 +195,7 @@ def test_body_at_the_limit_is_not_413(http_client: HttpClient) -> None:
 # -- Origin ----------------------------------------------------------------------------------------
 
 
+@ENVELOPE
 @pytest.mark.parametrize(
     "origin", ["https://evil.example", "null", "http://127.0.0.1:1", "http://localhost"]
 )
@@ -190,12 +204,14 @@ def test_disallowed_origin_is_403_by_default(http_client: HttpClient, origin: st
     assert post(http_client, origin=origin).status_code == 403
 
 
+@ENVELOPE
 def test_no_origin_is_fine(http_client: HttpClient) -> None:
     r = http_client.post(DESCRIBE)
     assert "origin" not in {k.lower() for k in r.request.headers}
     assert r.status_code == 200
 
 
+@ENVELOPE
 def test_allowed_origin_is_served(origins_client: HttpClient) -> None:
     r = post(origins_client, origin=ALLOWED)
     assert r.status_code == 200
@@ -203,6 +219,7 @@ def test_allowed_origin_is_served(origins_client: HttpClient) -> None:
     assert post(origins_client, origin="http://localhost:3000").status_code == 200
 
 
+@ENVELOPE
 @pytest.mark.parametrize(
     "origin",
     [
@@ -217,16 +234,19 @@ def test_origin_outside_the_allow_list_is_403(origins_client: HttpClient, origin
     assert post(origins_client, origin=origin).status_code == 403
 
 
+@ENVELOPE
 def test_no_origin_is_fine_with_an_allow_list(origins_client: HttpClient) -> None:
     assert origins_client.post(DESCRIBE).status_code == 200
 
 
+@ENVELOPE
 def test_origin_is_checked_before_anything_else(http_client: HttpClient) -> None:
     # A browser page must learn nothing, not even whether its body parsed.
     for body in (b"{nope", b'{"jsonrpc":"2.0","method":"memory/describe"}'):
         assert post(http_client, body, origin="https://evil.example").status_code == 403
 
 
+@ENVELOPE
 def test_well_known_refuses_a_disallowed_origin(http_client: HttpClient) -> None:
     r = http_client.http.get("/.well-known/a2m-server.json", headers={"origin": "https://e.x"})
     assert r.status_code == 403
@@ -235,18 +255,21 @@ def test_well_known_refuses_a_disallowed_origin(http_client: HttpClient) -> None
 # -- A2M-Protocol-Version --------------------------------------------------------------------------
 
 
+@ENVELOPE
 def test_version_header_of_this_version_is_fine(http_client: HttpClient) -> None:
     r = post_headers(http_client, {"A2M-Protocol-Version": PROTOCOL})
     assert r.status_code == 200
     assert "result" in r.json()
 
 
+@ENVELOPE
 def test_absent_version_header_is_fine(http_client: HttpClient) -> None:
     r = http_client.post(DESCRIBE)
     assert "a2m-protocol-version" not in {k.lower() for k in r.request.headers}
     assert r.status_code == 200
 
 
+@ENVELOPE
 @pytest.mark.parametrize("version", ["a2m/0.2", "a2m/1.0", "a2m/0", "garbage", "mcp/2025-06-18"])
 def test_unknown_version_header_is_400_with_protocol_not_supported(
     http_client: HttpClient, version: str
@@ -258,6 +281,7 @@ def test_unknown_version_header_is_400_with_protocol_not_supported(
     assert obj["error"]["code"] == -32007
 
 
+@ENVELOPE
 def test_unknown_version_header_is_refused_without_parsing_the_body(
     http_client: HttpClient,
 ) -> None:
@@ -317,6 +341,7 @@ def _listening_addresses(port: int) -> set[str]:
     return out
 
 
+@ENVELOPE
 def test_serve_binds_loopback_by_default(http_server: HttpServer) -> None:
     # §8.3.1 SHOULD: the session server was started without --host.
     port = int(http_server.base_url.rsplit(":", 1)[1])

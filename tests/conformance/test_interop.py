@@ -108,7 +108,7 @@ def test_prompt_auto_cite_and_budget(canonical: CanonicalClient) -> None:
     assert trimmed["records"] == plain["records"]
     assert trimmed["prompt_ids"] == full["prompt_ids"][:2]
     assert trimmed["prompt"] == "\n".join(lines[:2]), "whole records, none cut"
-    # The example: a 120-character budget is at most 120 characters.
+    # A 120-character budget is at most 120 characters.
     assert len(canonical.recall(QUERY, prompt={"budget": 120})["prompt"]) <= 120
     assert "prompt" not in canonical.recall(QUERY, prompt={"method": "none"})
 

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from tests.conformance.conftest import (
+    ENVELOPE,
     METHOD_CAPABILITY,
     NO_PARAMS,
     PROTOCOL,
@@ -28,6 +29,7 @@ DESCRIBE = {"jsonrpc": "2.0", "id": 1, "method": "memory/describe", "params": {}
 # -- unknown methods and undeclared capabilities ---------------------------------------------------
 
 
+@ENVELOPE
 @pytest.mark.parametrize(
     "method",
     [
@@ -117,6 +119,7 @@ WRITE_PARAMS: list[Any] = [
 ]
 
 
+@ENVELOPE
 @pytest.mark.parametrize("method", ["memory/remember", "memory/forget"])
 @pytest.mark.parametrize("params", WRITE_PARAMS, ids=lambda p: repr(p)[:40])
 def test_writes_are_read_only_whatever_the_params(
@@ -127,6 +130,7 @@ def test_writes_are_read_only_whatever_the_params(
     assert err["code"] == READ_ONLY, err
 
 
+@ENVELOPE
 @pytest.mark.parametrize(
     "params",
     [
@@ -146,6 +150,7 @@ def test_summarize_is_an_undeclared_capability(client: A2MClient, params: Any) -
     assert err["code"] == CAPABILITY_NOT_SUPPORTED
 
 
+@ENVELOPE
 def test_read_only_is_consistent_across_repeats(client: A2MClient) -> None:
     params = {"records": [{"content": "same write, three times"}]}
     codes = {client.error_code("memory/remember", params) for _ in range(3)}
@@ -155,6 +160,7 @@ def test_read_only_is_consistent_across_repeats(client: A2MClient) -> None:
 # -- envelope --------------------------------------------------------------------------------------
 
 
+@ENVELOPE
 @pytest.mark.parametrize(
     "raw",
     [
@@ -175,6 +181,7 @@ def test_parse_error_has_null_id(client: A2MClient, raw: bytes) -> None:
     assert obj["id"] is None
 
 
+@ENVELOPE
 @pytest.mark.parametrize(
     "batch",
     [[], [DESCRIBE], [DESCRIBE, {**DESCRIBE, "id": 2}], [1, 2, 3], [{"jsonrpc": "2.0"}]],
@@ -188,6 +195,7 @@ def test_batch_is_refused_with_invalid_request(client: A2MClient, batch: list[An
     assert obj["id"] is None
 
 
+@ENVELOPE
 @pytest.mark.parametrize(
     "request_id",
     ["abc", "", "ünïcødé-✓", "x" * 1000, 0, 42, -7, 2**53, 9_007_199_254_740_993, 1.5],
@@ -199,6 +207,7 @@ def test_id_is_echoed(client: A2MClient, request_id: Any) -> None:
     assert type(response["id"]) is type(request_id)
 
 
+@ENVELOPE
 def test_id_is_echoed_on_errors(client: A2MClient) -> None:
     for method, params in [
         ("memory/bogus", {}),
@@ -210,6 +219,7 @@ def test_id_is_echoed_on_errors(client: A2MClient) -> None:
         assert "error" in response
 
 
+@ENVELOPE
 def test_null_id_is_answered(client: A2MClient) -> None:
     # An explicit null id is a request (discouraged by JSON-RPC), not a notification.
     reply = client.send_json({"jsonrpc": "2.0", "id": None, "method": "memory/describe"})
@@ -218,6 +228,7 @@ def test_null_id_is_answered(client: A2MClient) -> None:
     assert obj["result"]["protocol"] == PROTOCOL
 
 
+@ENVELOPE
 @pytest.mark.parametrize(
     "message",
     [
@@ -238,6 +249,7 @@ def test_notification_gets_no_response(client: A2MClient, message: dict[str, Any
         assert reply.status == 202
 
 
+@ENVELOPE
 @pytest.mark.parametrize(
     "message",
     [
@@ -275,6 +287,7 @@ def test_not_a_request_is_invalid_request(client: A2MClient, message: dict[str, 
     assert obj["id"] in (1, None)
 
 
+@ENVELOPE
 @pytest.mark.parametrize("request_id", [{"a": 1}, [1], True, False], ids=repr)
 def test_id_of_wrong_type_is_invalid_request(client: A2MClient, request_id: Any) -> None:
     message = {"jsonrpc": "2.0", "id": request_id, "method": "memory/describe"}
@@ -283,6 +296,7 @@ def test_id_of_wrong_type_is_invalid_request(client: A2MClient, request_id: Any)
     assert obj["id"] is None
 
 
+@ENVELOPE
 @pytest.mark.parametrize("params", ["x", 5, True], ids=repr)
 def test_params_that_are_not_structured_are_refused(client: A2MClient, params: Any) -> None:
     message = {"jsonrpc": "2.0", "id": 1, "method": "memory/recall", "params": params}

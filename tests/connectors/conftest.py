@@ -22,6 +22,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import pytest
 
+from bench.soak.proxy import FaultProxy, relay_to
 from connectors.base import (
     ID_FIELD,
     Condition,
@@ -80,6 +81,37 @@ def es_loaded(elasticsearch_url: str, scifact: SciFact) -> Loaded:
 @pytest.fixture(scope="session")
 def os_loaded(opensearch_url: str, scifact: SciFact) -> Loaded:
     return _load("opensearch", opensearch_url, scifact)
+
+
+POOL = 8
+"""Connections a guarded store's client pools (``connection.pool_maxsize``)."""
+
+
+@pytest.fixture
+async def proxy(request: pytest.FixtureRequest) -> AsyncIterator[FaultProxy]:
+    """The soak's FaultProxy in front of the SciFact node of the test's ``engine`` param."""
+    engine = request.node.callspec.params["engine"]
+    loaded: Loaded = request.getfixturevalue(
+        "es_loaded" if engine == "elasticsearch" else "os_loaded"
+    )
+    async with relay_to(loaded.url) as p:
+        yield p
+
+
+def guarded_store(engine: str, url: str, **resilience: Any) -> dict[str, Any]:
+    """A lexical SciFact store at ``url`` with the given ``resilience`` section.
+
+    ``retries: 0``: no retry of the connector's hides what a fault does to a call.
+    """
+    return {
+        "backend": engine,
+        "index": INDEX,
+        "connection": {"hosts": [url], "retries": 0, "pool_maxsize": POOL},
+        "mapping": {"id": "doc_id", "content": "text", "created_at": "created_at"},
+        "search": {"mode": "lexical", "text_fields": ["title", "text"]},
+        "request_timeout_ms": 5000,
+        "resilience": resilience,
+    }
 
 
 def scifact_store_data(loaded: Loaded, **over: Any) -> dict[str, Any]:
@@ -256,7 +288,7 @@ class LuceneSuite:
     async def test_bm25_ranks_exactly_as_the_engine(
         self, loaded: Loaded, conn: LuceneConnector, direct: Any
     ) -> None:
-        """The issue's headline check: every train query, identical top-10 ids."""
+        """The headline check: every train query, identical top-10 ids."""
         config = scifact_store(loaded)
         queries = [loaded.sf.queries[q] for q in loaded.sf.query_ids]
 

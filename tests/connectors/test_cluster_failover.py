@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from gateway.config import GatewayConfig
@@ -25,6 +24,7 @@ from gateway.transports.http import create_app
 from tests.conftest import missing
 from tests.support import cluster as local
 from tests.support import lucene_loader
+from tests.support.asgi import app_client
 from tests.support.scifact import SciFact
 
 pytestmark = [pytest.mark.integration, pytest.mark.opensearch]
@@ -89,9 +89,7 @@ async def test_a_killed_node_costs_no_call(os_cluster: local.Cluster, scifact: S
     ready: list[int] = []
     stop = asyncio.Event()
 
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://localhost", timeout=30
-    ) as client:
+    async with app_client(app) as client:
 
         async def worker(n: int) -> None:
             rng = random.Random(n)

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
-from bench.soak.proxy import PASS, Fault, FaultProxy, relay_to
+from bench.soak.proxy import PASS, Fault, FaultProxy
 from gateway.config import parse_config
 from gateway.resilience import BreakerState, EngineGuard
 from gateway.runtime import Gateway
 from gateway.transports.inprocess import A2MRemoteError, InProcessClient
-from tests.connectors.conftest import INDEX, Loaded
+from tests.connectors.conftest import POOL, Loaded, guarded_store
 from tests.support.resilience import FakeClock, state
 
 ENGINES = [
@@ -28,30 +26,8 @@ ENGINES = [
     pytest.param("opensearch", marks=[pytest.mark.opensearch, pytest.mark.integration]),
 ]
 QUERY = {"query": "vitamin D deficiency"}
-POOL = 8
 SETTLE_S = 10.0
 """Longest wait for the breaker to close once the node is back (its cap is 4 s)."""
-
-
-@pytest.fixture
-async def proxy(request: pytest.FixtureRequest) -> AsyncIterator[FaultProxy]:
-    loaded: Loaded = request.getfixturevalue(
-        "es_loaded" if request.node.callspec.params["engine"] == "elasticsearch" else "os_loaded"
-    )
-    async with relay_to(loaded.url) as p:
-        yield p
-
-
-def _store(engine: str, url: str, **resilience: Any) -> dict[str, Any]:
-    return {
-        "backend": engine,
-        "index": INDEX,
-        "connection": {"hosts": [url], "retries": 0, "pool_maxsize": POOL},
-        "mapping": {"id": "doc_id", "content": "text", "created_at": "created_at"},
-        "search": {"mode": "lexical", "text_fields": ["title", "text"]},
-        "request_timeout_ms": 5000,
-        "resilience": resilience,
-    }
 
 
 async def _ok(client: InProcessClient) -> bool:
@@ -102,7 +78,7 @@ class _Load:
 
 @pytest.mark.parametrize("engine", ENGINES)
 async def test_dead_pooled_connections_fail_no_call(engine: str, proxy: FaultProxy) -> None:
-    gateway = Gateway(parse_config({"stores": {"s": _store(engine, proxy.url)}}))
+    gateway = Gateway(parse_config({"stores": {"s": guarded_store(engine, proxy.url)}}))
     client = InProcessClient(gateway.dispatcher())
     try:
         await _fill_pool(client, proxy)
@@ -119,7 +95,7 @@ async def test_dead_pooled_connections_fail_no_call(engine: str, proxy: FaultPro
 async def test_after_an_outage_every_call_succeeds_once_settled(
     engine: str, proxy: FaultProxy
 ) -> None:
-    gateway = Gateway(parse_config({"stores": {"s": _store(engine, proxy.url)}}))
+    gateway = Gateway(parse_config({"stores": {"s": guarded_store(engine, proxy.url)}}))
     client = InProcessClient(gateway.dispatcher())
     guard = gateway.stores["s"].guard
     opened: list[float] = []
@@ -169,8 +145,8 @@ async def test_a_federation_sees_its_member_back_with_the_store(
     cfg = parse_config(
         {
             "stores": {
-                "a": _store(engine, proxy.url, breaker={"failure_threshold": 2}),
-                "b": _store(engine, os_loaded.url),  # straight to the node
+                "a": guarded_store(engine, proxy.url, breaker={"failure_threshold": 2}),
+                "b": guarded_store(engine, os_loaded.url),  # straight to the node
             },
             "federations": {"both": {"members": ["a", "b"]}},
         }

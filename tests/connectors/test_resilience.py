@@ -11,20 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
 
-from bench.soak.proxy import Fault, FaultProxy, relay_to
+from bench.soak.proxy import Fault, FaultProxy
 from gateway.config import parse_config
-from gateway.observability.metrics import Metrics
 from gateway.resilience import BreakerState, EngineGuard
 from gateway.runtime import Gateway
-from gateway.transports.http import create_app
 from gateway.transports.inprocess import A2MRemoteError, InProcessClient
-from tests.connectors.conftest import INDEX, Loaded
+from tests.connectors.conftest import Loaded, guarded_store
+from tests.support.asgi import asgi_client
 from tests.support.resilience import FakeClock, state
 from tests.support.wire import assert_valid
 
@@ -33,27 +30,6 @@ ENGINES = [
     pytest.param("opensearch", marks=[pytest.mark.opensearch, pytest.mark.integration]),
 ]
 QUERY = {"query": "vitamin D deficiency"}
-
-
-@pytest.fixture
-async def proxy(request: pytest.FixtureRequest) -> AsyncIterator[FaultProxy]:
-    loaded: Loaded = request.getfixturevalue(
-        "es_loaded" if request.node.callspec.params["engine"] == "elasticsearch" else "os_loaded"
-    )
-    async with relay_to(loaded.url) as p:
-        yield p
-
-
-def _store(engine: str, proxy: FaultProxy, **resilience: Any) -> dict[str, Any]:
-    return {
-        "backend": engine,
-        "index": INDEX,
-        "connection": {"hosts": [proxy.url], "retries": 0, "pool_maxsize": 8},
-        "mapping": {"id": "doc_id", "content": "text", "created_at": "created_at"},
-        "search": {"mode": "lexical", "text_fields": ["title", "text"]},
-        "request_timeout_ms": 5000,
-        "resilience": resilience,
-    }
 
 
 async def _error(client: InProcessClient, params: dict[str, Any] = QUERY) -> dict[str, Any]:
@@ -75,13 +51,12 @@ def _sample(metrics_text: str, name: str) -> str:
 async def test_the_breaker_opens_answers_at_once_probes_and_closes(
     engine: str, proxy: FaultProxy
 ) -> None:
-    store = _store(engine, proxy, breaker={"failure_threshold": 3, "open_ms": 250})
+    store = guarded_store(engine, proxy.url, breaker={"failure_threshold": 3, "open_ms": 250})
     cfg = parse_config({"stores": {"s": store}})
     gateway = Gateway(cfg)
     clock = FakeClock()
     gateway.stores["s"].guard = EngineGuard("s", cfg.stores["s"].resilience, 8, clock=clock)
-    app = create_app(gateway, cfg.server, Metrics())
-    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost")
+    http = asgi_client(gateway)
     client = InProcessClient(gateway.dispatcher())
     guard = gateway.stores["s"].guard
     try:
@@ -168,7 +143,7 @@ async def test_the_breaker_opens_answers_at_once_probes_and_closes(
 async def test_the_callers_own_bad_query_never_trips_the_breaker(
     engine: str, proxy: FaultProxy
 ) -> None:
-    store = _store(engine, proxy, breaker={"failure_threshold": 2})
+    store = guarded_store(engine, proxy.url, breaker={"failure_threshold": 2})
     store["limits"] = {"max_query_length": 10_000}
     gateway = Gateway(parse_config({"stores": {"s": store}}))
     client = InProcessClient(gateway.dispatcher())
@@ -191,7 +166,7 @@ async def test_the_callers_own_bad_query_never_trips_the_breaker(
 async def test_a_burst_on_a_slow_engine_is_shed_at_once_not_queued(
     engine: str, proxy: FaultProxy
 ) -> None:
-    store = _store(engine, proxy, shedding={"max_inflight": 2, "max_wait_ms": 200})
+    store = guarded_store(engine, proxy.url, shedding={"max_inflight": 2, "max_wait_ms": 200})
     deadline_s = store["request_timeout_ms"] / 1000
     gateway = Gateway(parse_config({"stores": {"s": store}}))
     client = InProcessClient(gateway.dispatcher())
@@ -245,8 +220,8 @@ async def test_a_burst_on_a_slow_engine_is_shed_at_once_not_queued(
 async def test_a_federation_leaves_out_the_member_whose_breaker_is_open(
     engine: str, proxy: FaultProxy, os_loaded: Loaded
 ) -> None:
-    failing = _store(engine, proxy, breaker={"failure_threshold": 1})
-    healthy = _store(engine, proxy)
+    failing = guarded_store(engine, proxy.url, breaker={"failure_threshold": 1})
+    healthy = guarded_store(engine, proxy.url)
     healthy["connection"]["hosts"] = [os_loaded.url]  # straight to the node
     cfg = parse_config(
         {

@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from gateway.config import GatewayConfig
@@ -24,6 +23,7 @@ from gateway.observability.metrics import Metrics
 from gateway.runtime import Gateway
 from gateway.transports.http import create_app
 from tests.connectors.conftest import Loaded, scifact_store_data
+from tests.support.asgi import app_client
 
 pytestmark = [pytest.mark.integration]
 
@@ -76,10 +76,9 @@ async def test_engine_killed_then_restarted(engine: str, request: pytest.Fixture
     gateway = Gateway(config)
     app = create_app(gateway, config.server, Metrics())
     await gateway.start(strict=True)
-    transport = httpx.ASGITransport(app=app)
     body = {"jsonrpc": "2.0", "id": 7, "method": "memory/recall", "params": {"query": "cancer"}}
 
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+    async with app_client(app) as client:
 
         async def recall() -> dict[str, Any]:
             r = await client.post("/a2m/sf", json=body)

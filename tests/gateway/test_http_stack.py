@@ -9,7 +9,6 @@ import json
 import logging
 from typing import Any
 
-import httpx
 import pytest
 
 from connectors import retry
@@ -22,6 +21,7 @@ from tests.security.support import (
     memory_store_config,
     rpc,
 )
+from tests.support.asgi import app_client
 
 LOCAL = {"host": "localhost", "content-type": "application/json"}
 
@@ -41,8 +41,7 @@ def _count(metrics: Metrics, status: int) -> float:
 async def test_every_response_is_counted_by_status() -> None:
     metrics = Metrics()
     app, gateway = _app(metrics)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
+    async with app_client(app) as c:
         ok = await c.post(
             "/a2m/docs", content=json.dumps(rpc("memory/describe", {})), headers=LOCAL
         )
@@ -100,9 +99,8 @@ async def test_an_escaping_error_is_a_fixed_500_with_the_same_headers(
         raise RuntimeError("password hunter2 at 10.0.0.7")
 
     gateway.ready = broken
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     with caplog.at_level(logging.ERROR):
-        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
+        async with app_client(app, raise_app_exceptions=False) as c:
             r = await c.get("/readyz", headers=LOCAL)
     await gateway.close()
     assert r.status_code == 500
@@ -150,9 +148,8 @@ DOORS = ["/a2m/docs", "/mcp/docs"]
 async def test_both_doors_refuse_the_same_way(path: str) -> None:
     """The MCP door takes the A2M door's admission step, refusal for refusal."""
     app, gateway = _guarded_app()
-    transport = httpx.ASGITransport(app=app)
     good = (b"authorization", f"Bearer {KEY}".encode())
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
+    async with app_client(app) as c:
         twice = await c.post(path, content=b"{}", headers=[(b"host", b"localhost"), good, good])
         anonymous = await c.post(path, content=b"{}", headers=LOCAL)
         big = await c.post(
@@ -169,8 +166,7 @@ async def test_both_doors_refuse_the_same_way(path: str) -> None:
 @pytest.mark.parametrize("path", DOORS)
 async def test_failed_authentication_is_limited_on_both_doors(path: str) -> None:
     app, gateway = _guarded_app({"per_second": 0.001, "burst": 2})
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
+    async with app_client(app) as c:
         statuses = [
             (
                 await c.post(path, content=b"{}", headers={**LOCAL, "authorization": "Bearer no"})

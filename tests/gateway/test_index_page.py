@@ -10,19 +10,15 @@ import pytest
 
 from gateway.config import GatewayConfig
 from gateway.demo import default_demo_config
-from gateway.observability.metrics import Metrics
 from gateway.runtime import Gateway
-from gateway.transports.http import create_app
+from tests.support.asgi import asgi_client
 
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
 
 def _client(cfg: GatewayConfig) -> httpx.AsyncClient:
     # No lifespan: the page is built from the config, no store needs to be open.
-    app = create_app(Gateway(cfg), cfg.server, Metrics())
-    return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
-    )  # a loopback bind accepts only loopback Host names
+    return asgi_client(Gateway(cfg))
 
 
 def _with_auth(cfg: GatewayConfig) -> GatewayConfig:

@@ -15,11 +15,7 @@ import pytest
 from connectors.base import (
     ID_FIELD,
     Condition,
-    EngineInfo,
-    Filter,
     Hit,
-    OrderedRequest,
-    SearchRequest,
     TimeWindows,
     VectorInfo,
 )
@@ -27,41 +23,12 @@ from gateway.a2m.dispatcher import Dispatcher
 from gateway.config import parse_config
 from gateway.store.store import Store
 from gateway.transports.inprocess import A2MRemoteError, InProcessClient
-
-
-class RecordingConnector:
-    def __init__(self, hits: list[Hit], vectors: VectorInfo | None = None) -> None:
-        self.hits = hits
-        self.vectors = vectors
-        self.searches: list[SearchRequest] = []
-        self.ordered_reads: list[OrderedRequest] = []
-        self.fetches: list[Filter] = []
-
-    async def open(self) -> EngineInfo:
-        return EngineInfo(engine="stub", vectors=self.vectors, lexical=True)
-
-    async def close(self) -> None:
-        return None
-
-    async def ping(self) -> bool:
-        return True
-
-    async def search(self, request: SearchRequest) -> list[Hit]:
-        self.searches.append(request)
-        return [Hit(h.id, h.source, h.score) for h in self.hits[: request.limit]]
-
-    async def ordered(self, request: OrderedRequest) -> list[Hit]:
-        self.ordered_reads.append(request)
-        return [Hit(h.id, h.source) for h in self.hits[: request.limit]]
-
-    async def fetch(self, flt: Filter, with_vectors: bool = False) -> Hit | None:
-        self.fetches.append(flt)
-        return None
+from tests.support.memory_connector import MemoryConnector
 
 
 def make(
     hits: list[Hit] | None = None, vectors: VectorInfo | None = None, **search: Any
-) -> tuple[InProcessClient, RecordingConnector]:
+) -> tuple[InProcessClient, MemoryConnector]:
     cfg = parse_config(
         {
             "stores": {
@@ -83,7 +50,7 @@ def make(
             }
         }
     )
-    conn = RecordingConnector(hits or [], vectors)
+    conn = MemoryConnector(answers=hits or [], vectors=vectors)
     store = Store("s", cfg.stores["s"], conn)
     return InProcessClient(Dispatcher(store)), conn
 

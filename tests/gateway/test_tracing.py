@@ -24,10 +24,9 @@ from gateway.a2m.errors import ErrorCode
 from gateway.config import AuthConfig, parse_config
 from gateway.demo import DEMO_STORE, default_demo_config
 from gateway.observability import telemetry
-from gateway.observability.metrics import Metrics
 from gateway.runtime import Gateway
 from gateway.security.auth import hash_api_key
-from gateway.transports.http import create_app
+from tests.support.asgi import app_client, http_app
 from tests.support.demo_loader import demo_store, load_demo_index
 from tests.support.recording_proxy import Recorded, recording_proxy
 from tests.support.spans import (
@@ -70,13 +69,11 @@ def _store(engine: str, request: pytest.FixtureRequest, url: str | None = None) 
 @asynccontextmanager
 async def _served(gateway: Gateway) -> AsyncIterator[httpx.AsyncClient]:
     """The gateway's HTTP app in this process, its stores open."""
-    app = create_app(gateway, gateway.config.server, Metrics())
+    app = http_app(gateway)
     await gateway.open_local_stores()
     await gateway.start(strict=True)
     try:
-        async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://localhost", timeout=60
-        ) as client:
+        async with app_client(app, timeout=60) as client:
             yield client
     finally:
         await gateway.close()

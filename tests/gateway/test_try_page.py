@@ -17,10 +17,8 @@ import pytest
 
 from gateway.a2m.errors import ErrorCode
 from gateway.config import parse_config
-from gateway.observability.metrics import Metrics
 from gateway.runtime import Gateway
 from gateway.security.auth import hash_api_key
-from gateway.transports.http import create_app
 from gateway.transports.try_page import ASSETS, STATIC
 from tests.security.support import (
     BOB_KEY,
@@ -32,6 +30,7 @@ from tests.security.support import (
     rpc,
     visible_to,
 )
+from tests.support.asgi import asgi_client
 
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 SCOPE = {"filters": [{"field": "acl", "claims": ["groups"]}]}
@@ -59,13 +58,6 @@ def _gateway(*, auth: bool, try_page: bool = True) -> tuple[Gateway, MemoryConne
     return gateway, engine
 
 
-def _client(gateway: Gateway) -> httpx.AsyncClient:
-    app = create_app(gateway, gateway.config.server, Metrics())
-    return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://localhost", timeout=30
-    )
-
-
 async def _preview(
     http: httpx.AsyncClient, store: str, body: Any = None, **headers: str
 ) -> httpx.Response:
@@ -76,7 +68,7 @@ async def _preview(
 
 async def test_the_page_is_static_same_origin_and_under_a_strict_policy() -> None:
     gateway, _ = _gateway(auth=False)
-    async with _client(gateway) as http:
+    async with asgi_client(gateway) as http:
         page = await http.get("/try")
         files = {name: await http.get(f"/try/{name}") for name in ASSETS}
         other = await http.get("/try/try.html.bak")
@@ -110,7 +102,7 @@ async def test_the_credential_is_kept_in_memory_only() -> None:
 
 async def test_a_browser_at_root_gets_the_page_and_a_script_the_json() -> None:
     gateway, _ = _gateway(auth=False)
-    async with _client(gateway) as http:
+    async with asgi_client(gateway) as http:
         browser = await http.get("/", headers={"Accept": BROWSER_ACCEPT})
         script = await http.get("/", headers={"Accept": "application/json"})
     assert browser.status_code == 200
@@ -123,7 +115,7 @@ async def test_a_browser_at_root_gets_the_page_and_a_script_the_json() -> None:
 
 async def test_switched_off_there_is_no_page_and_no_preview_route() -> None:
     gateway, engine = _gateway(auth=False, try_page=False)
-    async with _client(gateway) as http:
+    async with asgi_client(gateway) as http:
         page = await http.get("/try")
         script = await http.get("/try/try.js")
         preview = await _preview(http, "docs")
@@ -137,7 +129,7 @@ async def test_switched_off_there_is_no_page_and_no_preview_route() -> None:
 
 async def test_with_auth_the_preview_is_admitted_before_anything_is_read() -> None:
     gateway, engine = _gateway(auth=True)
-    async with _client(gateway) as http:
+    async with asgi_client(gateway) as http:
         anonymous = await _preview(http, "docs")
         wrong = await _preview(http, "docs", **bearer("a2m_not-a-key-" + "x" * 40))
         unknown_anonymous = await _preview(http, "nosuch")
@@ -160,7 +152,7 @@ async def test_the_preview_shows_each_visible_document_beside_its_record_and_is_
 ) -> None:
     gateway, engine = _gateway(auth=True)
     with caplog.at_level(logging.INFO, logger="a2m.audit"):
-        async with _client(gateway) as http:
+        async with asgi_client(gateway) as http:
             bob = await _preview(http, "docs", {"limit": 5}, **bearer(BOB_KEY))
             carol = await _preview(http, "docs", **bearer(CAROL_KEY))
     assert bob.status_code == 200
@@ -201,7 +193,7 @@ async def test_bad_preview_params_are_invalid_params_and_audited(
 ) -> None:
     gateway, engine = _gateway(auth=False)
     with caplog.at_level(logging.INFO, logger="a2m.audit"):
-        async with _client(gateway) as http:
+        async with asgi_client(gateway) as http:
             reply = await _preview(http, "docs", body)
     assert reply.status_code == 200
     error = reply.json()["error"]
@@ -215,7 +207,7 @@ async def test_bad_preview_params_are_invalid_params_and_audited(
 
 async def test_a_preview_body_that_is_not_json_is_a_parse_error() -> None:
     gateway, engine = _gateway(auth=False)
-    async with _client(gateway) as http:
+    async with asgi_client(gateway) as http:
         reply = await http.post(
             "/try/preview/docs", content=b"{limit", headers={"content-type": "application/json"}
         )
@@ -225,7 +217,7 @@ async def test_a_preview_body_that_is_not_json_is_a_parse_error() -> None:
 
 async def test_a_federation_has_no_preview_and_a2m_has_no_preview_method() -> None:
     gateway, engine = _gateway(auth=False)
-    async with _client(gateway) as http:
+    async with asgi_client(gateway) as http:
         federation = await _preview(http, "both")
         a2m = await http.post("/a2m/docs", json=rpc("gateway/preview", {"limit": 3}))
     assert federation.json()["error"]["code"] == ErrorCode.CAPABILITY_NOT_SUPPORTED
@@ -239,7 +231,7 @@ async def test_only_the_pages_own_origin_is_let_in_and_only_with_the_page_on(
 ) -> None:
     gateway, _ = _gateway(auth=False, try_page=try_page)
     call = rpc("memory/recall", {"query": "deploy keys", "limit": 1})
-    async with _client(gateway) as http:
+    async with asgi_client(gateway) as http:
         own = await http.post("/a2m/docs", json=call, headers={"origin": "http://localhost"})
         other_port = await http.post(
             "/a2m/docs", json=call, headers={"origin": "http://localhost:9999"}

@@ -9,12 +9,12 @@ in time: a single engine read of `limit` would keep only half of them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from gateway.config import parse_config
 from gateway.runtime import Gateway
+from tests.support.lucene_loader import lucene_client
 
 pytestmark = pytest.mark.integration
 
@@ -31,16 +31,6 @@ DOCS = [
 EXACT_IDS = [d["doc_id"] for d in DOCS if d["text"] == EXACT]
 
 
-def _client(engine: str, url: str) -> Any:
-    if engine == "elasticsearch":
-        from elasticsearch import Elasticsearch
-
-        return Elasticsearch(url, request_timeout=60)
-    from opensearchpy import OpenSearch
-
-    return OpenSearch(hosts=[url], timeout=60)
-
-
 @pytest.fixture(
     scope="module",
     params=[
@@ -51,7 +41,7 @@ def _client(engine: str, url: str) -> Any:
 def engine(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     name: str = request.param
     url: str = request.getfixturevalue(f"{name}_url")
-    client = _client(name, url)
+    client = lucene_client(name, url)
     try:
         if client.indices.exists(index=INDEX):
             client.indices.delete(index=INDEX)

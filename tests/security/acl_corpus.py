@@ -29,7 +29,7 @@ from typing import Any
 
 from tests.conftest import QdrantServer
 from tests.support import lucene_loader
-from tests.support.lucene_loader import Engine
+from tests.support.lucene_loader import Engine, lucene_client
 from tests.support.scifact import SPARSE, SciFact, load_qdrant, subset
 
 ALPHA = "grp-alpha-7q"
@@ -68,16 +68,6 @@ def visible(groups: Sequence[str], doc_id: str) -> bool:
 # -- Elasticsearch / OpenSearch --------------------------------------------------------------------
 
 
-def _client(engine: Engine, url: str) -> Any:
-    if engine == "elasticsearch":
-        from elasticsearch import Elasticsearch
-
-        return Elasticsearch(url, request_timeout=120)
-    from opensearchpy import OpenSearch
-
-    return OpenSearch(hosts=[url], timeout=120)
-
-
 def _body(engine: Engine) -> dict[str, Any]:
     body = lucene_loader.index_body(engine)
     body["mappings"]["properties"]["owner"] = {"type": "keyword"}
@@ -92,7 +82,7 @@ def load_index(
     Raises:
         RuntimeError: the bulk load reported errors.
     """
-    client = _client(engine, url)
+    client = lucene_client(engine, url)
     try:
         if client.indices.exists(index=index):
             if int(client.count(index=index)["count"]) == len(doc_ids):
@@ -310,7 +300,7 @@ _ROUTED = [
 
 def load_collisions(engine: Engine, url: str) -> None:
     """(Re)create the routing-collision index and the alias over two colliding indexes."""
-    client = _client(engine, url)
+    client = lucene_client(engine, url)
     try:
         for index in (ROUTING_INDEX, *ALIAS_INDEXES):
             if client.indices.exists(index=index):

@@ -1,10 +1,8 @@
 """Shared pieces of the security tests: an in-memory engine, key material, tokens, apps.
 
-:class:`MemoryConnector` is a tiny engine that applies a :class:`Filter` the way
-the real connectors do (equality, any-of, list-valued fields match if any
-element does, key prefix), so scope semantics can be tested end to end without
-an engine; it records every request, so a test can also prove that a call never
-reached the engine. The real-engine tests live in ``test_scoped_engines.py``.
+:class:`MemoryConnector` (``tests/support/memory_connector.py``) applies filters as the
+real connectors do, so scope semantics can be tested end to end without an engine. The
+real-engine tests live in ``test_scoped_engines.py``.
 """
 
 from __future__ import annotations
@@ -12,113 +10,25 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from connectors.base import (
-    ID_FIELD,
-    Condition,
-    EngineInfo,
-    Filter,
-    Hit,
-    OrderedRequest,
-    SearchRequest,
-)
 from gateway.config import GatewayConfig, parse_config
-from gateway.observability.metrics import Metrics
 from gateway.runtime import Gateway
 from gateway.security.auth import hash_api_key
-from gateway.transports.http import create_app
+from tests.support.asgi import asgi_client as asgi_client
+from tests.support.memory_connector import MemoryConnector as MemoryConnector
+from tests.support.memory_connector import values_of
 
 ISSUER = "https://idp.test.example/"
 AUDIENCE = "a2m-gateway"
 HS_SECRET = "hs256-shared-secret-for-tests-0123456789abcdef"
 BOB_KEY = "a2m_bob-test-key-0123456789-abcdefghijklmnopqrstuvwxyz"
 CAROL_KEY = "a2m_carol-test-key-0123456789-abcdefghijklmnopqrstuvw"
-
-
-# -- an engine in memory ---------------------------------------------------------------------------
-
-
-def _values(source: Mapping[str, Any], name: str) -> list[Any]:
-    value = source.get(name)
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list) else [value]
-
-
-def matches(doc_id: str, source: Mapping[str, Any], flt: Filter) -> bool:
-    """Filter semantics shared by every connector: a conjunction of any-of equalities."""
-    for cond in flt.must:
-        have = [doc_id] if cond.field == ID_FIELD else _values(source, cond.field)
-        if not any(v in cond.values for v in have):
-            return False
-    if flt.key_prefix is not None:
-        name, prefix = flt.key_prefix
-        if not any(str(v).startswith(prefix) for v in _values(source, name)):
-            return False
-    return True
-
-
-@dataclass
-class MemoryConnector:
-    """Documents in a list; search scores by shared words with the query."""
-
-    docs: list[tuple[str, dict[str, Any]]]
-    searches: list[SearchRequest] = field(default_factory=list)
-    ordered_reads: list[OrderedRequest] = field(default_factory=list)
-    fetches: list[Filter] = field(default_factory=list)
-
-    @property
-    def calls(self) -> int:
-        return len(self.searches) + len(self.ordered_reads) + len(self.fetches)
-
-    def conditions(self) -> list[tuple[Condition, ...]]:
-        """The `must` of every request received, in order."""
-        out = [r.filter.must for r in self.searches]
-        out += [r.filter.must for r in self.ordered_reads]
-        out += [f.must for f in self.fetches]
-        return out
-
-    async def open(self) -> EngineInfo:
-        return EngineInfo(engine="memory", lexical=True)
-
-    async def close(self) -> None:
-        return None
-
-    async def ping(self) -> bool:
-        return True
-
-    def _visible(self, flt: Filter) -> list[tuple[str, dict[str, Any]]]:
-        return [(i, s) for i, s in self.docs if matches(i, s, flt)]
-
-    async def search(self, request: SearchRequest) -> list[Hit]:
-        self.searches.append(request)
-        words = set((request.text or "").lower().split())
-        scored = []
-        for doc_id, source in self._visible(request.filter):
-            text = str(source.get("body", "")).lower().split()
-            score = len(words.intersection(text)) / (1 + len(words))
-            scored.append(Hit(doc_id, dict(source), score))
-        scored.sort(key=lambda h: -(h.score or 0))
-        return scored[: request.limit]
-
-    async def ordered(self, request: OrderedRequest) -> list[Hit]:
-        self.ordered_reads.append(request)
-        docs = sorted(self._visible(request.filter), key=lambda d: str(d[1].get("ts", "")))
-        if request.newest_first:
-            docs.reverse()
-        return [Hit(i, dict(s)) for i, s in docs[: request.limit]]
-
-    async def fetch(self, flt: Filter, with_vectors: bool = False) -> Hit | None:
-        self.fetches.append(flt)
-        found = self._visible(flt)
-        return Hit(found[0][0], dict(found[0][1])) if found else None
 
 
 def acl_docs(n: int = 60) -> list[tuple[str, dict[str, Any]]]:
@@ -143,7 +53,7 @@ def acl_docs(n: int = 60) -> list[tuple[str, dict[str, Any]]]:
 
 
 def visible_to(groups: Sequence[str], source: Mapping[str, Any]) -> bool:
-    return bool(set(groups) & set(_values(source, "acl")))
+    return bool(set(groups) & set(values_of(source, "acl")))
 
 
 # -- key material and tokens -----------------------------------------------------------------------
@@ -280,14 +190,6 @@ def build_gateway(
     for name, connector in connectors.items():
         gateway.stores[name].connector = connector
     return gateway
-
-
-def asgi_client(gateway: Gateway) -> httpx.AsyncClient:
-    """An HTTP client driving the gateway's ASGI app in this process (no socket)."""
-    app = create_app(gateway, gateway.config.server, Metrics())
-    return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://localhost", timeout=30
-    )
 
 
 def rpc(method: str, params: Any = None, rid: Any = 1) -> dict[str, Any]:

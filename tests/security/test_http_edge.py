@@ -37,6 +37,7 @@ from tests.security.support import (
     memory_store_config,
     rpc,
 )
+from tests.support.asgi import app_client
 
 
 class Captured(logging.Handler):
@@ -325,8 +326,7 @@ async def test_failed_authentication_is_limited_per_client_address(issuer: Issue
     app = create_app(gateway, gateway.config.server, Metrics())
 
     def client_at(address: str) -> httpx.AsyncClient:
-        transport = httpx.ASGITransport(app=app, client=(address, 40000))
-        return httpx.AsyncClient(transport=transport, base_url="http://localhost")
+        return app_client(app, peer=(address, 40000))
 
     with audit_records() as lines:
         async with client_at("10.0.0.1") as attacker, client_at("10.0.0.2") as other:
@@ -380,8 +380,7 @@ def _app(server: dict[str, Any], bind_host: str) -> Any:
 
 
 async def _host_status(app: Any, host: str, method: str, path: str) -> int:
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
+    async with app_client(app) as c:
         body = json.dumps(rpc("memory/describe", {})) if method == "POST" else None
         r = await c.request(
             method,
@@ -417,9 +416,7 @@ async def test_allowed_hosts_are_configurable() -> None:
 
 async def test_post_is_never_redirected(issuer: Issuer) -> None:
     app = _app({"auth": auth_section(issuer)}, "127.0.0.1")
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
-    ) as c:
+    async with app_client(app) as c:
         for path in ("/a2m/docs/", "/a2m/", "/a2m/docs//"):
             r = await c.post(path, content=b"{}", headers={"content-type": "application/json"})
             assert not 300 <= r.status_code < 400, (path, r.status_code)
@@ -428,9 +425,7 @@ async def test_post_is_never_redirected(issuer: Issuer) -> None:
 
 async def test_api_responses_say_nosniff_and_no_store(issuer: Issuer) -> None:
     app = _app({"auth": auth_section(issuer)}, "127.0.0.1")
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
-    ) as c:
+    async with app_client(app) as c:
         json_headers = {"content-type": "application/json"}
         responses = [
             await c.post(
@@ -450,9 +445,7 @@ async def test_api_responses_say_nosniff_and_no_store(issuer: Issuer) -> None:
 
 async def test_duplicate_authorization_headers_are_refused(issuer: Issuer) -> None:
     app = _app({"auth": auth_section(issuer)}, "127.0.0.1")
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
-    ) as c:
+    async with app_client(app) as c:
         twice = [("authorization", f"Bearer {BOB_KEY}"), ("authorization", "Bearer other")]
         assert await _status(c, twice) == 400
         assert await _status(c, twice[:1]) == 200

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.demo import DEMO_STORE, MEDIA_TYPE, Chunk, chunks, default_demo_config
-from tests.support.lucene_loader import Engine, LoadResult
+from tests.support.lucene_loader import Engine, LoadResult, lucene_client
 
 INDEX_PREFIX = "a2m-conformance-demo"
 ANALYZER = "standard"
@@ -94,16 +94,6 @@ def documents(items: list[Chunk]) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def _client(engine: Engine, url: str) -> Any:
-    if engine == "elasticsearch":
-        from elasticsearch import Elasticsearch
-
-        return Elasticsearch(url, request_timeout=60)
-    from opensearchpy import OpenSearch
-
-    return OpenSearch(hosts=[url], timeout=60)
-
-
 def _complete(client: Any, index: str, expected: int) -> bool:
     mapping = client.indices.get_mapping(index=index)
     meta = next(iter(dict(mapping).values()))["mappings"].get("_meta") or {}
@@ -154,7 +144,7 @@ def load_index(
         RuntimeError: the bulk load reported errors or the count is wrong.
     """
     started = time.monotonic()
-    client = _client(engine, url)
+    client = lucene_client(engine, url)
     try:
         for _ in range(2):
             if client.indices.exists(index=index):

@@ -140,14 +140,15 @@ def index_body(engine: Engine, analyzer: str = ANALYZER) -> dict[str, Any]:
 # ---- loading
 
 
-def _client(engine: Engine, url: str) -> Any:
+def lucene_client(engine: str, url: str, *, timeout: float = 120) -> Any:
+    """The official synchronous client of `engine` at `url`, for loading and reading indices."""
     if engine == "elasticsearch":
         from elasticsearch import Elasticsearch
 
-        return Elasticsearch(url, request_timeout=120)
+        return Elasticsearch(url, request_timeout=timeout)
     from opensearchpy import OpenSearch
 
-    return OpenSearch(hosts=[url], timeout=120)
+    return OpenSearch(hosts=[url], timeout=timeout)
 
 
 def _actions(index: str, sf: SciFact) -> Iterator[dict[str, Any]]:
@@ -188,7 +189,7 @@ def load_index(
     """
     started = time.monotonic()
     expected = len(sf.corpus_ids)
-    client = _client(engine, url)
+    client = lucene_client(engine, url)
     try:
         if _ready(client, index, engine, expected, analyzer):
             return LoadResult(index, expected, False, time.monotonic() - started)
