@@ -17,136 +17,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import socket
+import os
 import sys
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
-
-import orjson
-
-from connectors.errors import ConnectorError, EngineTimeout, EngineUnavailable, LocalStorageLocked
-from gateway.config import (
-    ConfigError,
-    ElasticsearchConnection,
-    GatewayConfig,
-    QdrantConnection,
-    load_config,
-)
-from gateway.embedders.base import MissingExtra
 
 if TYPE_CHECKING:
-    import uvicorn
-
-    from gateway.config import StoreConfig
-    from gateway.runtime import Gateway
-    from gateway.security.auth import Authenticator
+    from gateway.config import GatewayConfig
 
 log = logging.getLogger("a2m.cli")
-
-
-EXIT_INTERRUPTED = 130
-"""128 + SIGINT, the shell's convention for a process stopped by Ctrl-C."""
-
-
-def _load(path: str | None) -> GatewayConfig:
-    if path is None:
-        from gateway.demo import default_demo_config
-
-        return default_demo_config()  # in memory: any number of processes at once
-    return load_config(path)
-
-
-def _address(store: StoreConfig) -> str:
-    """Where a store's engine is, from the operator's config, with any URL userinfo dropped."""
-    c = store.connection
-    if isinstance(c, QdrantConnection):
-        if c.path is not None:
-            return f"local mode at {c.path}"
-        if c.location is not None:
-            return f"local mode in {c.location}"
-        urls = [c.url] if c.url is not None else []
-    elif isinstance(c, ElasticsearchConnection) and c.cloud_id is not None:
-        return "Elastic Cloud (connection.cloud_id)"
-    else:
-        urls = c.hosts
-    return ", ".join(_without_userinfo(u) for u in urls)
-
-
-def _without_userinfo(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.hostname is None:
-        return url if "@" not in url else "(unparsable host)"
-    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
-    netloc = host if parts.port is None else f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-def _start_failure(name: str, store: StoreConfig, exc: ConnectorError) -> str:
-    """The one-line start-up error for a store that cannot be opened."""
-    if isinstance(exc, LocalStorageLocked):
-        return (
-            f"store {name}: qdrant local mode storage {exc.path} is locked by another process "
-            "(local mode allows one process per directory); stop that process or give this "
-            "store another connection.path"
-        )
-    return f"store {name} ({store.backend.value}, {_address(store)}): {exc}"
-
-
-def _serve(
-    cfg: GatewayConfig,
-    host: str | None,
-    port: int | None,
-    *,
-    sockets: list[socket.socket] | None = None,
-) -> int:
-    """One gateway process on HTTP; ``sockets``: already listening (a ``--workers`` worker)."""
-    import uvicorn
-
-    from gateway.observability.metrics import Metrics
-    from gateway.runtime import Gateway
-    from gateway.transports.h11_guard import uvicorn_options
-    from gateway.transports.http import create_app
-
-    bind = host or cfg.server.host
-    try:
-        # Checked against the address actually bound, which --host may override.
-        app_auth = _preflight(cfg, bind)
-    except ConfigError as exc:
-        sys.stderr.write(f"a2m-gateway: {exc}\n")
-        return 2
-    metrics = Metrics()
-    gateway = Gateway(
-        cfg, observers=[metrics.observe_call], engine_observers=[metrics.observe_engine]
-    )
-    app = create_app(gateway, cfg.server, metrics, authenticator=app_auth, bind_host=bind)
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app,
-            host=bind,
-            port=cfg.server.port if port is None else port,
-            log_config=None,
-            access_log=False,
-            timeout_graceful_shutdown=int(cfg.server.shutdown_grace_s),
-            server_header=False,
-            **uvicorn_options(cfg.server),
-        )
-    )
-    try:
-        with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
-            return runner.run(_serve_http(gateway, server, sockets))
-    except KeyboardInterrupt:
-        # uvicorn has already shut down gracefully; it re-raises SIGINT on the way out.
-        sys.stderr.write("a2m-gateway: interrupted (Ctrl-C), stopped\n")
-        return EXIT_INTERRUPTED
-
-
-async def _serve_http(
-    gateway: Gateway, server: uvicorn.Server, sockets: list[socket.socket] | None
-) -> int:
-    if not await _open_local_stores(gateway):
-        return 2
-    await server.serve(sockets=sockets)
-    return 0
 
 
 def _positive(text: str) -> int:
@@ -169,6 +47,8 @@ def _port(text: str) -> int:
 
 
 def _serve_workers(args: argparse.Namespace, cfg: GatewayConfig) -> int:
+    from gateway.config import QdrantConnection
+    from gateway.serve import EXIT_INTERRUPTED
     from gateway.workers import serve_workers
 
     host = args.host or cfg.server.host
@@ -195,52 +75,6 @@ def _serve_workers(args: argparse.Namespace, cfg: GatewayConfig) -> int:
         return EXIT_INTERRUPTED
 
 
-async def _open_local_stores(gateway: Gateway, only: str | None = None) -> bool:
-    """Open the in-process stores before serving; False (reported on stderr) if one cannot."""
-    from gateway.runtime import StoreStartFailed
-    from gateway.threads import favour_the_loop
-
-    served = gateway.served_stores(only) if only else gateway.stores.values()
-    favour_the_loop(s.config for s in served)
-
-    try:
-        await gateway.open_local_stores(only)
-    except StoreStartFailed as exc:
-        await gateway.close()
-        store = gateway.stores[exc.name].config
-        sys.stderr.write(f"a2m-gateway: {_start_failure(exc.name, store, exc.cause)}\n")
-        return False
-    return True
-
-
-def _preflight(cfg: GatewayConfig, bind: str) -> Authenticator:
-    """What `serve` refuses before it binds, and `check` refuses alike (one sentence each).
-
-    Raises:
-        ConfigError: serving this config on ``bind`` would expose or blind a store, or
-            server.auth cannot be used.
-    """
-    from gateway.security.auth import check_exposure
-
-    for warning in check_exposure(cfg, bind):
-        log.warning(warning)
-    return _authenticator(cfg)
-
-
-def _authenticator(cfg: GatewayConfig) -> Authenticator:
-    """The HTTP authenticator, built before binding so a bad JWKS file fails the start.
-
-    Raises:
-        ConfigError: server.auth cannot be used (e.g. an unreadable JWKS file).
-    """
-    from gateway.security.auth import Authenticator
-
-    auth = Authenticator(cfg.server.auth)
-    if auth.enabled:
-        log.info("caller authentication: %s", auth.describe())
-    return auth
-
-
 def _hash_key(new: bool) -> int:
     """Print the config line of an API key: a new random one, or one read from stdin."""
     from gateway.security.auth import generate_api_key, hash_api_key
@@ -262,6 +96,7 @@ def _hash_key(new: bool) -> int:
 async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
     from gateway.observability.telemetry import configure_from_env
     from gateway.runtime import Gateway
+    from gateway.serve import open_local_stores
     from gateway.transports.stdio import serve_stdio
 
     configure_from_env()
@@ -275,7 +110,7 @@ async def _stdio(cfg: GatewayConfig, store: str | None) -> int:
                 served.name,
             )
     # Only the endpoint served: another store's engine (or locked local path) is not ours.
-    if not await _open_local_stores(gateway, store or gateway.default_store):
+    if not await open_local_stores(gateway, store or gateway.default_store):
         return 2
     await gateway.start(strict=False, only=store or gateway.default_store)
     try:
@@ -289,6 +124,7 @@ async def _mcp_stdio(cfg: GatewayConfig, store: str | None) -> int:
     from gateway.mcp.server import serve_stdio
     from gateway.observability.telemetry import configure_from_env
     from gateway.runtime import Gateway
+    from gateway.serve import open_local_stores
 
     configure_from_env()
     gateway = Gateway(cfg)
@@ -301,7 +137,7 @@ async def _mcp_stdio(cfg: GatewayConfig, store: str | None) -> int:
             "so every read of them answers nothing",
             ", ".join(scoped),
         )
-    if not await _open_local_stores(gateway, store):
+    if not await open_local_stores(gateway, store):
         return 2
     await gateway.start(strict=False, only=store)
     try:
@@ -311,104 +147,16 @@ async def _mcp_stdio(cfg: GatewayConfig, store: str | None) -> int:
     return 0
 
 
-_TRANSPORT_LOGGERS = ("elastic_transport", "opensearch", "opensearchpy", "httpx", "httpcore")
-"""Client libraries that log a WARNING per failed attempt; `check` reports once, itself."""
-
-
-def _attempts(store: StoreConfig, exc: ConnectorError) -> str:
-    """What `check` did before it failed: only what really was attempted."""
-    c = store.connection
-    what = "collection" if store.backend.value == "qdrant" else "index"
-    if isinstance(c, QdrantConnection) and c.local:
-        return f"opened {what} {store.index!r} in process"
-    if not isinstance(exc, EngineUnavailable | EngineTimeout):
-        # Refused by the client before a request (a malformed host), or answered by the
-        # address: retries are for unreachable and busy engines only.
-        return (
-            f"opening {what} {store.index!r}: stopped at the first error (not one that is retried)"
-        )
-    return (
-        f"opened {what} {store.index!r}: {1 + c.retries} attempts "
-        f"(connection.retries {c.retries}), {c.timeout_ms} ms timeout each"
-    )
-
-
-async def _check(cfg: GatewayConfig) -> int:
-    from gateway.runtime import Gateway
-    from gateway.store.vectorcheck import compare_stored_vectors
-
-    for name in _TRANSPORT_LOGGERS:
-        logging.getLogger(name).setLevel(logging.ERROR)
-    try:
-        _preflight(cfg, cfg.server.host)  # what serve would refuse, before any engine is asked
-    except ConfigError as exc:
-        sys.stderr.write(f"a2m-gateway: {exc}\n")
-        return 2
-    gateway = Gateway(cfg)
-    failed = 0
-    try:
-        for name, store in gateway.stores.items():
-            out: dict[str, Any] = {
-                "store": name,
-                "backend": store.config.backend.value,
-                "engine": _address(store.config),
-            }
-            created_at = store.config.mapping.created_at_warning()
-            if created_at:
-                log.warning("store %s: %s", name, created_at)
-                out["warnings"] = [created_at]
-            try:
-                await store.ensure_started()
-                out["describe"] = store.describe()
-                if store.info is not None and store.info.indexes:
-                    out["indexes"] = [
-                        {
-                            "field": n.field,
-                            "kinds": list(n.kinds),
-                            "present": n.present,
-                            "purpose": n.purpose,
-                            **({} if n.present else {"without": n.without}),
-                        }
-                        for n in store.info.indexes
-                    ]
-                out["sample"] = await store.sample(3)
-                agreement = await compare_stored_vectors(store)
-                if agreement is not None:
-                    out["vectors"] = agreement.to_dict()
-                    if not agreement.agrees:
-                        log.warning(
-                            "store %s: stored vectors disagree with embedder %s on the records' "
-                            "own content (min cosine %.3f over %d): dense queries will rank "
-                            "meaninglessly; configure the model the corpus was embedded with",
-                            name,
-                            store.embedder.model_name if store.embedder else None,
-                            agreement.min_cosine,
-                            agreement.compared,
-                        )
-                out["ok"] = True
-            except ConnectorError as exc:
-                failed += 1
-                out["ok"] = False
-                out["error"] = f"{type(exc).__name__}: {exc}"
-                out["tried"] = _attempts(store.config, exc)
-                sys.stderr.write(
-                    f"a2m-gateway: {_start_failure(name, store.config, exc)} "
-                    f"(tried: {out['tried']})\n"
-                )
-            sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode() + "\n")
-    finally:
-        await gateway.close()
-    return 1 if failed else 0
-
-
 async def _recall(
     cfg: GatewayConfig, question: str, store: str | None, limit: int, as_json: bool
 ) -> int:
+    import orjson
+
     from gateway.a2m.errors import A2MError
+    from gateway.observability.logs import quiet_engine_clients
     from gateway.runtime import Gateway
 
-    for name in _TRANSPORT_LOGGERS:
-        logging.getLogger(name).setLevel(logging.ERROR)
+    quiet_engine_clients()
     gateway = Gateway(cfg)
     try:
         dispatcher = gateway.dispatcher(store)
@@ -460,7 +208,7 @@ def render_recall(question: str, result: dict[str, Any], width: int = 300) -> st
 _NO_CONFIG_IS_DEMO = "config YAML (default: the embedded demo store, in memory)"
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="a2m-gateway",
         description=__doc__,
@@ -544,14 +292,24 @@ def main(argv: list[str] | None = None) -> int:
     p_hash.add_argument(
         "--new", action="store_true", help="generate a random key (printed on stderr) instead"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    # The gateway uses no pydantic plugin, and looking for one reads the metadata of every
+    # installed distribution (a fifth of a second at start); an operator's own setting wins.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if args.command == "hash-key":
         return _hash_key(args.new)
 
+    from gateway.config import ConfigError
+    from gateway.embedders.base import MissingExtra
     from gateway.observability.logs import configure
+    from gateway.serve import load
 
     try:
-        cfg = _load(args.config)
+        cfg = load(args.config)
     except ConfigError as exc:
         configure()
         sys.stderr.write(f"a2m-gateway: {exc}\n")
@@ -570,7 +328,9 @@ def _run(args: argparse.Namespace, cfg: GatewayConfig) -> int:
     if args.command == "serve":
         if args.workers > 1:
             return _serve_workers(args, cfg)
-        return _serve(cfg, args.host, args.port)
+        from gateway.serve import serve_http
+
+        return serve_http(cfg, args.host, args.port)
     store = getattr(args, "store", None)
     if store is not None and store not in cfg.stores and store not in cfg.federations:
         sys.stderr.write(f"a2m-gateway: no store named {store!r} in the config\n")
@@ -584,7 +344,9 @@ def _run(args: argparse.Namespace, cfg: GatewayConfig) -> int:
         return asyncio.run(_recall(cfg, args.question, args.store, args.limit, args.json))
     if args.command == "mcp":
         return asyncio.run(_mcp_stdio(cfg, args.store))
-    return asyncio.run(_check(cfg))
+    from gateway.check import check
+
+    return asyncio.run(check(cfg))
 
 
 if __name__ == "__main__":

@@ -40,14 +40,14 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _worker(config_path: str | None, host: str, sock: socket.socket) -> None:
+def run_worker(config_path: str | None, host: str, sock: socket.socket) -> None:
     """One worker process: the same start-up as a single ``serve``, on the shared socket."""
-    from gateway.cli import _load, _serve
     from gateway.observability.logs import configure
+    from gateway.serve import load, serve_http
 
-    cfg = _load(config_path)
+    cfg = load(config_path)
     configure(cfg.server.log_format, cfg.server.log_level)
-    sys.exit(_serve(cfg, host, sock.getsockname()[1], sockets=[sock]))
+    sys.exit(serve_http(cfg, host, sock.getsockname()[1], sockets=[sock]))
 
 
 def serve_workers(
@@ -73,7 +73,7 @@ def serve_workers(
     procs: list[BaseProcess] = []
     for i in range(workers):
         worker = spawn.Process(
-            target=_worker, args=(config_path, host, sock), name=f"a2m-worker-{i + 1}"
+            target=run_worker, args=(config_path, host, sock), name=f"a2m-worker-{i + 1}"
         )
         worker.start()
         procs.append(worker)

@@ -179,11 +179,11 @@ def _with_key_file(cfg: GatewayConfig) -> GatewayConfig:
 
 def _check_extras(cfg: GatewayConfig) -> None:
     """Stop at load, in one line naming the extra, when an embedder's package is missing."""
-    from gateway.embedders.minilm import missing_message
-
     for name, store in cfg.stores.items():
         embedder = store.search.embedder
         if embedder.kind is EmbedderKind.MINILM:
+            from gateway.embedders.minilm import missing_message  # numpy: only when used
+
             missing = missing_message(embedder.weights)
             if missing is not None:
                 raise ConfigError(f"invalid config: stores.{name}.search.embedder: {missing}")

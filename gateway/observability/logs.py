@@ -182,3 +182,13 @@ def configure(fmt: str = "text", level: str = "info") -> None:
         logging.getLogger(quiet).setLevel(
             logging.WARNING if level.lower() != "debug" else logging.DEBUG
         )
+
+
+ENGINE_CLIENT_LOGGERS = ("elastic_transport", "opensearch", "opensearchpy", "httpx", "httpcore")
+"""Client libraries that log a WARNING per failed attempt."""
+
+
+def quiet_engine_clients() -> None:
+    """Errors only from the engine clients: a command that reports failures once, itself."""
+    for name in ENGINE_CLIENT_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)

@@ -1,4 +1,4 @@
-"""uvicorn's h11 protocol with a header deadline, and the uvicorn options built from config.
+"""uvicorn's h11 protocol with a header deadline (``server.http.protocol: h11``).
 
 uvicorn bounds neither how long a client may take to send a request's headers
 nor how long a fresh connection may sit idle before its first byte: one client
@@ -6,8 +6,8 @@ could hold sockets open indefinitely by trickling a header. The guarded
 protocol arms a timer when a connection opens and after each response, and
 closes the connection unless a complete request head arrives before it fires.
 It also sends each response in one write (coalesce.py). Everything else is
-uvicorn's. ``server.http.protocol`` picks it or the httptools one
-(httptools_guard.py, the default), which enforces the same limits.
+uvicorn's. The httptools protocol (httptools_guard.py, the default) enforces the
+same limits; uvicorn_config.py picks one.
 """
 
 from __future__ import annotations
@@ -18,10 +18,8 @@ from typing import Any, cast
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from gateway.config import ServerConfig
 from gateway.transports.coalesce import CoalescingTransport
 from gateway.transports.head_deadline import HeadDeadline
-from gateway.transports.httptools_guard import guarded_httptools
 
 
 class HeaderDeadlineProtocol(HeadDeadline, H11Protocol):
@@ -49,24 +47,8 @@ class HeaderDeadlineProtocol(HeadDeadline, H11Protocol):
         super().connection_lost(exc)
 
 
-def uvicorn_options(server: ServerConfig) -> dict[str, Any]:
-    """The uvicorn.Config keywords for ``server``'s HTTP limits and proxy trust."""
-    limits = server.http
-    deadline_s = limits.header_timeout_ms / 1000
-    protocol: type[Any]
-    if limits.protocol == "h11":
-        protocol = type(
-            "GatewayH11Protocol", (HeaderDeadlineProtocol,), {"header_timeout_s": deadline_s}
-        )
-    else:
-        protocol = guarded_httptools(deadline_s, limits.max_header_bytes)
-    trusted = list(server.trusted_proxies)
-    return {
-        "http": protocol,
-        "timeout_keep_alive": limits.keep_alive_s,
-        "limit_concurrency": limits.max_connections,
-        "h11_max_incomplete_event_size": limits.max_header_bytes,
-        # uvicorn believes X-Forwarded-For from 127.0.0.1 unless told otherwise.
-        "proxy_headers": bool(trusted),
-        "forwarded_allow_ips": trusted or [],
-    }
+def guarded_h11(header_timeout_s: float) -> type[Any]:
+    """The protocol class uvicorn is given, with this server's header deadline."""
+    return type(
+        "GatewayH11Protocol", (HeaderDeadlineProtocol,), {"header_timeout_s": header_timeout_s}
+    )

@@ -27,17 +27,17 @@ Nothing is ever redirected; every response says ``nosniff`` and ``no-store``.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import orjson
-from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import ClientDisconnect
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
 
 from gateway import PROTOCOL
 from gateway.a2m.errors import A2MError, ErrorCode, ProtocolNotSupported
@@ -50,6 +50,8 @@ from gateway.runtime import Gateway, UnknownStore
 from gateway.security.auth import Authenticator
 from gateway.transports.admission import Admission, plain
 from gateway.transports.index_page import as_html, index_page, prefers_html
+from gateway.transports.mcp_door import McpDoor
+from gateway.transports.routes import route
 from gateway.transports.try_page import add_try_page, try_page_response
 
 log = logging.getLogger(__name__)
@@ -116,21 +118,17 @@ class HostGuard:
         return host in self._exact or any(host.endswith(s) for s in self._suffixes)
 
 
-_plain = plain
-
-
-class _A2MApp(FastAPI):
-    """The gateway's ASGI app: FastAPI behind one outermost layer every request passes.
+class _A2MApp(Starlette):
+    """The gateway's ASGI app: Starlette behind one outermost layer every request passes.
 
     That layer, in order: the Host check (421), the security headers and the
     ``a2m_http_responses`` count on every response, and the error handler (a
     client gone mid-body is logged at debug; any other exception is logged once
     and, if nothing was sent yet, answered 500 with a fixed body: never a raw
     traceback). Inside it, ``POST /a2m`` and ``POST /a2m/{store}`` (the hot
-    path) go straight to the handler the routes use, skipping FastAPI's
-    per-request telemetry check, middleware, router and dependency solving
-    (about a third of the gateway's own CPU per recall); every other route,
-    the MCP mount included, and lifespan go through FastAPI unchanged.
+    path) go straight to the handler the routes use, skipping Starlette's
+    middleware and router; every other route, the MCP door included, and
+    lifespan go through them.
     """
 
     rpc_handler: Any = None
@@ -159,7 +157,7 @@ class _A2MApp(FastAPI):
         except Exception:  # the outermost handler: whatever a route let escape
             log.exception("unhandled error serving %s", scope.get("method"))
             if status is None:
-                await _plain(500, "internal error")(scope, receive, send_secured)
+                await plain(500, "internal error")(scope, receive, send_secured)
         finally:
             if status is not None and self.metrics is not None:
                 self.metrics.observe_http(status)
@@ -170,7 +168,7 @@ class _A2MApp(FastAPI):
             hosts = [v for k, v in scope["headers"] if k == b"host"]
             host = hosts[0].decode("latin-1") if len(hosts) == 1 else None
             if not guard.permits(host):
-                await _plain(421, "unknown host")(scope, receive, send)
+                await plain(421, "unknown host")(scope, receive, send)
                 return
         handler = self.rpc_handler
         if handler is not None and scope["method"] == "POST":
@@ -195,7 +193,7 @@ def create_app(
     strict_start: bool = False,
     authenticator: Authenticator | None = None,
     bind_host: str | None = None,
-) -> FastAPI:
+) -> Starlette:
     """The ASGI app serving every store of `gateway`.
 
     Raises:
@@ -207,7 +205,7 @@ def create_app(
     guard = OriginGuard(server.allowed_origins, same_origin=server.try_page and hosts.enabled)
     auth = authenticator or Authenticator(server.auth)
     admission = Admission(gateway, server, auth, guard.permits)
-    mcp = _mcp_app(gateway, server, admission)
+    mcp = _mcp_door(gateway, server, admission)
     for federation in gateway.federations.values():
         federation.observe_left_out(metrics.observe_left_out)
     metrics.watch_guards({name: store.guard for name, store in gateway.stores.items()})
@@ -215,23 +213,18 @@ def create_app(
         metrics.watch_quota(gateway.limiter.health)
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
         await gateway.start(strict=strict_start)
         try:
-            async with mcp.run() if mcp is not None else contextlib.nullcontext():
-                yield
+            yield
         finally:
+            if mcp is not None:
+                await mcp.close()
             await gateway.close()
 
-    app = _A2MApp(
-        title="a2m-gateway",
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-        lifespan=lifespan,
-        # A redirect would send a POST (and its credential) to whatever Host said.
-        redirect_slashes=False,
-    )
+    app = _A2MApp(lifespan=lifespan)
+    # A redirect would send a POST (and its credential) to whatever Host said.
+    app.router.redirect_slashes = False
     app.add_exception_handler(StarletteHTTPException, _transport_refusal)
     app.host_guard = hosts
     app.metrics = metrics
@@ -252,11 +245,11 @@ def create_app(
             return Response(error_body(None, err), status_code=400, media_type=JSON)
         ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if ctype != JSON and not ctype.endswith("+json"):
-            return _plain(415, "Content-Type must be application/json")
+            return plain(415, "Content-Type must be application/json")
         try:
             dispatcher = gateway.dispatcher(store)
         except UnknownStore:
-            return _plain(404, "no such store")
+            return plain(404, "no such store")
         refused = await charge(caller, store)
         if refused is not None:
             return refused
@@ -281,11 +274,9 @@ def create_app(
             return Response(status_code=202)
         return Response(out, status_code=200, media_type=JSON)
 
-    @app.post("/a2m/{store}")
-    async def rpc_store(request: Request, store: str) -> Response:
-        return await rpc(request, store)
+    async def rpc_store(request: Request) -> Response:
+        return await rpc(request, request.path_params["store"])
 
-    @app.post("/a2m")
     async def rpc_default(request: Request) -> Response:
         return await rpc(request, None)
 
@@ -296,7 +287,7 @@ def create_app(
         try:
             dispatcher = gateway.dispatcher(store)
         except UnknownStore:
-            return _plain(404, "no such store")
+            return plain(404, "no such store")
         refused = await charge(caller, store)
         if refused is not None:
             return Response(refused.body, status_code=429, media_type=JSON)
@@ -311,15 +302,12 @@ def create_app(
                 result["federations"] = {n: f"/a2m/{n}" for n in gateway.federations}
         return Response(orjson.dumps(result), media_type=JSON)
 
-    @app.get("/.well-known/a2m-server.json")
     async def well_known(request: Request) -> Response:
         return await describe_doc(request, None)
 
-    @app.get("/a2m/{store}/.well-known/a2m-server.json")
-    async def well_known_store(request: Request, store: str) -> Response:
-        return await describe_doc(request, store)
+    async def well_known_store(request: Request) -> Response:
+        return await describe_doc(request, request.path_params["store"])
 
-    @app.get("/")
     async def index(request: Request) -> Response:
         # Open like /healthz: it names only this server's fixed URL scheme. Store names are
         # the operator's, but with auth on they are left to the (authenticated) discovery doc.
@@ -332,12 +320,10 @@ def create_app(
             return Response(as_html(page), media_type="text/html; charset=utf-8")
         return Response(orjson.dumps(page), media_type=JSON)
 
-    @app.get("/healthz")
-    async def healthz() -> Response:
+    async def healthz(_: Request) -> Response:
         return Response(b'{"status":"ok"}', media_type=JSON)
 
-    @app.get("/readyz")
-    async def readyz() -> Response:
+    async def readyz(_: Request) -> Response:
         states = await gateway.ready()
         ok = all(states.values())
         body: dict[str, Any] = {"status": "ready" if ok else "not ready", "stores": states}
@@ -347,17 +333,28 @@ def create_app(
             body["federations"] = await gateway.federations_ready()
         return Response(orjson.dumps(body), status_code=200 if ok else 503, media_type=JSON)
 
-    @app.get("/metrics")
-    async def prometheus() -> Response:
+    async def prometheus(_: Request) -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
+    app.router.routes += [
+        route("POST", "/a2m/{store}", rpc_store),
+        route("POST", "/a2m", rpc_default),
+        route("GET", "/.well-known/a2m-server.json", well_known),
+        route("GET", "/a2m/{store}/.well-known/a2m-server.json", well_known_store),
+        route("GET", "/", index),
+        route("GET", "/healthz", healthz),
+        route("GET", "/readyz", readyz),
+        route("GET", "/metrics", prometheus),
+    ]
     if server.try_page:
         add_try_page(app, gateway, admission)
 
     if mcp is not None:
-        # MCP, the second front door onto the same dispatchers (gateway/mcp/, docs/mcp.md).
+        # MCP, the second front door onto the same dispatchers (gateway/mcp/, docs/mcp.md);
+        # an ASGI app as the endpoint: every method reaches it.
+        door: Any = mcp
         for path in ("/mcp", "/mcp/{store}", "/.well-known/oauth-protected-resource{rest:path}"):
-            app.router.add_route(path, mcp, include_in_schema=False)
+            app.router.add_route(path, door, include_in_schema=False)
 
     app.rpc_handler = rpc
     return app
@@ -367,12 +364,8 @@ async def _transport_refusal(request: Request, exc: Exception) -> Response:
     """The router's own refusals (a GET on /a2m: 405, an unknown path: 404) in the one
     transport shape of the A2M door, ``{"error": message}``, as admission answers."""
     assert isinstance(exc, StarletteHTTPException)
-    return _plain(exc.status_code, str(exc.detail).lower(), dict(exc.headers or {}))
+    return plain(exc.status_code, str(exc.detail).lower(), dict(exc.headers or {}))
 
 
-def _mcp_app(gateway: Gateway, server: ServerConfig, admission: Admission) -> Any:
-    if not server.mcp.enabled:
-        return None
-    from gateway.mcp.server import McpHttpApp
-
-    return McpHttpApp(gateway, server, admission)
+def _mcp_door(gateway: Gateway, server: ServerConfig, admission: Admission) -> McpDoor | None:
+    return McpDoor(gateway, server, admission) if server.mcp.enabled else None

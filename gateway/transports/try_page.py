@@ -24,12 +24,15 @@ from importlib import resources
 from typing import Any
 
 import orjson
-from fastapi import FastAPI, Request, Response
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
 
 from gateway.a2m.errors import A2MError, ParseError
 from gateway.a2m.jsonrpc import error_body
 from gateway.runtime import Gateway
 from gateway.transports.admission import Admission, plain
+from gateway.transports.routes import route
 
 JSON = "application/json"
 STATIC = resources.files("gateway.transports") / "try_static"
@@ -71,22 +74,21 @@ def _json_body(body: bytes) -> Any:
         raise ParseError() from None
 
 
-def add_try_page(app: FastAPI, gateway: Gateway, admission: Admission) -> None:
+def add_try_page(app: Starlette, gateway: Gateway, admission: Admission) -> None:
     """Register /try, its two files and the preview route on `app`."""
 
-    @app.get("/try")
-    async def page() -> Response:
+    async def page(_: Request) -> Response:
         return try_page_response()
 
-    @app.get("/try/{asset}")
-    async def asset(asset: str) -> Response:
+    async def asset(request: Request) -> Response:
+        asset: str = request.path_params["asset"]
         media = ASSETS.get(asset)
         if media is None:
             return plain(404, "not found")
         return Response(_read(asset), media_type=media, headers=PAGE_HEADERS)
 
-    @app.post("/try/preview/{store}")
-    async def preview(request: Request, store: str) -> Response:
+    async def preview(request: Request) -> Response:
+        store: str = request.path_params["store"]
         caller = await admission.admit(request)
         if isinstance(caller, Response):
             return caller
@@ -108,3 +110,9 @@ def add_try_page(app: FastAPI, gateway: Gateway, admission: Admission) -> None:
             return Response(error_body(None, err), media_type=JSON)
         result["mapping"] = gateway.stores[store].config.mapping.model_dump(mode="json")
         return Response(orjson.dumps(result), media_type=JSON, headers=PAGE_HEADERS)
+
+    app.router.routes += [
+        route("GET", "/try", page),
+        route("GET", "/try/{asset}", asset),
+        route("POST", "/try/preview/{store}", preview),
+    ]

@@ -16,7 +16,7 @@ from uvicorn.server import ServerState
 
 from gateway.observability.metrics import Metrics
 from gateway.transports.coalesce import CoalescingTransport
-from gateway.transports.h11_guard import uvicorn_options
+from gateway.transports.uvicorn_config import uvicorn_options
 from gateway.transports.http import create_app
 from tests.security.support import (
     MemoryConnector,

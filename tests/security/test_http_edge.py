@@ -23,7 +23,7 @@ import uvicorn
 from gateway.a2m.errors import ErrorCode
 from gateway.config import parse_config
 from gateway.observability.metrics import Metrics
-from gateway.transports.h11_guard import uvicorn_options
+from gateway.transports.uvicorn_config import uvicorn_options
 from gateway.transports.http import create_app
 from tests.security.support import (
     BOB_KEY,
