@@ -139,12 +139,56 @@ def under_prefix(value: Scalar, prefix: str) -> str | None:
     return value[len(prefix) :] or None
 
 
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """One claim a filter reads, with its prefix rules (from a ClaimSource)."""
+
+    claim: str
+    prefix: str
+    strip_prefix: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """One scope filter, compiled once: the engine field and the claims it reads."""
+
+    field: str
+    sources: tuple[_Source, ...]
+
+    def values(self, claims: Mapping[str, Any]) -> list[Scalar]:
+        """The distinct values this rule admits for ``claims``, in claim order."""
+        values: list[Scalar] = []
+        for source in self.sources:
+            for v in claim_values(claims, source.claim):
+                if source.strip_prefix:
+                    stripped = under_prefix(v, source.strip_prefix)
+                    if stripped is None:
+                        continue
+                    v = stripped
+                values.append(f"{source.prefix}{v}" if source.prefix else v)
+        return list(dict.fromkeys(values))
+
+
 class ScopePolicy:
-    """One store's document-level security, applied to every read."""
+    """One store's document-level security, applied to every read.
+
+    The store's config does not change while it serves, so its filters are compiled
+    once here and each call only reads the caller's claims.
+    """
 
     def __init__(self, config: StoreConfig) -> None:
-        self._scope = config.scope
+        scope = config.scope
         self._owner_field = config.mapping.owner
+        self._owner_claim = scope.owner_claim
+        self._enforced = scope.enforced
+        self._forward = scope.forward_credential
+        self._rules = tuple(
+            _Rule(f.field, tuple(_Source(c.claim, c.prefix, c.strip_prefix) for c in f.claims))
+            for f in scope.filters
+        )
+        # Who sees `scopes` declared, per kind of caller without a principal.
+        self._declared_for_principal = self._enforced or self._owner_field is not None
+        self._declared_locally = self._owner_field is not None
 
     def declared(self, caller: Caller) -> bool:
         """Whether `scopes` is true for this caller (DECISIONS.md §5).
@@ -153,10 +197,10 @@ class ScopePolicy:
         credential forwarding, or an owner field that `owner` filters.
         """
         if caller.principal is not None:
-            return self._scope.enforced or self._owner_field is not None
+            return self._declared_for_principal
         if caller.network:
             return False
-        return self._owner_field is not None
+        return self._declared_locally
 
     def conditions(self, caller: Caller, owner: str | None) -> tuple[Condition, ...]:
         """The conditions every engine request of this call must carry.
@@ -167,39 +211,28 @@ class ScopePolicy:
             NothingVisible: the caller's scope admits no document.
         """
         principal = caller.principal
-        conds: list[Condition] = []
         if principal is None:
-            if self._scope.enforced:
+            if self._enforced:
                 # Claim filters without claims, or engine security without a token to
                 # forward: fail closed rather than read with the gateway's own rights.
                 raise NothingVisible
             if not caller.network and owner is not None and self._owner_field is not None:
-                conds.append(Condition(field=self._owner_field, values=(owner,)))
-            return tuple(conds)
+                return (Condition(field=self._owner_field, values=(owner,)),)
+            return ()
 
-        if self._scope.forward_credential and (
-            principal.method != "jwt" or principal.credential is None
-        ):
+        if self._forward and (principal.method != "jwt" or principal.credential is None):
             raise ScopeDenied(
                 "This store passes the caller's token to the search engine; "
                 "an API-key credential is not one the engine can check"
             )
-        for rule in self._scope.filters:
-            values: list[Scalar] = []
-            for source in rule.claims:
-                for v in claim_values(principal.claims, source.claim):
-                    if source.strip_prefix:
-                        stripped = under_prefix(v, source.strip_prefix)
-                        if stripped is None:
-                            continue
-                        v = stripped
-                    values.append(f"{source.prefix}{v}" if source.prefix else v)
-            values = list(dict.fromkeys(values))
+        conds: list[Condition] = []
+        for rule in self._rules:
+            values = rule.values(principal.claims)
             if not values or len(values) > MAX_CLAIM_VALUES:
                 raise NothingVisible
             conds.append(Condition(field=rule.field, values=tuple(values)))
-        if owner is not None and self.declared(caller):
-            mine = claim_values(principal.claims, self._scope.owner_claim)
+        if owner is not None and self._declared_for_principal:
+            mine = claim_values(principal.claims, self._owner_claim)
             if len(mine) != 1 or str(mine[0]) != owner:
                 # Refused rather than ignored (§6 allows both): a client that believes it
                 # is reading another owner's records must learn that it is not.
@@ -213,7 +246,7 @@ class ScopePolicy:
 
     def engine_authorization(self, caller: Caller) -> str | None:
         """The Authorization header to send the engine for this caller, when forwarding."""
-        if not self._scope.forward_credential or caller.principal is None:
+        if not self._forward or caller.principal is None:
             return None
         credential = caller.principal.credential
         if credential is None:

@@ -34,6 +34,45 @@ AudienceCheck = Callable[[Principal], None]
 """Raises AuthenticationError when a principal's token is not meant for this door."""
 
 
+class RequestHead:
+    """The request headers admission and the A2M door read, found in one pass over the head.
+
+    Values are latin-1 text as sent (None when absent); ``authorization`` keeps every
+    Authorization header, since more than one is refused.
+    """
+
+    __slots__ = ("authorization", "content_length", "content_type", "host", "origin", "version")
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        self.origin: str | None = None
+        self.host: str | None = None
+        self.content_type: str | None = None
+        self.content_length: str | None = None
+        self.version: str | None = None
+        self.authorization: list[bytes] = []
+        for key, value in raw:  # the first of each counts, as Starlette's Headers.get
+            if key == b"host":
+                if self.host is None:
+                    self.host = value.decode("latin-1")
+            elif key == b"content-type":
+                if self.content_type is None:
+                    self.content_type = value.decode("latin-1")
+            elif key == b"content-length":
+                if self.content_length is None:
+                    self.content_length = value.decode("latin-1")
+            elif key == b"authorization":
+                self.authorization.append(value)
+            elif key == b"origin":
+                if self.origin is None:
+                    self.origin = value.decode("latin-1")
+            elif key == b"a2m-protocol-version" and self.version is None:
+                self.version = value.decode("latin-1")
+
+    def media_type(self) -> str:
+        """The Content-Type without parameters, lower case ('' when absent)."""
+        return (self.content_type or "").split(";", 1)[0].strip().lower()
+
+
 def plain(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
     return Response(
         orjson.dumps({"error": message}), status_code=status, media_type=JSON, headers=headers
@@ -73,6 +112,8 @@ class Admission:
         self.budget = BodyBudget(server.http.max_inflight_body_bytes)
         self._max_body = server.max_body_bytes
         self._body_timeout_s = server.body_timeout_ms / 1000
+        self._prepaid = gateway.limiter is not None
+        self._anonymous = Caller(network=True, prepaid=self._prepaid)
 
     async def admit(
         self,
@@ -80,12 +121,17 @@ class Admission:
         *,
         audience: AudienceCheck | None = None,
         challenge_extra: Callable[[], str] | None = None,
+        head: RequestHead | None = None,
     ) -> Caller | Response:
-        """The caller, or the Response refusing it (403, 400, 401, 429)."""
-        headers = request.headers
-        if not self._origin_permits(headers.get("origin"), headers.get("host")):
+        """The caller, or the Response refusing it (403, 400, 401, 429).
+
+        ``head``: the request's headers, when the door has already read them.
+        """
+        if head is None:
+            head = RequestHead(request.scope["headers"])
+        if not self._origin_permits(head.origin, head.host):
             return plain(403, "origin not allowed")
-        authorization = [v for k, v in request.scope["headers"] if k == b"authorization"]
+        authorization = head.authorization
         if len(authorization) > 1:
             return plain(400, "more than one Authorization header")
         try:
@@ -107,7 +153,9 @@ class Admission:
             if challenge_extra is not None:
                 challenge += challenge_extra()
             return plain(401, "authentication required", {"WWW-Authenticate": challenge})
-        return Caller(network=True, principal=principal, prepaid=self._gateway.limiter is not None)
+        if principal is None:
+            return self._anonymous
+        return Caller(network=True, principal=principal, prepaid=self._prepaid)
 
     async def charge(self, caller: Caller, store: str | None) -> Response | None:
         """The caller's rate limit, taken before its body is read (a JSON-RPC error if spent).
@@ -133,21 +181,23 @@ class Admission:
         )
         return Response(error_body(None, err), status_code=200, media_type=JSON)
 
-    async def read_body(self, request: Request) -> bytes | Response:
+    async def read_body(
+        self, request: Request, head: RequestHead | None = None
+    ) -> bytes | Response:
         """The whole body, or the Response refusing it (400, 408, 413, 503).
 
         Raises:
             starlette.requests.ClientDisconnect: the client left mid-body (nobody to answer).
         """
+        length = head.content_length if head is not None else request.headers.get("content-length")
         try:
             async with asyncio.timeout(self._body_timeout_s):
-                return await self._read(request)
+                return await self._read(request, length)
         except TimeoutError:
             return plain(408, "request body not received in time")
 
-    async def _read(self, request: Request) -> bytes | Response:
+    async def _read(self, request: Request, length: str | None) -> bytes | Response:
         max_body = self._max_body
-        length = request.headers.get("content-length")
         if length is not None:
             if not length.isdigit():
                 return plain(400, "invalid Content-Length")

@@ -48,7 +48,7 @@ from gateway.observability.telemetry import active as active_tracing
 from gateway.observability.telemetry import configure_from_env as configure_tracing
 from gateway.runtime import Gateway, UnknownStore
 from gateway.security.auth import Authenticator
-from gateway.transports.admission import Admission, plain
+from gateway.transports.admission import Admission, RequestHead, plain
 from gateway.transports.index_page import as_html, index_page, prefers_html
 from gateway.transports.mcp_door import McpDoor
 from gateway.transports.routes import route
@@ -58,7 +58,6 @@ log = logging.getLogger(__name__)
 audit = logging.getLogger("a2m.audit")
 
 JSON = "application/json"
-VERSION_HEADER = "a2m-protocol-version"
 
 
 class OriginGuard:
@@ -230,20 +229,27 @@ def create_app(
     app.metrics = metrics
     app.state.body_budget = admission.budget
     admit, charge, read_body = admission.admit, admission.charge, admission.read_body
+    unsupported_version = error_body(
+        None,
+        ProtocolNotSupported(
+            f"Protocol version header names a version this server does not speak; "
+            f"it speaks {PROTOCOL}",
+            data={"supported": [PROTOCOL]},
+        ),
+    )
+    endpoints = {"stores": {n: f"/a2m/{n}" for n in gateway.stores}}
+    if gateway.federations:
+        endpoints["federations"] = {n: f"/a2m/{n}" for n in gateway.federations}
 
     async def rpc(request: Request, store: str | None) -> Response:
-        caller = await admit(request)
+        head = RequestHead(request.scope["headers"])
+        caller = await admit(request, head=head)
         if isinstance(caller, Response):
             return caller
-        version = request.headers.get(VERSION_HEADER)
+        version = head.version
         if version is not None and version.strip() != PROTOCOL:
-            err = ProtocolNotSupported(
-                f"Protocol version header names a version this server does not speak; "
-                f"it speaks {PROTOCOL}",
-                data={"supported": [PROTOCOL]},
-            )
-            return Response(error_body(None, err), status_code=400, media_type=JSON)
-        ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            return Response(unsupported_version, status_code=400, media_type=JSON)
+        ctype = head.media_type()
         if ctype != JSON and not ctype.endswith("+json"):
             return plain(415, "Content-Type must be application/json")
         try:
@@ -253,7 +259,7 @@ def create_app(
         refused = await charge(caller, store)
         if refused is not None:
             return refused
-        body = await read_body(request)
+        body = await read_body(request, head)
         if isinstance(body, Response):
             return body
 
@@ -297,9 +303,7 @@ def create_app(
             status = 429 if err.code is ErrorCode.QUOTA_EXCEEDED else 503
             return Response(error_body(None, err), status_code=status, media_type=JSON)
         if store is None:
-            result = {**result, "stores": {n: f"/a2m/{n}" for n in gateway.stores}}
-            if gateway.federations:
-                result["federations"] = {n: f"/a2m/{n}" for n in gateway.federations}
+            result = {**result, **endpoints}
         return Response(orjson.dumps(result), media_type=JSON)
 
     async def well_known(request: Request) -> Response:

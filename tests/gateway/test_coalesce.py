@@ -16,8 +16,8 @@ from uvicorn.server import ServerState
 
 from gateway.observability.metrics import Metrics
 from gateway.transports.coalesce import CoalescingTransport
-from gateway.transports.uvicorn_config import uvicorn_options
 from gateway.transports.http import create_app
+from gateway.transports.uvicorn_config import uvicorn_options
 from tests.security.support import (
     MemoryConnector,
     acl_docs,

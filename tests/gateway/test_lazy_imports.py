@@ -76,7 +76,8 @@ def _opensearch_config(tmp_path: Path) -> Path:
 def test_an_opensearch_config_loads_no_mcp_tracing_embedder_or_demo(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k.startswith("OTEL_")}
     modules = _loaded(_opensearch_config(tmp_path), **dict.fromkeys(env, ""))
-    assert "gateway.transports.http" in modules and "connectors.lucene.opensearch" in modules
+    assert "gateway.transports.http" in modules
+    assert "connectors.lucene.opensearch" in modules
     assert _matching(modules, NOT_FOR_AN_OPENSEARCH_STORE) == []
 
 

@@ -23,8 +23,8 @@ import uvicorn
 from gateway.a2m.errors import ErrorCode
 from gateway.config import parse_config
 from gateway.observability.metrics import Metrics
-from gateway.transports.uvicorn_config import uvicorn_options
 from gateway.transports.http import create_app
+from gateway.transports.uvicorn_config import uvicorn_options
 from tests.security.support import (
     BOB_KEY,
     Issuer,
