@@ -39,7 +39,7 @@ from gateway.config import ServerConfig
 from gateway.mcp.tools import Endpoint, McpTools
 from gateway.observability.telemetry import active as active_tracing
 from gateway.runtime import Gateway
-from gateway.security.auth import AuthenticationError
+from gateway.security.credential import AuthenticationError
 from gateway.security.scopes import LOCAL, Caller, Principal
 from gateway.transports.admission import Admission
 

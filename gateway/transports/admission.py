@@ -22,7 +22,8 @@ from gateway.a2m.errors import QuotaExceeded
 from gateway.a2m.jsonrpc import error_body
 from gateway.config import ServerConfig
 from gateway.runtime import Gateway
-from gateway.security.auth import AuthenticationError, Authenticator
+from gateway.security.auth import Authenticator
+from gateway.security.credential import AuthenticationError
 from gateway.security.ratelimit import RateLimiter
 from gateway.security.scopes import Caller, Principal
 

@@ -21,12 +21,16 @@ NOT_FOR_AN_OPENSEARCH_STORE = (
     "onnxruntime",
     "tokenizers",
     "numpy",
+    "jwt",
+    "cryptography",
+    "fastapi",
     "gateway.demo",
     "gateway.mcp",
     "gateway.observability.tracing",
     "gateway.embedders.minilm",
 )
-"""Top-level packages or gateway modules a lexical OpenSearch store never needs at start."""
+"""Top-level packages or gateway modules a lexical OpenSearch store without server.auth.jwt
+never needs at start."""
 
 _PROBE = """
 import json, sys

@@ -22,13 +22,12 @@ import pytest
 from gateway.config import ApiKeyEntry, AuthConfig, ConfigError, JwtConfig
 from gateway.security.auth import (
     ApiKeyVerifier,
-    AuthenticationError,
     Authenticator,
-    JwtVerifier,
-    bearer_token,
     generate_api_key,
     hash_api_key,
 )
+from gateway.security.credential import AuthenticationError, bearer_token
+from gateway.security.jwt_auth import JwtVerifier
 from tests.security.support import (
     AUDIENCE,
     BOB_KEY,

@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from gateway.config import ConfigError, JwtConfig
-from gateway.security.auth import AuthenticationError, JwtVerifier
+from gateway.security.credential import AuthenticationError
+from gateway.security.jwt_auth import JwtVerifier
 from tests.security.support import (
     AUDIENCE,
     ISSUER,

@@ -1,0 +1,40 @@
+"""The credential a request presents: `Authorization: Bearer <token>` (RFC 6750).
+
+A missing or bad credential is an :class:`AuthenticationError`; the transport answers
+401 with ``WWW-Authenticate: Bearer`` before any JSON-RPC processing. Its ``reason``
+is for the log and never carries the token.
+"""
+
+from __future__ import annotations
+
+import re
+
+_BEARER = re.compile(r"^[Bb][Ee][Aa][Rr][Ee][Rr] +([A-Za-z0-9\-._~+/]+=*) *$")
+"""RFC 6750 §2.1: `Bearer` then one b64token."""
+_MAX_HEADER = 32_768
+
+
+class AuthenticationError(Exception):
+    """The request carries no valid credential; answered 401 before any JSON-RPC processing."""
+
+    def __init__(self, reason: str, *, presented: bool = True) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.presented = presented
+        """False when no credential was sent at all (RFC 6750: no error attribute then)."""
+
+
+def bearer_token(authorization: str | None) -> str:
+    """The token of an `Authorization: Bearer <token>` header.
+
+    Raises:
+        AuthenticationError: the header is missing, another scheme, or malformed.
+    """
+    if authorization is None or not authorization.strip():
+        raise AuthenticationError("no credential", presented=False)
+    if len(authorization) > _MAX_HEADER:
+        raise AuthenticationError("credential header too long")
+    m = _BEARER.match(authorization.strip())
+    if m is None:
+        raise AuthenticationError("unsupported credential scheme")
+    return m.group(1)
