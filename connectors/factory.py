@@ -17,12 +17,8 @@ def make_connector(spec: ConnectorSpec) -> Connector:
         from connectors.qdrant.connector import QdrantConnector
 
         return QdrantConnector(spec)
-    if backend == "elasticsearch":
-        from connectors.lucene.elasticsearch import ElasticsearchConnector
+    if backend in ("elasticsearch", "opensearch"):
+        from connectors.lucene.connector import LuceneConnector
 
-        return ElasticsearchConnector(spec)
-    if backend == "opensearch":
-        from connectors.lucene.opensearch import OpenSearchConnector
-
-        return OpenSearchConnector(spec)
+        return LuceneConnector(spec)
     raise ValueError(f"unknown backend {backend!r}")

@@ -6,8 +6,11 @@ that answers the benchmark's ``memory/recall`` POST by sending the body the
 gateway's connector would send to OpenSearch and returning the hits as records.
 Two engine clients:
 
-- ``official``: opensearch-py's ``AsyncOpenSearch`` with the connector's own
-  orjson serializer;
+- ``official``: opensearch-py's ``AsyncOpenSearch`` as the gateway's connector
+  builds it (its connection class, its orjson serializer) and called the way the
+  connector calls it: one transport request per search
+  (:class:`connectors.lucene.opensearch.OpenSearchDialect`), so the floor's
+  engine client is exactly the gateway's;
 - ``raw``: one ``aiohttp`` session posting pre-encoded bytes, no engine client;
 - ``none``: no engine call at all, the first engine answer replayed (the server's
   share alone: HTTP in and out, JSON, the records).
@@ -86,15 +89,24 @@ def make_app(
 ) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
     search: Search
     if client == "official":
-        from opensearchpy import AsyncOpenSearch
+        from connectors.lucene.opensearch import OpenSearchDialect
+        from connectors.spec import ConnectionSpec, ConnectorSpec
 
-        from connectors.lucene.opensearch import OrjsonSerializer
-
-        engine = AsyncOpenSearch(hosts=[url], maxsize=64, timeout=30, serializer=OrjsonSerializer())
+        dialect = OpenSearchDialect()
+        spec = ConnectorSpec(
+            backend="opensearch",
+            index=index,
+            connection=ConnectionSpec(hosts=(url,), pool_maxsize=64, timeout_ms=30_000),
+        )
+        engine: Any = None
+        path = f"/{index}/_search"
 
         async def search(body: dict[str, Any]) -> dict[str, Any]:
-            answer: dict[str, Any] = await engine.search(index=index, body=body)
-            return answer
+            nonlocal engine
+            if engine is None:
+                engine = await dialect.make_client(spec)
+            answer = await dialect.request(engine, "POST", path, seconds=30.0, body=body)
+            return answer  # type: ignore[return-value]
 
     else:
         import aiohttp

@@ -1,7 +1,7 @@
 """Engine calls of the Elasticsearch/OpenSearch connectors: the client, retries, errors.
 
-:class:`LuceneClient` owns the dialect's async client and its life (make,
-close, a caller's view, ping) and runs every read through :meth:`LuceneClient._read`:
+:class:`LuceneClient` owns the client its dialect makes and its life (make,
+close, a caller's view, ping) and runs every read through :meth:`LuceneClient.read`:
 bounded retries of idempotent reads inside the request deadline, and the one
 place a client exception becomes a neutral :mod:`connectors.errors` error
 (:class:`EngineFailure`, fixed messages, no hosts or credentials).
@@ -9,12 +9,11 @@ place a client exception becomes a neutral :mod:`connectors.errors` error
 
 from __future__ import annotations
 
-import abc
 import copy
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from connectors.errors import (
     ConnectorError,
@@ -29,6 +28,7 @@ from connectors.retry import remaining, retry_read
 from connectors.tracing import trace_transport
 
 if TYPE_CHECKING:
+    from connectors.lucene.dialect import Dialect
     from connectors.spec import ConnectorSpec
 
 logger = logging.getLogger(__name__)
@@ -159,80 +159,60 @@ def msearch_responses(answer: Mapping[str, Any], expected: int) -> list[dict[str
     return [dict(r) for r in responses]
 
 
-class LuceneClient(abc.ABC):
-    """The dialect's client and the retried, translated reads every connector call makes."""
+class LuceneClient:
+    """One store's engine client (made by its dialect) and the retried, translated calls."""
 
-    engine_name: ClassVar[str]
-    """`elasticsearch` or `opensearch` (set by each dialect)."""
-
-    def __init__(self, spec: ConnectorSpec) -> None:
-        """Nothing is contacted here; the client is made by :meth:`_connect`."""
+    def __init__(self, spec: ConnectorSpec, dialect: Dialect) -> None:
+        """Nothing is contacted here; the client is made by :meth:`connect`."""
         self._spec = spec
+        self._dialect = dialect
         self._timeout_s = spec.connection.timeout_ms / 1000
         self._client: Any = None
+        self._headers: Mapping[str, str] | None = None
         self._view = False
 
-    # ---- dialect hooks
+    @property
+    def client(self) -> Any:
+        """The dialect's client, or None before :meth:`connect` and after :meth:`close`."""
+        return self._client
 
-    async def _prepare(self) -> None:  # noqa: B027 - optional hook, most dialects need none
-        """Blocking set-up the client needs (credential lookups), run before _make_client.
+    @property
+    def timeout_s(self) -> float:
+        return self._timeout_s
 
-        A dialect runs the blocking part on a worker thread (``asyncio.to_thread``).
-        """
-
-    @abc.abstractmethod
-    def _make_client(self) -> Any:
-        """Build the async client (no I/O).
-
-        Raises:
-            EngineConfigError: the connection settings cannot make a client.
-        """
-
-    @abc.abstractmethod
-    async def _close_client(self, client: Any) -> None: ...
-
-    @abc.abstractmethod
-    def _classify(self, exc: BaseException) -> EngineFailure | None:
-        """Reduce a client exception; None for anything that is not the client's."""
-
-    @abc.abstractmethod
-    async def _search(self, body: Body, seconds: float, *, pit: bool = False) -> dict[str, Any]:
-        """Run one ``_search`` (on the index, or on the PIT named in the body)."""
-
-    @abc.abstractmethod
-    async def _msearch(self, lines: Sequence[Body], seconds: float) -> Mapping[str, Any]:
-        """Run one ``_msearch`` on the index (header and body lines); its raw answer."""
-
-    @abc.abstractmethod
-    async def _get_mapping(self, seconds: float) -> dict[str, Any]: ...
-
-    @abc.abstractmethod
-    async def _health(self, seconds: float) -> None: ...
-
-    @abc.abstractmethod
-    async def _version(self, seconds: float) -> str | None:
-        """The engine version, best effort (None when the engine does not say)."""
-
-    @abc.abstractmethod
-    async def _open_pit(self, seconds: float) -> str: ...
-
-    @abc.abstractmethod
-    async def _close_pit(self, pit_id: str, seconds: float) -> None: ...
-
-    async def _connect(self) -> None:
+    async def connect(self) -> None:
         """Make the client unless one is open (no engine request).
 
         Raises:
             EngineConfigError: the connection settings cannot make a client.
         """
         if self._client is None:
-            await self._prepare()
-            self._client = self._make_client()
-            trace_transport(self._client.transport, self.engine_name, self._spec.index)
+            self._client = await self._dialect.make_client(self._spec)
+            trace_transport(self._client.transport, self._dialect.name, self._spec.index)
 
-    # ---- plumbing
+    # ---- calls
 
-    def _call_timeout(self) -> float:
+    async def call(
+        self,
+        method: str,
+        path: str,
+        seconds: float,
+        *,
+        body: Body | bytes | None = None,
+        params: Mapping[str, str] | None = None,
+    ) -> Mapping[str, Any]:
+        """One engine request, no retry, the client's exceptions untranslated."""
+        return await self._dialect.request(
+            self._client,
+            method,
+            path,
+            seconds=seconds,
+            body=body,
+            params=params,
+            headers=self._headers,
+        )
+
+    def call_timeout(self) -> float:
         """Per-call client timeout: the connection's, cut to what the request deadline leaves.
 
         With several nodes an attempt gets at most half of what is left, so that a node
@@ -248,25 +228,26 @@ class LuceneClient(abc.ABC):
             left /= 2
         return min(self._timeout_s, left)
 
-    def _failure(self, exc: BaseException) -> EngineFailure | None:
-        return exc.failure if isinstance(exc, LegFailed) else self._classify(exc)
+    def failure(self, exc: BaseException) -> EngineFailure | None:
+        """The failure a client exception (or a failed ``_msearch`` leg) stands for."""
+        return exc.failure if isinstance(exc, LegFailed) else self._dialect.classify(exc)
 
     def _is_transient(self, exc: BaseException) -> bool:
         """Worth another attempt; a timed-out one only when another node can take it (the
         client has marked the silent one dead, so the retry goes elsewhere)."""
-        failure = self._failure(exc)
+        failure = self.failure(exc)
         if failure is None:
             return False
         return failure.transient or (failure.kind == "timeout" and self._spec.connection.fails_over)
 
     def _retry_after_s(self, exc: BaseException) -> float | None:
         """The engine's Retry-After, when the failure carried one (see ``EngineFailure``)."""
-        failure = self._failure(exc)
+        failure = self.failure(exc)
         if failure is None or failure.retry_after_ms is None:
             return None
         return failure.retry_after_ms / 1000
 
-    async def _read(self, call: Callable[[float], Awaitable[T]], *, opening: bool = False) -> T:
+    async def read(self, call: Callable[[float], Awaitable[T]], *, opening: bool = False) -> T:
         """Run an idempotent read with retries, translating the client's exceptions.
 
         Raises:
@@ -281,7 +262,7 @@ class LuceneClient(abc.ABC):
             raise EngineUnavailable("the connector is closed", retry_after_ms=1000)
 
         async def attempt() -> T:
-            return await call(self._call_timeout())
+            return await call(self.call_timeout())
 
         try:
             return await retry_read(
@@ -293,16 +274,27 @@ class LuceneClient(abc.ABC):
         except ConnectorError:
             raise
         except Exception as exc:
-            failure = self._failure(exc)
+            failure = self.failure(exc)
             if failure is None:
                 raise
             # The client's text can hold URLs and index names: debug level only.
             logger.debug("engine call failed: %s", failure, exc_info=True)
             raise failure.error(opening=opening) from exc
 
-    async def _search_read(self, body: Body, pit: bool = False) -> dict[str, Any]:
-        """One retried ``_search`` (see :meth:`_read`)."""
-        return await self._read(lambda seconds: self._search(body, seconds, pit=pit))
+    async def read_call(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Body | bytes | None = None,
+        params: Mapping[str, str] | None = None,
+        opening: bool = False,
+    ) -> Mapping[str, Any]:
+        """One retried engine request (see :meth:`read`)."""
+        return await self.read(
+            lambda seconds: self.call(method, path, seconds, body=body, params=params),
+            opening=opening,
+        )
 
     # ---- life
 
@@ -311,27 +303,21 @@ class LuceneClient(abc.ABC):
             return  # a caller's view shares its parent's client; the parent closes it
         client, self._client = self._client, None
         if client is not None:
-            await self._close_client(client)
+            await self._dialect.close_client(client)
 
     def for_caller(self, authorization: str) -> Self:
-        """A view of this open connector whose engine requests carry the caller's
-        ``Authorization`` instead of the store's credential (``scope.forward_credential``):
-        the engine's own document-level security then decides what the caller sees.
-        It shares the client's connection pool and what open() learned; no I/O.
+        """A view on the same client whose requests carry ``authorization`` instead of
+        the store's credential; no I/O.
 
         Raises:
-            EngineUnavailable: the connector is not open.
+            EngineUnavailable: the client is not open.
         """
         if self._client is None:
             raise EngineUnavailable("engine connector is closed")
         view = copy.copy(self)
         view._view = True
-        view._client = self._client_with_authorization(authorization)
+        view._headers = {"authorization": authorization}
         return view
-
-    def _client_with_authorization(self, authorization: str) -> Any:
-        """The dialect's client sending ``authorization`` on every request."""
-        raise NotImplementedError
 
     async def ping(self) -> bool:
         """True when the engine answers HTTP (even a 4xx: it is up); never raises.
@@ -347,9 +333,11 @@ class LuceneClient(abc.ABC):
         seconds = min(self._timeout_s, 5.0) / tries
         for _ in range(tries):
             try:
-                await self._health(seconds)
+                # local: the node answers from its own cluster state, so readiness does
+                # not wait on the elected manager (an election takes seconds).
+                await self.call("GET", "/_cluster/health", seconds, params=LOCAL)
             except Exception as exc:  # ping never raises; classify what the client threw
-                failure = self._classify(exc)
+                failure = self._dialect.classify(exc)
                 if failure is None:
                     return False
                 if failure.kind == "status" and (failure.status or 0) < 500:
@@ -357,3 +345,6 @@ class LuceneClient(abc.ABC):
                 continue
             return True
         return False
+
+
+LOCAL: Mapping[str, str] = {"local": "true"}

@@ -1,34 +1,32 @@
-"""The engine-neutral async connector Elasticsearch and OpenSearch share.
+"""The async connector Elasticsearch and OpenSearch share: one class, two dialects.
 
-A dialect subclass (``connectors.lucene.elasticsearch``, ``connectors.lucene.opensearch``)
-supplies the client, the kNN clause, the vector mapping and the client's
-exception shapes; everything else lives here once. Bodies come from
-:mod:`connectors.lucene.query`, field checks from :mod:`connectors.lucene.mapping`,
-hybrid legs (one ``_msearch``) from :mod:`connectors.lucene.hybrid`, ordered reads
-and their paging from :mod:`connectors.lucene.order`.
+What the engines do differently is a :class:`connectors.lucene.dialect.Dialect`
+value (:data:`connectors.lucene.elasticsearch.ELASTICSEARCH`,
+:data:`connectors.lucene.opensearch.OPENSEARCH`); everything else lives here
+once. Bodies come from :mod:`connectors.lucene.query`, field checks from
+:mod:`connectors.lucene.mapping`, hybrid legs (one ``_msearch``) from
+:mod:`connectors.lucene.hybrid`, ordered reads and their paging from
+:mod:`connectors.lucene.order`, retries and errors from :mod:`connectors.lucene.client`.
 """
 
 from __future__ import annotations
 
-import abc
+import copy
 import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, Self
+from urllib.parse import quote
 
-from connectors.base import (
-    EngineInfo,
-    Filter,
-    Hit,
-    OrderedRequest,
-    SearchRequest,
-    VectorInfo,
-)
+import orjson
+
+from connectors.base import EngineInfo, Filter, Hit, OrderedRequest, SearchRequest, VectorInfo
 from connectors.errors import EngineConfigError, EngineRejected
 from connectors.fusion import normalise_by_max
 from connectors.lucene.client import LuceneClient, msearch_responses
+from connectors.lucene.dialect import Dialect, KnnScore
 from connectors.lucene.hybrid import (
     HybridPlanner,
     knn_depth,
+    knn_hits,
     msearch_lines,
     reread_body,
     with_documents,
@@ -39,58 +37,90 @@ from connectors.lucene.mapping import (
     keyword_subfields,
     text_only_fields,
 )
-from connectors.lucene.order import (
-    ES_ENGINE_ID_ORDER,
-    EngineIdOrder,
-    OrderedBodies,
-    OrderedReader,
-)
+from connectors.lucene.order import PIT_KEEP_ALIVE, OrderedBodies, OrderedReader
 from connectors.lucene.query import MAX_WINDOW, PAGE_SIZE, Body, QueryTranslator
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from connectors.spec import ConnectorSpec
 
 logger = logging.getLogger(__name__)
 
 
-class LuceneConnector(LuceneClient):
-    """An Elasticsearch/OpenSearch index behind one store (see :class:`connectors.base.Connector`).
+def dialect_for(backend: str) -> Dialect:
+    """A fresh dialect of ``backend`` (``elasticsearch`` or ``opensearch``), one per connector.
 
-    Subclasses are small dialects: the client, the kNN clause, the vector field
-    type and its similarity, the PIT calls and the client's exception shapes.
+    Raises:
+        ValueError: another backend.
     """
+    if backend == "elasticsearch":
+        from connectors.lucene.elasticsearch import ElasticsearchDialect
 
-    vector_type: ClassVar[str]
-    engine_id_order: ClassVar[EngineIdOrder] = ES_ENGINE_ID_ORDER
+        return ElasticsearchDialect()
+    if backend == "opensearch":
+        from connectors.lucene.opensearch import OpenSearchDialect
 
-    def __init__(self, spec: ConnectorSpec, *, page_size: int = PAGE_SIZE) -> None:
-        """Nothing is contacted until open(); ``page_size`` bounds one ordered-read request."""
-        super().__init__(spec)
+        return OpenSearchDialect()
+    raise ValueError(f"not a Lucene backend: {backend!r}")
+
+
+def knn_body(
+    dialect: Dialect,
+    translator: QueryTranslator,
+    field: str,
+    request: SearchRequest,
+    size: int,
+    depth: int,
+) -> Body:
+    """A kNN search body: ``size`` nearest hits, searching ``depth`` candidates.
+
+    ``k`` is the depth and ``size`` cuts: OpenSearch has no ``num_candidates`` (k is
+    its per-shard depth), and Elasticsearch 9.x rescores oversample x k quantised
+    candidates, so a smaller k would rank a kNN-only search differently (worse)
+    than the same query's hybrid leg.
+    """
+    assert request.dense is not None
+    body = translator.knn_common(request, size)
+    vector = [float(x) for x in request.dense]
+    filters = translator.filter_clauses(request.filter)
+    body.update(dialect.knn_clause(field, vector, max(depth, size), filters))
+    return body
+
+
+def ndjson(lines: Sequence[Body]) -> bytes:
+    """Lines of JSON, each ended by a newline (an ``_msearch`` payload)."""
+    dumps, option = orjson.dumps, orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
+    return b"".join(dumps(line, option=option) for line in lines)
+
+
+class LuceneConnector:
+    """An Elasticsearch/OpenSearch index behind one store (a :class:`connectors.base.Connector`)."""
+
+    def __init__(
+        self, spec: ConnectorSpec, dialect: Dialect | None = None, *, page_size: int = PAGE_SIZE
+    ) -> None:
+        """Nothing is contacted until open(); the dialect is the spec's backend's unless
+        given; ``page_size`` bounds one ordered-read request."""
+        dialect = dialect or dialect_for(spec.backend)
+        self._spec = spec
+        self._dialect = dialect
+        self._engine = LuceneClient(spec, dialect)
         self._page_size = max(1, min(page_size, MAX_WINDOW))
+        index = quote(spec.index, safe=",*")
+        self._search_path = f"/{index}/_search"
+        self._msearch_path = f"/{index}/_msearch"
+        self._mapping_path = f"/{index}/_mapping"
+        self._pit_path = dialect.pit.open_path.format(index=index)
         self._translator: QueryTranslator | None = None
-        self._vector_spec: dict[str, Any] | None = None
+        self._vector_field: str | None = None
+        self._knn_score: KnnScore | None = None
         self._order: OrderedBodies | None = None
         self._hybrid: HybridPlanner | None = None
 
-    # ---- dialect hooks
-
-    @abc.abstractmethod
-    def _knn_body(
-        self, translator: QueryTranslator, request: SearchRequest, size: int, depth: int
-    ) -> Body:
-        """A kNN search body: ``size`` nearest hits, searching ``depth`` candidates."""
-
-    @abc.abstractmethod
-    def _vector_info(self, spec: Mapping[str, Any]) -> VectorInfo:
-        """Dimensions and metric of the vector field's mapping.
-
-        Raises:
-            EngineConfigError: the field cannot be searched by kNN or its metric is unsupported.
-        """
-
-    @abc.abstractmethod
-    def _knn_score(self, raw: float) -> float:
-        """The engine's kNN ``_score`` for the field's similarity, mapped into [0, 1]."""
+    @property
+    def dialect(self) -> Dialect:
+        return self._dialect
 
     @property
     def _t(self) -> QueryTranslator:
@@ -99,6 +129,14 @@ class LuceneConnector(LuceneClient):
         return self._translator
 
     # ---- Connector protocol
+
+    async def connect(self) -> None:
+        """Make the client without any engine request (open() does this first).
+
+        Raises:
+            EngineConfigError: the connection settings cannot make a client.
+        """
+        await self._engine.connect()
 
     async def open(self) -> EngineInfo:
         """Connect, read the index mapping, check the configured fields against it.
@@ -109,32 +147,50 @@ class LuceneConnector(LuceneClient):
             EngineUnavailable: the engine cannot be reached.
             EngineTimeout: it did not answer in time.
         """
-        await self._connect()
+        await self._engine.connect()
         try:
-            mapping = await self._read(self._get_mapping, opening=True)
-            fields = flatten_mapping(mapping)
-            if not fields and not mapping:
-                raise EngineConfigError("index: the index does not exist in the engine")
-            exact = keyword_subfields(fields)
-            self._vector_spec = check_fields(
-                self._spec, fields, exact, vector_type=self.vector_type
-            )
-            vectors = self._vector_info(self._vector_spec) if self._vector_spec else None
-            t = self._translator = QueryTranslator(
-                self._spec, exact_fields=exact, text_only_fields=text_only_fields(fields, exact)
-            )
-            self._order = OrderedBodies(t, self.engine_id_order)
-            group = self._spec.fields.group if t.collapse_field else None
-            self._hybrid = HybridPlanner(t, self._knn_body, self._knn_score, group_field=group)
-            try:
-                version = await self._version(self._call_timeout())
-            except Exception:  # the version is cosmetic: never fail open() for it
-                version = None
+            mapping = await self._engine.read_call("GET", self._mapping_path, opening=True)
+            vectors = self._learn(dict(mapping))
+            version = await self._version()
         except BaseException:
             await self.close()
             raise
-        name = f"{self.engine_name} {version}" if version else self.engine_name
+        name = self._dialect.name
+        name = f"{name} {version}" if version else name
         return EngineInfo(engine=name, vectors=vectors, lexical=bool(self._spec.search.text_fields))
+
+    def _learn(self, mapping: dict[str, Any]) -> VectorInfo | None:
+        """Check the fields against the mapping; set up the translator and planners."""
+        fields = flatten_mapping(mapping)
+        if not fields and not mapping:
+            raise EngineConfigError("index: the index does not exist in the engine")
+        exact = keyword_subfields(fields)
+        field_spec = check_fields(self._spec, fields, exact, vector_type=self._dialect.vector_type)
+        t = self._translator = QueryTranslator(
+            self._spec, exact_fields=exact, text_only_fields=text_only_fields(fields, exact)
+        )
+        self._order = OrderedBodies(t, self._dialect.engine_id_order)
+        if not field_spec:
+            return None
+        vectors, self._knn_score = self._dialect.vector_scoring(field_spec)
+        self._vector_field = self._spec.search.vector_field
+        group = self._spec.fields.group if t.collapse_field else None
+        self._hybrid = HybridPlanner(t, self._knn, self._knn_score, group_field=group)
+        return vectors
+
+    async def _version(self) -> str | None:
+        call = self._dialect.version
+        try:
+            answer = await self._engine.call(
+                "GET", call.path, self._engine.call_timeout(), params=call.params
+            )
+            return call.read(answer)
+        except Exception:  # the version is cosmetic: never fail open() for it
+            return None
+
+    def _knn(self, request: SearchRequest, size: int, depth: int) -> Body:
+        assert self._vector_field is not None
+        return knn_body(self._dialect, self._t, self._vector_field, request, size, depth)
 
     async def search(self, request: SearchRequest) -> list[Hit]:
         """Ranked hits, best first, scores in [0, 1]; text + vector are fused by weighted RRF.
@@ -145,14 +201,14 @@ class LuceneConnector(LuceneClient):
         Raises:
             EngineRejected: a sparse vector (Qdrant only) or neither text nor vector.
             EngineConfigError: the store lacks the fields the request needs.
-            EngineUnavailable, EngineTimeout: see :meth:`_read`.
+            EngineUnavailable, EngineTimeout: see :meth:`LuceneClient.read`.
         """
         t = self._t
         if request.sparse is not None:
             raise EngineRejected("sparse vectors are not supported by this engine")
         lexical = request.text is not None
         dense = request.dense is not None
-        if dense and self._vector_spec is None:
+        if dense and self._knn_score is None:
             raise EngineConfigError("search.vector_field: vector search needs a vector field")
         limit = max(0, min(request.limit, MAX_WINDOW))
         if limit == 0:
@@ -160,55 +216,69 @@ class LuceneConnector(LuceneClient):
         if lexical and dense:
             return await self._hybrid_search(request, limit)
         if lexical:
-            response = await self._search_read(t.lexical(request, limit))
+            response = await self._search(t.lexical(request, limit))
             return normalise_by_max(t.hits(response, with_vectors=request.with_vectors))
         if dense:
-            body = self._knn_body(t, request, limit, knn_depth(request, limit))
-            hits = t.hits(await self._search_read(body), with_vectors=request.with_vectors)
-            for h in hits:
-                h.score = self._knn_score(h.score) if h.score is not None else 0.0
-            return hits
+            assert self._knn_score is not None
+            body = self._knn(request, limit, knn_depth(request, limit))
+            return knn_hits(t, await self._search(body), self._knn_score, request.with_vectors)
         raise EngineRejected("a search needs query text or a query vector")
+
+    async def _search(self, body: Body, pit: bool = False) -> Mapping[str, Any]:
+        """One retried ``_search`` on the index, or on the PIT the body names (a PIT
+        names its indices; the request must not name them again)."""
+        return await self._engine.read_call(
+            "POST", "/_search" if pit else self._search_path, body=body
+        )
 
     async def _hybrid_search(self, request: SearchRequest, limit: int) -> list[Hit]:
         """One ``_msearch`` of the legs, fused; then the re-read when the plan needs it."""
         assert self._hybrid is not None
         plan = self._hybrid.plan(request, limit)
-        lines = msearch_lines([leg.body for leg in plan.legs])
+        payload = ndjson(msearch_lines([leg.body for leg in plan.legs]))
 
         async def call(seconds: float) -> list[dict[str, Any]]:
-            return msearch_responses(await self._msearch(lines, seconds), len(plan.legs))
+            answer = await self._engine.call("POST", self._msearch_path, seconds, body=payload)
+            return msearch_responses(answer, len(plan.legs))
 
-        fused = self._hybrid.fuse(plan.legs, await self._read(call), request, limit)
+        fused = self._hybrid.fuse(plan.legs, await self._engine.read(call), request, limit)
         if not plan.reread or not fused:
             return fused
         body = reread_body(self._t, fused, request.filter, with_vectors=request.with_vectors)
-        docs = self._t.hits(await self._search_read(body), with_vectors=request.with_vectors)
+        docs = self._t.hits(await self._search(body), with_vectors=request.with_vectors)
         return with_documents(fused, docs)
 
     async def ordered(self, request: OrderedRequest) -> list[Hit]:
         """Hits in (created_at, tie-break) order, newest first when asked, read in pages.
 
         Raises:
-            EngineUnavailable, EngineTimeout, EngineRejected, EngineConfigError: see :meth:`_read`.
+            EngineUnavailable, EngineTimeout, EngineRejected, EngineConfigError: see
+                :meth:`LuceneClient.read`.
         """
         assert self._order is not None, "the connector is not open"
         reader = OrderedReader(
             self._order,
             self._t,
             page_size=self._page_size,
-            search_page=self._search_read,
-            open_pit=lambda: self._read(self._open_pit),
+            search_page=self._search,
+            open_pit=self._open_pit,
             release_pit=self._release_pit,
         )
         return await reader.read(request)
 
+    async def _open_pit(self) -> str:
+        params = {"keep_alive": PIT_KEEP_ALIVE}
+        answer = await self._engine.read_call("POST", self._pit_path, params=params)
+        return str(answer[self._dialect.pit.id_key])
+
     async def _release_pit(self, pit_id: str) -> None:
         # Best effort: an unreleased PIT expires after PIT_KEEP_ALIVE anyway.
+        pit = self._dialect.pit
+        seconds = min(self._engine.timeout_s, 5.0)
         try:
-            await self._close_pit(pit_id, min(self._timeout_s, 5.0))
+            await self._engine.call("DELETE", pit.close_path, seconds, body=pit.close_body(pit_id))
         except Exception as exc:
-            if self._classify(exc) is None:
+            if self._dialect.classify(exc) is None:
                 raise
             logger.debug("closing a point in time failed", exc_info=True)
 
@@ -216,12 +286,35 @@ class LuceneConnector(LuceneClient):
         """The first document matching ``flt`` (the newest when created_at is mapped).
 
         Raises:
-            EngineUnavailable, EngineTimeout, EngineRejected, EngineConfigError: see :meth:`_read`.
+            EngineUnavailable, EngineTimeout, EngineRejected, EngineConfigError: see
+                :meth:`LuceneClient.read`.
         """
         assert self._order is not None, "the connector is not open"
-        response = await self._search_read(self._order.fetch(flt, with_vectors=with_vectors))
+        response = await self._search(self._order.fetch(flt, with_vectors=with_vectors))
         hits = self._t.hits(response, with_vectors=with_vectors)
         if not hits:
             return None
         hits[0].score = None
         return hits[0]
+
+    # ---- life
+
+    async def ping(self) -> bool:
+        """True when the engine answers HTTP (see :meth:`LuceneClient.ping`); never raises."""
+        return await self._engine.ping()
+
+    async def close(self) -> None:
+        await self._engine.close()
+
+    def for_caller(self, authorization: str) -> Self:
+        """A view of this open connector whose engine requests carry the caller's
+        ``Authorization`` instead of the store's credential (``scope.forward_credential``):
+        the engine's own document-level security then decides what the caller sees.
+        It shares the client's connection pool and what open() learned; no I/O.
+
+        Raises:
+            EngineUnavailable: the connector is not open.
+        """
+        view = copy.copy(self)
+        view._engine = self._engine.for_caller(authorization)
+        return view

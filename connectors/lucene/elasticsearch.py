@@ -1,4 +1,4 @@
-"""Elasticsearch 8.x/9.x connector: the Elasticsearch dialect of :mod:`connectors.lucene.connector`.
+"""Elasticsearch 8.x/9.x: the Elasticsearch dialect of :mod:`connectors.lucene.connector`.
 
 What differs from OpenSearch, and lives here:
 
@@ -23,13 +23,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from connectors.base import Metric, SearchRequest, VectorInfo
+from connectors.base import Metric, VectorInfo
 from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
 from connectors.lucene.client import EngineFailure, error_causes, retry_after_ms
-from connectors.lucene.connector import LuceneConnector
-from connectors.lucene.order import PIT_KEEP_ALIVE
-from connectors.lucene.query import PAGE_SIZE, Body, QueryTranslator
+from connectors.lucene.dialect import KnnScore, PitCalls, VersionCall
+from connectors.lucene.order import ES_ENGINE_ID_ORDER
+from connectors.lucene.query import Body
 from connectors.pooled import resending
 
 if TYPE_CHECKING:
@@ -47,101 +47,139 @@ _SIMILARITY: dict[str, Metric] = {
 }
 _METRICS: tuple[Metric, ...] = ("cosine", "dot", "l2")
 
+_JSON = {"accept": "application/json", "content-type": "application/json"}
+_NDJSON = {"accept": "application/json", "content-type": "application/x-ndjson"}
+_ACCEPT = {"accept": "application/json"}
 
-class ElasticsearchConnector(LuceneConnector):
-    """An Elasticsearch index (or alias) behind one store."""
 
-    engine_name = "elasticsearch"
+def _node_version(answer: Mapping[str, Any]) -> str | None:
+    versions = [n.get("version") for n in (answer.get("nodes") or {}).values()]
+    return str(versions[0]) if versions and versions[0] else None
+
+
+def client_options(spec: ConnectorSpec, node_class: type | None = None) -> dict[str, Any]:
+    """``AsyncElasticsearch`` keyword arguments for ``connection:`` (no I/O); the HTTP
+    node class is aiohttp's, resending on a dead pooled connection, unless given."""
+    from elastic_transport import AiohttpHttpNode
+    from elasticsearch.serializer import OrjsonSerializer
+
+    timeout_s = spec.connection.timeout_ms / 1000
+    c = spec.connection
+    kwargs: dict[str, Any] = {
+        "request_timeout": timeout_s,
+        "connections_per_node": c.pool_maxsize,
+        # The connector retries (only idempotent reads, within the deadline).
+        "max_retries": 0,
+        "retry_on_timeout": False,
+        "verify_certs": c.verify_certs,
+        # A timed-out or unreachable node is marked dead either way (1 s, doubling
+        # to 30 s), so the connector's next attempt goes to another node.
+        # aiohttp, as by default, resending a request that met a dead pooled connection.
+        "node_class": node_class or resending(AiohttpHttpNode),
+    }
+    if c.sniff:
+        # Learn the nodes at start, after a failure, and (checked before a request)
+        # once sniff_interval_ms has passed, so a restarted node is found again.
+        kwargs.update(
+            sniff_on_start=True,
+            sniff_on_node_failure=True,
+            sniff_before_requests=True,
+            min_delay_between_sniffing=c.sniff_interval_ms / 1000,
+            sniff_timeout=min(timeout_s, 2.0),
+        )
+    if c.cloud_id is not None:
+        kwargs["cloud_id"] = c.cloud_id.get_secret_value()
+    else:
+        kwargs["hosts"] = list(c.hosts)
+    if c.ca_certs:
+        kwargs["ca_certs"] = c.ca_certs
+    if not c.verify_certs:
+        # The operator chose this; say so once in our log instead of a warning per client.
+        kwargs["ssl_show_warn"] = False
+        logger.warning("TLS certificate verification is off for index %s", spec.index)
+    if c.api_key is not None:
+        kwargs["api_key"] = c.api_key.get_secret_value()
+    elif c.username is not None:
+        password = c.password.get_secret_value() if c.password is not None else ""
+        kwargs["basic_auth"] = (c.username, password)
+    elif c.bearer_token is not None:
+        kwargs["bearer_auth"] = c.bearer_token.get_secret_value()
+    # orjson instead of stdlib json; the 8.x client speaks the compatibility
+    # media type, so map that one too.
+    fast = OrjsonSerializer()
+    kwargs["serializers"] = {
+        "application/json": fast,
+        "application/vnd.elasticsearch+json": fast,
+    }
+    return kwargs
+
+
+class ElasticsearchDialect:
+    """The Elasticsearch side of :class:`connectors.lucene.connector.LuceneConnector`."""
+
+    name = "elasticsearch"
     vector_type = "dense_vector"
+    engine_id_order = ES_ENGINE_ID_ORDER
+    pit = PitCalls(
+        open_path="/{index}/_pit",
+        id_key="id",
+        close_path="/_pit",
+        close_body=lambda pit_id: {"id": pit_id},
+    )
+    # Not GET /: without the rest-root module it answers 405, and the client then
+    # marks the node dead for a second. Needs `monitor`; no version without it.
+    version = VersionCall("/_nodes/_local/_none", {"filter_path": "nodes.*.version"}, _node_version)
 
-    def __init__(self, spec: ConnectorSpec, *, page_size: int = PAGE_SIZE) -> None:
-        super().__init__(spec, page_size=page_size)
-        self._similarity = "cosine"
-        self._timed_clients: dict[float, AsyncElasticsearch] = {}
+    def __init__(self, node_class: type | None = None) -> None:
+        """``node_class``: elastic-transport's HTTP node class, when not the default."""
+        self._node_class = node_class
+        self._timed: dict[float, AsyncElasticsearch] = {}
         self._timed_for: Any = None
 
-    @property
-    def _es(self) -> AsyncElasticsearch:
-        return self._client  # type: ignore[no-any-return]
+    async def request(
+        self,
+        client: AsyncElasticsearch,
+        method: str,
+        path: str,
+        *,
+        seconds: float,
+        body: Body | bytes | None = None,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Mapping[str, Any]:
+        """One call through the client's ``perform_request`` (its error classes and
+        product check); ``bytes`` are an NDJSON body."""
+        base = _ACCEPT if body is None else _NDJSON if isinstance(body, bytes) else _JSON
+        response = await self._timed_client(client, seconds).perform_request(
+            method, path, params=params, headers={**base, **headers} if headers else base, body=body
+        )
+        return response.body  # type: ignore[no-any-return]
 
-    def _timed(self, seconds: float) -> AsyncElasticsearch:
+    def _timed_client(self, client: AsyncElasticsearch, seconds: float) -> AsyncElasticsearch:
         """The client with a per-request timeout, kept per 0.1 s bucket.
 
         ``options()`` copies the client (0.1-0.2 ms of CPU, on every search); rounding
         the timeout up to the next 0.1 s keeps the copies few. The store's deadline
         still bounds the call, so the rounding never lets a request run longer.
         """
-        if self._timed_for is not self._client or len(self._timed_clients) > 64:
-            self._timed_clients, self._timed_for = {}, self._client
+        if self._timed_for is not client or len(self._timed) > 64:
+            self._timed, self._timed_for = {}, client
         key = math.ceil(seconds * 10) / 10
-        client = self._timed_clients.get(key)
-        if client is None:
-            client = self._timed_clients[key] = self._es.options(request_timeout=key)
-        return client
+        timed = self._timed.get(key)
+        if timed is None:
+            timed = self._timed[key] = client.options(request_timeout=key)
+        return timed
 
-    def _client_with_authorization(self, authorization: str) -> AsyncElasticsearch:
-        # options() returns a client on the same transport (pool); its headers replace
-        # the store's own credential header.
-        return self._es.options(headers={"authorization": authorization})
-
-    def _make_client(self) -> AsyncElasticsearch:
-        """Build the client from ``connection:`` (no I/O).
+    async def make_client(self, spec: ConnectorSpec) -> AsyncElasticsearch:
+        """The async client for ``connection:`` (no I/O).
 
         Raises:
             EngineConfigError: the settings cannot make a client (the message names the key).
         """
-        from elastic_transport import AiohttpHttpNode
         from elasticsearch import AsyncElasticsearch
 
-        c = self._spec.connection
-        kwargs: dict[str, Any] = {
-            "request_timeout": self._timeout_s,
-            "connections_per_node": c.pool_maxsize,
-            # The connector retries (only idempotent reads, within the deadline).
-            "max_retries": 0,
-            "retry_on_timeout": False,
-            "verify_certs": c.verify_certs,
-            # A timed-out or unreachable node is marked dead either way (1 s, doubling
-            # to 30 s), so the connector's next attempt goes to another node.
-            # aiohttp, as by default, resending a request that met a dead pooled connection.
-            "node_class": resending(AiohttpHttpNode),
-        }
-        if c.sniff:
-            # Learn the nodes at start, after a failure, and (checked before a request)
-            # once sniff_interval_ms has passed, so a restarted node is found again.
-            kwargs.update(
-                sniff_on_start=True,
-                sniff_on_node_failure=True,
-                sniff_before_requests=True,
-                min_delay_between_sniffing=c.sniff_interval_ms / 1000,
-                sniff_timeout=min(self._timeout_s, 2.0),
-            )
-        if c.cloud_id is not None:
-            kwargs["cloud_id"] = c.cloud_id.get_secret_value()
-        else:
-            kwargs["hosts"] = list(c.hosts)
-        if c.ca_certs:
-            kwargs["ca_certs"] = c.ca_certs
-        if not c.verify_certs:
-            # The operator chose this; say so once in our log instead of a warning per client.
-            kwargs["ssl_show_warn"] = False
-            logger.warning("TLS certificate verification is off for index %s", self._spec.index)
-        if c.api_key is not None:
-            kwargs["api_key"] = c.api_key.get_secret_value()
-        elif c.username is not None:
-            password = c.password.get_secret_value() if c.password is not None else ""
-            kwargs["basic_auth"] = (c.username, password)
-        elif c.bearer_token is not None:
-            kwargs["bearer_auth"] = c.bearer_token.get_secret_value()
-        from elasticsearch.serializer import OrjsonSerializer
-
-        # orjson instead of stdlib json; the 8.x client speaks the compatibility
-        # media type, so map that one too.
-        fast = OrjsonSerializer()
-        kwargs["serializers"] = {
-            "application/json": fast,
-            "application/vnd.elasticsearch+json": fast,
-        }
+        kwargs = client_options(spec, self._node_class)
+        c = spec.connection
         try:
             return AsyncElasticsearch(**kwargs)
         except (ValueError, TypeError):
@@ -152,10 +190,10 @@ class ElasticsearchConnector(LuceneConnector):
                 "host and port, e.g. https://host:9200)"
             ) from None
 
-    async def _close_client(self, client: Any) -> None:
+    async def close_client(self, client: AsyncElasticsearch) -> None:
         await client.close()
 
-    def _classify(self, exc: BaseException) -> EngineFailure | None:
+    def classify(self, exc: BaseException) -> EngineFailure | None:
         from elastic_transport import ConnectionError as TransportConnectionError
         from elastic_transport import ConnectionTimeout
         from elasticsearch import ApiError, UnsupportedProductError
@@ -176,79 +214,16 @@ class ElasticsearchConnector(LuceneConnector):
             )
         return None
 
-    async def _search(self, body: Body, seconds: float, *, pit: bool = False) -> dict[str, Any]:
-        client = self._timed(seconds)
-        if pit:
-            # A PIT names its indices; the request must not name them again.
-            response = await client.search(body=body)
-        else:
-            response = await client.search(index=self._spec.index, body=body)
-        return dict(response.body)
-
-    async def _msearch(self, lines: Sequence[Body], seconds: float) -> Mapping[str, Any]:
-        response = await self._timed(seconds).msearch(index=self._spec.index, searches=lines)
-        return dict(response.body)
-
-    async def _get_mapping(self, seconds: float) -> dict[str, Any]:
-        response = await self._es.options(request_timeout=seconds).indices.get_mapping(
-            index=self._spec.index
-        )
-        return dict(response.body)
-
-    async def _health(self, seconds: float) -> None:
-        # local: the node answers from its own cluster state, so readiness does not wait
-        # on the elected master (an election after the master is lost takes seconds).
-        await self._es.options(request_timeout=seconds).cluster.health(local=True)
-
-    async def _version(self, seconds: float) -> str | None:
-        from elasticsearch import ApiError
-
-        # Not GET /: without the rest-root module it answers 405, and the client
-        # then marks the node dead for a second. Needs `monitor`; None without it.
-        try:
-            info = await self._es.options(request_timeout=seconds).nodes.info(
-                node_id="_local", metric="_none", filter_path="nodes.*.version"
-            )
-        except ApiError:
-            return None
-        versions = [n.get("version") for n in info.body.get("nodes", {}).values()]
-        return str(versions[0]) if versions and versions[0] else None
-
-    async def _open_pit(self, seconds: float) -> str:
-        response = await self._es.options(request_timeout=seconds).open_point_in_time(
-            index=self._spec.index, keep_alive=PIT_KEEP_ALIVE
-        )
-        return str(response.body["id"])
-
-    async def _close_pit(self, pit_id: str, seconds: float) -> None:
-        await self._es.options(request_timeout=seconds).close_point_in_time(id=pit_id)
-
-    def _knn_body(
-        self, translator: QueryTranslator, request: SearchRequest, size: int, depth: int
-    ) -> Body:
-        field = self._spec.search.vector_field
-        assert field is not None
-        assert request.dense is not None
-        body = translator.knn_common(request, size)
-        # k is the depth too, and `size` cuts: 9.x quantises 384+ dims to bbq_hnsw and
-        # rescores oversample x k candidates, so a smaller k ranks a kNN-only search
-        # differently (worse) than the same query's hybrid leg.
-        knn: Body = {
-            "field": field,
-            "query_vector": [float(x) for x in request.dense],
-            "k": max(depth, size),
-            "num_candidates": max(depth, size),
-        }
-        filters = translator.filter_clauses(request.filter)
+    def knn_clause(self, field: str, vector: list[float], k: int, filters: Sequence[Body]) -> Body:
+        knn: Body = {"field": field, "query_vector": vector, "k": k, "num_candidates": k}
         if filters:
             # Inside knn the filter restricts the candidates (pre-filtering), so
             # k hits still come back when the filter is selective.
-            knn["filter"] = filters
-        body["knn"] = knn
-        return body
+            knn["filter"] = list(filters)
+        return {"knn": knn}
 
-    def _vector_info(self, spec: Mapping[str, Any]) -> VectorInfo:
-        """Dimensions and similarity of a ``dense_vector`` mapping.
+    def vector_scoring(self, spec: Mapping[str, Any]) -> tuple[VectorInfo, KnnScore]:
+        """Dimensions and similarity of a ``dense_vector`` mapping, and its score mapping.
 
         Raises:
             EngineConfigError: the field is not indexed for kNN, or its similarity
@@ -267,15 +242,8 @@ class ElasticsearchConnector(LuceneConnector):
                 f"search.vector_field: similarity {similarity!r} has no A2M metric "
                 "(cosine, dot_product, max_inner_product or l2_norm are supported)"
             )
-        self._similarity = similarity
         dims = spec.get("dims")
-        return VectorInfo(
-            dimensions=int(dims) if dims is not None else None,
-            metric=metric,
-            metrics=_METRICS,
+        info = VectorInfo(
+            dimensions=int(dims) if dims is not None else None, metric=metric, metrics=_METRICS
         )
-
-    def _knn_score(self, raw: float) -> float:
-        if self._similarity == "max_inner_product":
-            return inner_product_score(raw)
-        return clamp01(raw)
+        return info, inner_product_score if similarity == "max_inner_product" else clamp01

@@ -38,8 +38,8 @@ INLINE_FACTOR = 2
 Measured on SciFact: at 2 x limit both shapes cost the engine the same within noise;
 at 5-10 x limit parsing every leg's sources costs 15-35 % more than a re-read."""
 
-KnnBody = Callable[[QueryTranslator, SearchRequest, int, int], Body]
-"""The dialect's kNN body: (translator, request, size, depth) -> a ``_search`` body."""
+KnnBody = Callable[[SearchRequest, int, int], Body]
+"""The store's kNN body: (request, size, depth) -> a ``_search`` body."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +85,8 @@ class HybridPlanner:
         """
         Args:
             translator: the store's query translator.
-            knn_body: the dialect's kNN body builder.
-            knn_score: the dialect's raw kNN ``_score`` -> [0, 1].
+            knn_body: the store's kNN body builder.
+            knn_score: the vector field's raw kNN ``_score`` -> [0, 1] (its dialect's).
             group_field: the source field results collapse on, or None.
         """
         self._t = translator
@@ -104,7 +104,7 @@ class HybridPlanner:
         if both or lw > 0:
             bodies.append(("lexical", self._t.lexical(request, depth), lw))
         if both or dw > 0:
-            bodies.append(("knn", self._knn_body(self._t, request, depth, depth), dw))
+            bodies.append(("knn", self._knn_body(request, depth, depth), dw))
         if reread:
             # Ids and scores only; the group too when results collapse across the legs.
             source: Body | bool = {"includes": [self._group]} if self._group else False
@@ -122,10 +122,10 @@ class HybridPlanner:
         """The fused top ``limit`` hits, best first, scores in [0, 1], documents attached."""
         ranked: list[tuple[list[Hit], float]] = []
         for leg, response in zip(legs, responses, strict=True):
-            hits = self._t.hits(response, with_vectors=request.with_vectors)
             if leg.kind == "knn":
-                for h in hits:
-                    h.score = self._knn_score(h.score) if h.score is not None else 0.0
+                hits = knn_hits(self._t, response, self._knn_score, request.with_vectors)
+            else:
+                hits = self._t.hits(response, with_vectors=request.with_vectors)
             ranked.append((hits, leg.weight))
         group = self._group
         return fuse(
@@ -135,6 +135,19 @@ class HybridPlanner:
             limit=limit,
             group_of=(lambda h: value_at(h.source, group)) if group else None,
         )
+
+
+def knn_hits(
+    translator: QueryTranslator,
+    response: Mapping[str, Any],
+    score: Callable[[float], float],
+    with_vectors: bool,
+) -> list[Hit]:
+    """The hits of a kNN ``_search``, the engine's scores mapped into [0, 1] by ``score``."""
+    hits = translator.hits(response, with_vectors=with_vectors)
+    for h in hits:
+        h.score = score(h.score) if h.score is not None else 0.0
+    return hits
 
 
 def reread_body(

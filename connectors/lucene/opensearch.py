@@ -1,4 +1,4 @@
-"""OpenSearch 2.x/3.x connector: the OpenSearch dialect of :mod:`connectors.lucene.connector`.
+"""OpenSearch 2.x/3.x: the OpenSearch dialect of :mod:`connectors.lucene.connector`.
 
 What differs from Elasticsearch, and lives here:
 
@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from connectors.base import Metric, SearchRequest, VectorInfo
+from connectors.base import Metric, VectorInfo
 from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
 from connectors.lucene.client import EngineFailure, error_causes
-from connectors.lucene.connector import LuceneConnector
+from connectors.lucene.dialect import KnnScore, PitCalls, VersionCall
 from connectors.lucene.opensearch_http import connection_class
-from connectors.lucene.order import PIT_KEEP_ALIVE, EngineIdOrder
-from connectors.lucene.query import PAGE_SIZE, Body, QueryTranslator
+from connectors.lucene.order import EngineIdOrder
+from connectors.lucene.query import Body
 
 if TYPE_CHECKING:
     from connectors.spec import ConnectionSpec, ConnectorSpec
@@ -43,6 +43,7 @@ logger = logging.getLogger(__name__)
 
 _SPACE: dict[str, Metric] = {"cosinesimil": "cosine", "innerproduct": "dot", "l2": "l2"}
 _METRICS: tuple[Metric, ...] = ("cosine", "dot", "l2")
+_NDJSON = {"content-type": "application/x-ndjson"}
 
 
 def sniffing(c: ConnectionSpec) -> dict[str, Any]:
@@ -58,53 +59,110 @@ def sniffing(c: ConnectionSpec) -> dict[str, Any]:
     }
 
 
-class _WithHeaders:
-    """An opensearch-py client (or one of its namespaces) that adds headers to every call.
+def client_options(
+    spec: ConnectorSpec, aws: Any = None, connection: type | None = None
+) -> dict[str, Any]:
+    """``AsyncOpenSearch`` keyword arguments for ``connection:`` (no I/O); ``aws`` holds
+    the credentials :func:`aws_credentials` found, for aws_sigv4; ``connection`` is the
+    HTTP connection class when not the default (:func:`connection_class`).
 
-    opensearch-py has no ``options()``; each API method takes ``headers=``, which
-    replace the client's defaults (the store's credential) for that request.
+    Raises:
+        EngineConfigError: cloud_id is set, or aws_sigv4 has no credentials.
     """
+    c = spec.connection
+    if c.cloud_id is not None:
+        raise EngineConfigError("connection.cloud_id applies to Elasticsearch only; use hosts")
+    headers: dict[str, str] = {}
+    kwargs: dict[str, Any] = {
+        "hosts": list(c.hosts),
+        "timeout": spec.connection.timeout_ms / 1000,
+        "maxsize": c.pool_maxsize,
+        # The connector retries (only idempotent reads, within the deadline).
+        "max_retries": 0,
+        # Not a retry here (max_retries is 0): a timed-out node is marked dead, so the
+        # connector's next attempt goes to another node, as after a refused connection.
+        "retry_on_timeout": True,
+        # A dead node is tried again after 1 s, doubling per failure up to 32 s
+        # (opensearch-py's default starts at 60 s; Elasticsearch's client at 1 s).
+        "dead_timeout": 1.0,
+        "verify_certs": c.verify_certs,
+        **sniffing(c),
+    }
+    if c.ca_certs:
+        kwargs["ca_certs"] = c.ca_certs
+    if not c.verify_certs:
+        # The operator chose this; say so once in our log instead of a warning per client.
+        kwargs["ssl_show_warn"] = False
+        logger.warning("TLS certificate verification is off for index %s", spec.index)
+    if c.api_key is not None:
+        headers["authorization"] = f"ApiKey {c.api_key.get_secret_value()}"
+    elif c.username is not None:
+        password = c.password.get_secret_value() if c.password is not None else ""
+        kwargs["http_auth"] = (c.username, password)
+    elif c.bearer_token is not None:
+        headers["authorization"] = f"Bearer {c.bearer_token.get_secret_value()}"
+    elif c.aws_sigv4 is not None:
+        kwargs["http_auth"] = _sigv4_auth(aws, c.aws_sigv4.region, c.aws_sigv4.service)
+    # Only the AsyncHttpConnection class calls a signer per request; both keep a
+    # 429/503's Retry-After, which the stock classes drop.
+    kwargs["connection_class"] = connection or connection_class(signing=c.aws_sigv4 is not None)
+    if headers:
+        kwargs["headers"] = headers
+    # orjson instead of the client's stdlib json for bodies (a 384-float query
+    # vector) and responses.
+    kwargs["serializer"] = OrjsonSerializer()
+    return kwargs
 
-    def __init__(self, target: Any, headers: Mapping[str, str]) -> None:
-        self._target = target
-        self._headers = dict(headers)
 
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._target, name)
-        if not callable(attr):
-            return _WithHeaders(attr, self._headers)
-        headers = self._headers
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            kwargs["headers"] = {**(kwargs.get("headers") or {}), **headers}
-            return await attr(*args, **kwargs)
-
-        return call
+def _root_version(answer: Mapping[str, Any]) -> str | None:
+    version = (answer.get("version") or {}).get("number")
+    return str(version) if version else None
 
 
-class OpenSearchConnector(LuceneConnector):
-    """An OpenSearch index (or alias) behind one store."""
+class OpenSearchDialect:
+    """The OpenSearch side of :class:`connectors.lucene.connector.LuceneConnector`."""
 
-    engine_name = "opensearch"
+    name = "opensearch"
     vector_type = "knn_vector"
     # No _shard_doc in OpenSearch 2.x, and sorting on _id warns on every request.
     engine_id_order = EngineIdOrder("_doc", search_after=False)
+    pit = PitCalls(
+        open_path="/{index}/_search/point_in_time",
+        id_key="pit_id",
+        close_path="/_search/point_in_time",
+        close_body=lambda pit_id: {"pit_id": [pit_id]},
+    )
+    version = VersionCall("/", {}, _root_version)
 
-    def __init__(self, spec: ConnectorSpec, *, page_size: int = PAGE_SIZE) -> None:
-        super().__init__(spec, page_size=page_size)
-        self._space = "l2"
-        self._aws_credentials: Any = None
+    def __init__(self, connection_class: type | None = None) -> None:
+        """``connection_class``: opensearch-py's HTTP connection class, when not the default."""
+        self._connection_class = connection_class
+        self._aws: Any = None
 
-    def _client_with_authorization(self, authorization: str) -> Any:
-        return _WithHeaders(self._client, {"authorization": authorization})
+    async def request(
+        self,
+        client: Any,
+        method: str,
+        path: str,
+        *,
+        seconds: float,
+        body: Body | bytes | None = None,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Mapping[str, Any]:
+        """One call through the client's transport (its pool, sniffing and error
+        classes); ``bytes`` are an NDJSON body. ``headers`` replace the client's
+        defaults for this request (opensearch-py has no ``options()``)."""
+        if isinstance(body, bytes):
+            headers = {**_NDJSON, **headers} if headers else _NDJSON
+        answer = await client.transport.perform_request(
+            method, path, params=params, body=body, timeout=seconds, headers=headers
+        )
+        return answer  # type: ignore[no-any-return]
 
-    async def _prepare(self) -> None:
-        if self._spec.connection.aws_sigv4 is not None and self._aws_credentials is None:
-            # Off the event loop: the chain can wait seconds on the metadata service.
-            self._aws_credentials = await asyncio.to_thread(aws_credentials)
-
-    def _make_client(self) -> Any:
-        """Build the client from ``connection:`` (no I/O).
+    async def make_client(self, spec: ConnectorSpec) -> Any:
+        """The async client for ``connection:``; with aws_sigv4, boto3's credential chain
+        runs first, off the event loop (it can wait seconds on the metadata service).
 
         Raises:
             EngineConfigError: the settings cannot make a client, boto3 is missing for
@@ -112,50 +170,9 @@ class OpenSearchConnector(LuceneConnector):
         """
         from opensearchpy import AsyncOpenSearch
 
-        c = self._spec.connection
-        if c.cloud_id is not None:
-            raise EngineConfigError("connection.cloud_id applies to Elasticsearch only; use hosts")
-        headers: dict[str, str] = {}
-        kwargs: dict[str, Any] = {
-            "hosts": list(c.hosts),
-            "timeout": self._timeout_s,
-            "maxsize": c.pool_maxsize,
-            # The connector retries (only idempotent reads, within the deadline).
-            "max_retries": 0,
-            # Not a retry here (max_retries is 0): a timed-out node is marked dead, so the
-            # connector's next attempt goes to another node, as after a refused connection.
-            "retry_on_timeout": True,
-            # A dead node is tried again after 1 s, doubling per failure up to 32 s
-            # (opensearch-py's default starts at 60 s; Elasticsearch's client at 1 s).
-            "dead_timeout": 1.0,
-            "verify_certs": c.verify_certs,
-            **sniffing(c),
-        }
-        if c.ca_certs:
-            kwargs["ca_certs"] = c.ca_certs
-        if not c.verify_certs:
-            # The operator chose this; say so once in our log instead of a warning per client.
-            kwargs["ssl_show_warn"] = False
-            logger.warning("TLS certificate verification is off for index %s", self._spec.index)
-        if c.api_key is not None:
-            headers["authorization"] = f"ApiKey {c.api_key.get_secret_value()}"
-        elif c.username is not None:
-            password = c.password.get_secret_value() if c.password is not None else ""
-            kwargs["http_auth"] = (c.username, password)
-        elif c.bearer_token is not None:
-            headers["authorization"] = f"Bearer {c.bearer_token.get_secret_value()}"
-        elif c.aws_sigv4 is not None:
-            kwargs["http_auth"] = _sigv4_auth(
-                self._aws_credentials, c.aws_sigv4.region, c.aws_sigv4.service
-            )
-        # Only the AsyncHttpConnection class calls a signer per request; both keep a
-        # 429/503's Retry-After, which the stock classes drop.
-        kwargs["connection_class"] = connection_class(signing=c.aws_sigv4 is not None)
-        if headers:
-            kwargs["headers"] = headers
-        # orjson instead of the client's stdlib json for bodies (a 384-float query
-        # vector) and responses.
-        kwargs["serializer"] = OrjsonSerializer()
+        if spec.connection.aws_sigv4 is not None and self._aws is None:
+            self._aws = await asyncio.to_thread(aws_credentials)
+        kwargs = client_options(spec, self._aws, self._connection_class)
         try:
             return AsyncOpenSearch(**kwargs)
         except (ValueError, TypeError):
@@ -164,7 +181,7 @@ class OpenSearchConnector(LuceneConnector):
                 "connection.hosts: not a valid OpenSearch address (e.g. https://host:9200)"
             ) from None
 
-    async def _close_client(self, client: Any) -> None:
+    async def close_client(self, client: Any) -> None:
         # opensearch-py closes the live connections only: a node marked dead keeps its
         # aiohttp session open unless it is closed here too.
         pool = client.transport.connection_pool
@@ -173,7 +190,7 @@ class OpenSearchConnector(LuceneConnector):
         for conn in dead:
             await conn.close()
 
-    def _classify(self, exc: BaseException) -> EngineFailure | None:
+    def classify(self, exc: BaseException) -> EngineFailure | None:
         from opensearchpy.exceptions import ConnectionError as OSConnectionError
         from opensearchpy.exceptions import ConnectionTimeout, TransportError
 
@@ -196,69 +213,16 @@ class OpenSearchConnector(LuceneConnector):
             )
         return None
 
-    async def _search(self, body: Body, seconds: float, *, pit: bool = False) -> dict[str, Any]:
-        if pit:
-            # A PIT names its indices; the request must not name them again.
-            response = await self._client.search(body=body, request_timeout=seconds)
-        else:
-            response = await self._client.search(
-                index=self._spec.index, body=body, request_timeout=seconds
-            )
-        return dict(response)
-
-    async def _msearch(self, lines: Sequence[Body], seconds: float) -> Mapping[str, Any]:
-        response = await self._client.msearch(
-            body=list(lines), index=self._spec.index, request_timeout=seconds
-        )
-        return dict(response)
-
-    async def _get_mapping(self, seconds: float) -> dict[str, Any]:
-        response = await self._client.indices.get_mapping(
-            index=self._spec.index, request_timeout=seconds
-        )
-        return dict(response)
-
-    async def _health(self, seconds: float) -> None:
-        # local: the node answers from its own cluster state, so readiness does not wait
-        # on the cluster manager (an election after the manager is lost takes seconds).
-        await self._client.cluster.health(params={"local": "true"}, request_timeout=seconds)
-
-    async def _version(self, seconds: float) -> str | None:
-        info = await self._client.info(request_timeout=seconds)
-        version = info.get("version", {}).get("number") if isinstance(info, dict) else None
-        return str(version) if version else None
-
-    async def _open_pit(self, seconds: float) -> str:
-        response = await self._client.create_pit(
-            index=self._spec.index,
-            params={"keep_alive": PIT_KEEP_ALIVE},
-            request_timeout=seconds,
-        )
-        return str(response["pit_id"])
-
-    async def _close_pit(self, pit_id: str, seconds: float) -> None:
-        await self._client.delete_pit(body={"pit_id": [pit_id]}, request_timeout=seconds)
-
-    def _knn_body(
-        self, translator: QueryTranslator, request: SearchRequest, size: int, depth: int
-    ) -> Body:
-        field = self._spec.search.vector_field
-        assert field is not None
-        assert request.dense is not None
-        body = translator.knn_common(request, size)
-        # k is the candidate depth per shard (OpenSearch has no num_candidates);
-        # size keeps the best `size` of the merged candidates.
-        knn: Body = {"vector": [float(x) for x in request.dense], "k": max(depth, size)}
-        filters = translator.filter_clauses(request.filter)
+    def knn_clause(self, field: str, vector: list[float], k: int, filters: Sequence[Body]) -> Body:
+        knn: Body = {"vector": vector, "k": k}
         if filters:
             # A filter inside the knn query is applied during the graph search
             # (efficient filtering), so k hits still come back when it is selective.
-            knn["filter"] = {"bool": {"filter": filters}}
-        body["query"] = {"knn": {field: knn}}
-        return body
+            knn["filter"] = {"bool": {"filter": list(filters)}}
+        return {"query": {"knn": {field: knn}}}
 
-    def _vector_info(self, spec: Mapping[str, Any]) -> VectorInfo:
-        """Dimension and space type of a ``knn_vector`` mapping.
+    def vector_scoring(self, spec: Mapping[str, Any]) -> tuple[VectorInfo, KnnScore]:
+        """Dimension and space type of a ``knn_vector`` mapping, and its score mapping.
 
         Raises:
             EngineConfigError: the field is model-based (its space lives in a
@@ -279,18 +243,11 @@ class OpenSearchConnector(LuceneConnector):
                 f"search.vector_field: space_type {space!r} has no A2M metric "
                 "(cosinesimil, innerproduct or l2 are supported)"
             )
-        self._space = space
         dims = spec.get("dimension")
-        return VectorInfo(
-            dimensions=int(dims) if dims is not None else None,
-            metric=metric,
-            metrics=_METRICS,
+        info = VectorInfo(
+            dimensions=int(dims) if dims is not None else None, metric=metric, metrics=_METRICS
         )
-
-    def _knn_score(self, raw: float) -> float:
-        if self._space == "innerproduct":
-            return inner_product_score(raw)
-        return clamp01(raw)
+        return info, inner_product_score if space == "innerproduct" else clamp01
 
 
 def aws_credentials() -> Any:
@@ -338,7 +295,7 @@ class OrjsonSerializer:
             raise SerializationError(s, exc) from None
 
     def dumps(self, data: Any) -> Any:
-        if isinstance(data, str):
+        if isinstance(data, str | bytes):
             return data  # already serialized, as the stock serializer does
         try:
             return orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY).decode()

@@ -9,7 +9,7 @@ page and every fetch carries the request's filter, the caller's scope included.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,7 +126,7 @@ class OrderedBodies:
         return body
 
 
-SearchPage = Callable[[Body, bool], Awaitable[dict[str, Any]]]
+SearchPage = Callable[[Body, bool], Awaitable[Mapping[str, Any]]]
 """Run one page ``(body, in_pit)``: the connector's retried, deadline-bound search."""
 
 

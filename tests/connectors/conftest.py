@@ -36,8 +36,6 @@ from connectors.base import (
 )
 from connectors.errors import EngineConfigError, EngineTimeout, EngineUnavailable
 from connectors.lucene.connector import LuceneConnector
-from connectors.lucene.elasticsearch import ElasticsearchConnector
-from connectors.lucene.opensearch import OpenSearchConnector
 from connectors.retry import deadline_scope
 from connectors.spec import ConnectorSpec
 from gateway.a2m.records import format_timestamp, parse_timestamp
@@ -143,9 +141,7 @@ def scifact_store(loaded: Loaded, **over: Any) -> ConnectorSpec:
 
 
 def make_connector(config: ConnectorSpec, **kw: Any) -> LuceneConnector:
-    if config.backend == "elasticsearch":
-        return ElasticsearchConnector(config, **kw)
-    return OpenSearchConnector(config, **kw)
+    return LuceneConnector(config, **kw)
 
 
 def free_port() -> int:
@@ -669,7 +665,7 @@ class LuceneSuite:
         assert await c.ping() is True  # control: the engine is up
         await c.close()
         assert await c.ping() is False
-        assert c._client is None
+        assert c._engine.client is None
 
     async def test_spent_deadline_is_a_timeout(self, conn: LuceneConnector) -> None:
         with pytest.raises(EngineTimeout):

@@ -1,4 +1,4 @@
-"""ElasticsearchConnector against a real Elasticsearch node with SciFact loaded.
+"""The Lucene connector on Elasticsearch against a real node with SciFact loaded.
 
 The shared suite (:class:`tests.connectors.conftest.LuceneSuite`) runs here
 with engine 'elasticsearch'; Elasticsearch-only checks follow it.

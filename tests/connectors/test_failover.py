@@ -15,8 +15,6 @@ import pytest
 from pydantic import ValidationError
 
 from connectors.lucene.connector import LuceneConnector
-from connectors.lucene.elasticsearch import ElasticsearchConnector
-from connectors.lucene.opensearch import OpenSearchConnector
 from connectors.retry import deadline_scope
 from gateway.config import GatewayConfig
 from tests.connectors.specs import spec_of
@@ -50,7 +48,7 @@ def connector(backend: str, hosts: list[str], **connection: Any) -> LuceneConnec
             "search": {"text_fields": ["text"]},
         }
     )
-    return (ElasticsearchConnector if backend == "elasticsearch" else OpenSearchConnector)(spec)
+    return LuceneConnector(spec)
 
 
 @pytest.mark.integration
@@ -60,7 +58,7 @@ async def test_ping_asks_another_node_when_one_hangs_or_is_gone(
 ) -> None:
     up, stuck = http_peer(healthy), http_peer(hangs)
     conn = connector(backend, [stuck.url, closed_port_url(), up.url])
-    await conn._connect()
+    await conn.connect()
     try:
         # The clients start on a random node: every one gets its turn. One try on the
         # node that hangs would spend all of ping's 5 s there and answer False.
@@ -79,8 +77,8 @@ async def test_a_hung_node_leaves_half_the_deadline_for_another(
     conn = connector(backend, [http_peer(hangs).url, http_peer(healthy).url])
     single = connector(backend, [http_peer(healthy).url])
     async with deadline_scope(4.0):
-        assert conn._call_timeout() <= 2.0
-        assert single._call_timeout() > 3.5  # one node: nobody else to leave time for
+        assert conn._engine.call_timeout() <= 2.0
+        assert single._engine.call_timeout() > 3.5  # one node: nobody else to leave time for
 
 
 def test_sniffing_is_off_by_default_and_refused_where_the_nodes_are_hidden() -> None:

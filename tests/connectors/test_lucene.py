@@ -11,9 +11,10 @@ from connectors.base import ID_FIELD, Condition, Filter, Hit, OrderedRequest, Se
 from connectors.errors import EngineConfigError, EngineRejected, EngineTimeout, EngineUnavailable
 from connectors.fusion import fuse_rrf, inner_product_score, normalise_by_max
 from connectors.lucene.client import EngineFailure, retry_after_ms
-from connectors.lucene.elasticsearch import ElasticsearchConnector
+from connectors.lucene.connector import LuceneConnector, knn_body
+from connectors.lucene.elasticsearch import ElasticsearchDialect
 from connectors.lucene.mapping import check_fields, flatten_mapping, keyword_subfields
-from connectors.lucene.opensearch import OpenSearchConnector
+from connectors.lucene.opensearch import OpenSearchDialect
 from connectors.lucene.order import OrderedBodies
 from connectors.lucene.query import QueryTranslator, TextField, parse_text_fields
 from connectors.spec import ConnectorSpec
@@ -230,7 +231,7 @@ def test_engine_id_needs_a_pit_and_shard_doc() -> None:
 
 def test_opensearch_engine_id_pages_by_from_in_a_pit() -> None:
     t = OrderedBodies(
-        QueryTranslator(store(mapping={"id": "_id"})), OpenSearchConnector.engine_id_order
+        QueryTranslator(store(mapping={"id": "_id"})), OpenSearchDialect.engine_id_order
     )
     assert (t.plan.pit, t.plan.search_after) == (True, False)
     body = t.page(OrderedRequest(limit=3000), 1000, offset=2000, pit_id="p")
@@ -456,7 +457,7 @@ def test_es_classifies_client_exceptions() -> None:
     from elastic_transport import ConnectionError as TransportConnectionError
     from elasticsearch import ApiError
 
-    es = ElasticsearchConnector(store())
+    es = ElasticsearchDialect()
     meta = ApiResponseMeta(
         status=429,
         http_version="1.1",
@@ -464,21 +465,21 @@ def test_es_classifies_client_exceptions() -> None:
         duration=0.0,
         node=NodeConfig("http", "10.0.0.1", 9200),
     )
-    assert es._classify(ApiError("busy", meta, {})) == EngineFailure("status", 429, 2000)
-    assert es._classify(ConnectionTimeout("t")) == EngineFailure("timeout")
-    assert es._classify(TransportConnectionError("c")) == EngineFailure("connection")
-    assert es._classify(ValueError("x")) is None
+    assert es.classify(ApiError("busy", meta, {})) == EngineFailure("status", 429, 2000)
+    assert es.classify(ConnectionTimeout("t")) == EngineFailure("timeout")
+    assert es.classify(TransportConnectionError("c")) == EngineFailure("connection")
+    assert es.classify(ValueError("x")) is None
 
 
 def test_os_classifies_client_exceptions() -> None:
     from opensearchpy.exceptions import ConnectionError as OSConnectionError
     from opensearchpy.exceptions import ConnectionTimeout, TransportError
 
-    os_ = OpenSearchConnector(store(backend="opensearch"))
-    assert os_._classify(ConnectionTimeout("TIMEOUT", "t", None)) == EngineFailure("timeout")
-    assert os_._classify(OSConnectionError("N/A", "c", None)) == EngineFailure("connection")
-    assert os_._classify(TransportError(503, "x", {})) == EngineFailure("status", 503)
-    assert os_._classify(KeyError("x")) is None
+    os_ = OpenSearchDialect()
+    assert os_.classify(ConnectionTimeout("TIMEOUT", "t", None)) == EngineFailure("timeout")
+    assert os_.classify(OSConnectionError("N/A", "c", None)) == EngineFailure("connection")
+    assert os_.classify(TransportError(503, "x", {})) == EngineFailure("status", 503)
+    assert os_.classify(KeyError("x")) is None
 
 
 # ---- dialects
@@ -497,10 +498,9 @@ def dense_store(backend: str) -> ConnectorSpec:
 
 def test_es_knn_is_top_level_with_filter() -> None:
     cfg = dense_store("elasticsearch")
-    es = ElasticsearchConnector(cfg)
     flt = Filter(must=(Condition("group", ("g",)),))
     request = SearchRequest(limit=10, dense=[0.5, 0.5], filter=flt)
-    body = es._knn_body(QueryTranslator(cfg), request, 10, 100)
+    body = knn_body(ElasticsearchDialect(), QueryTranslator(cfg), "embedding", request, 10, 100)
     assert body["knn"] == {
         "field": "embedding",
         "query_vector": [0.5, 0.5],
@@ -514,10 +514,9 @@ def test_es_knn_is_top_level_with_filter() -> None:
 
 def test_os_knn_is_a_query_with_filter() -> None:
     cfg = dense_store("opensearch")
-    os_ = OpenSearchConnector(cfg)
     flt = Filter(key_prefix=("key", "scifact/"))
     request = SearchRequest(limit=10, dense=[0.5, 0.5], filter=flt)
-    body = os_._knn_body(QueryTranslator(cfg), request, 10, 100)
+    body = knn_body(OpenSearchDialect(), QueryTranslator(cfg), "embedding", request, 10, 100)
     assert body["query"] == {
         "knn": {
             "embedding": {
@@ -541,20 +540,20 @@ def test_os_knn_is_a_query_with_filter() -> None:
     ],
 )
 def test_es_vector_info(similarity: str | None, metric: str) -> None:
-    es = ElasticsearchConnector(dense_store("elasticsearch"))
+    es = ElasticsearchDialect()
     spec: dict[str, Any] = {"type": "dense_vector", "dims": 384}
     if similarity:
         spec["similarity"] = similarity
-    info = es._vector_info(spec)
+    info, _ = es.vector_scoring(spec)
     assert (info.dimensions, info.metric, info.metrics) == (384, metric, ("cosine", "dot", "l2"))
 
 
 def test_es_vector_info_refuses_unindexed_and_unknown() -> None:
-    es = ElasticsearchConnector(dense_store("elasticsearch"))
+    es = ElasticsearchDialect()
     with pytest.raises(EngineConfigError, match=r"search\.vector_field"):
-        es._vector_info({"type": "dense_vector", "dims": 3, "index": False})
+        es.vector_scoring({"type": "dense_vector", "dims": 3, "index": False})
     with pytest.raises(EngineConfigError, match=r"search\.vector_field"):
-        es._vector_info({"type": "dense_vector", "dims": 3, "similarity": "hamming"})
+        es.vector_scoring({"type": "dense_vector", "dims": 3, "similarity": "hamming"})
 
 
 @pytest.mark.parametrize(
@@ -566,30 +565,30 @@ def test_es_vector_info_refuses_unindexed_and_unknown() -> None:
     ],
 )
 def test_os_vector_info(spec: dict[str, Any], metric: str) -> None:
-    os_ = OpenSearchConnector(dense_store("opensearch"))
-    info = os_._vector_info({"type": "knn_vector", "dimension": 384, **spec})
+    os_ = OpenSearchDialect()
+    info, _ = os_.vector_scoring({"type": "knn_vector", "dimension": 384, **spec})
     assert (info.dimensions, info.metric) == (384, metric)
 
 
 def test_os_vector_info_refuses_models_and_other_spaces() -> None:
-    os_ = OpenSearchConnector(dense_store("opensearch"))
+    os_ = OpenSearchDialect()
     with pytest.raises(EngineConfigError, match=r"search\.vector_field"):
-        os_._vector_info({"type": "knn_vector", "model_id": "m"})
+        os_.vector_scoring({"type": "knn_vector", "model_id": "m"})
     with pytest.raises(EngineConfigError, match=r"search\.vector_field"):
-        os_._vector_info({"type": "knn_vector", "dimension": 8, "space_type": "l1"})
+        os_.vector_scoring({"type": "knn_vector", "dimension": 8, "space_type": "l1"})
 
 
-def test_bad_hosts_are_a_config_error_without_the_host() -> None:
+async def test_bad_hosts_are_a_config_error_without_the_host() -> None:
     cfg = store(connection={"hosts": ["secret-host.internal"]})
     with pytest.raises(EngineConfigError, match=r"connection\.hosts") as info:
-        ElasticsearchConnector(cfg)._make_client()
+        await ElasticsearchDialect().make_client(cfg)
     assert "secret-host" not in str(info.value)
 
 
-def test_opensearch_refuses_cloud_id() -> None:
+async def test_opensearch_refuses_cloud_id() -> None:
     cfg = store(backend="opensearch", connection={"hosts": [], "cloud_id": "x:y"})
     with pytest.raises(EngineConfigError, match=r"connection\.cloud_id"):
-        OpenSearchConnector(cfg)._make_client()
+        await OpenSearchDialect().make_client(cfg)
 
 
 def _sigv4_store() -> ConnectorSpec:
@@ -615,9 +614,7 @@ async def test_aws_credential_lookup_runs_off_the_event_loop(
         return SimpleNamespace(access_key="AKIDEXAMPLE", secret_key="s", token=None)
 
     monkeypatch.setattr(opensearch, "aws_credentials", lookup)
-    c = OpenSearchConnector(_sigv4_store())
-    await c._prepare()
-    client = c._make_client()  # builds the signer from what _prepare found; no lookup here
+    client = await OpenSearchDialect().make_client(_sigv4_store())
     try:
         assert len(lookups) == 1
         assert lookups[0] != loop_thread
@@ -629,15 +626,13 @@ async def test_no_aws_credentials_is_a_config_error(monkeypatch: pytest.MonkeyPa
     import connectors.lucene.opensearch as opensearch
 
     monkeypatch.setattr(opensearch, "aws_credentials", lambda: None)
-    c = OpenSearchConnector(_sigv4_store())
-    await c._prepare()
     with pytest.raises(EngineConfigError, match=r"connection\.aws_sigv4"):
-        c._make_client()
+        await OpenSearchDialect().make_client(_sigv4_store())
 
 
 async def test_search_before_open_is_a_bug() -> None:
     with pytest.raises(RuntimeError):
-        await ElasticsearchConnector(store()).search(SearchRequest(limit=1, text="x"))
+        await LuceneConnector(store()).search(SearchRequest(limit=1, text="x"))
 
 
 def test_text_only_field_is_matched_as_phrases_not_terms() -> None:

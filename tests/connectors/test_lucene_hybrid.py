@@ -8,8 +8,9 @@ import pytest
 
 from connectors.base import Condition, Filter, Hit, SearchRequest
 from connectors.errors import EngineRejected, EngineUnavailable, QueryTooLarge
+from connectors.fusion import clamp01
 from connectors.lucene.client import LegFailed, msearch_responses
-from connectors.lucene.elasticsearch import ElasticsearchConnector
+from connectors.lucene.connector import dialect_for, knn_body
 from connectors.lucene.hybrid import (
     HybridPlanner,
     leg_depth,
@@ -17,7 +18,6 @@ from connectors.lucene.hybrid import (
     reread_body,
     with_documents,
 )
-from connectors.lucene.opensearch import OpenSearchConnector
 from connectors.lucene.query import QueryTranslator
 from tests.connectors.test_lucene import store
 
@@ -26,11 +26,14 @@ SCOPE = {"term": {"acl": {"value": "team-a"}}}
 
 def _planner(engine: str, **search: Any) -> HybridPlanner:
     spec = store(backend=engine, search={"vector_field": "embedding", **search})
-    cls = ElasticsearchConnector if engine == "elasticsearch" else OpenSearchConnector
-    dialect = cls(spec)
+    dialect = dialect_for(engine)
     t = QueryTranslator(spec)
     group = spec.fields.group if t.collapse_field else None
-    return HybridPlanner(t, dialect._knn_body, dialect._knn_score, group_field=group)
+
+    def knn(request: SearchRequest, size: int, depth: int) -> dict[str, Any]:
+        return knn_body(dialect, t, "embedding", request, size, depth)
+
+    return HybridPlanner(t, knn, clamp01, group_field=group)
 
 
 def _request(**kw: Any) -> SearchRequest:

@@ -1,4 +1,4 @@
-"""OpenSearchConnector against a real OpenSearch node (k-NN plugin, Lucene engine) with SciFact.
+"""The Lucene connector on OpenSearch (k-NN plugin, Lucene engine) against a real node with SciFact.
 
 The shared suite (:class:`tests.connectors.conftest.LuceneSuite`) runs here
 with engine 'opensearch'; OpenSearch-only checks follow it.

@@ -21,8 +21,6 @@ from typing import Any
 import pytest
 
 from connectors.lucene.connector import LuceneConnector
-from connectors.lucene.elasticsearch import ElasticsearchConnector
-from connectors.lucene.opensearch import OpenSearchConnector
 from gateway.runtime import Gateway
 from gateway.store.connector_spec import connector_spec
 from tests.security.acl_corpus import (
@@ -147,11 +145,8 @@ async def _gateway_through(
     store: dict[str, Any], issuer: Issuer, engine: str, page_size: int
 ) -> Gateway:
     gateway = build_gateway({"auth": auth_section(issuer)}, {"s": store}, {})
-    cls: type[LuceneConnector] = (
-        ElasticsearchConnector if engine == "elasticsearch" else OpenSearchConnector
-    )
     # A small page so timelines take several search_after / PIT pages.
-    gateway.stores["s"].connector = cls(
+    gateway.stores["s"].connector = LuceneConnector(
         connector_spec(gateway.config.stores["s"]), page_size=page_size
     )
     await gateway.start()
