@@ -31,8 +31,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from connectors.errors import ConnectorError
-from gateway.a2m.methods import Capability
-from gateway.a2m.params import DescribeParams, FetchParams, RecallParams, TimelineParams
+from gateway.a2m.params import FetchParams, RecallParams, TimelineParams
 from gateway.a2m.records import EPOCH, Record, format_timestamp
 from gateway.config import FederationConfig, SearchMode
 from gateway.federation.fanout import (
@@ -58,7 +57,7 @@ from gateway.front.front import Front
 from gateway.front.profile import Profile
 from gateway.front.source import Answer
 from gateway.resilience import GuardRefusal
-from gateway.security.scopes import LOCAL, Caller
+from gateway.security.scopes import Caller
 
 __all__ = ["Federation", "Member", "decode_id", "encode_id"]
 
@@ -123,13 +122,6 @@ class Federation:
 
     # -- the source the front stands before -------------------------------------------
 
-    @property
-    def capabilities(self) -> list[Capability]:
-        return list(self.declared.value().order)
-
-    def declares(self, cap: Capability) -> bool:
-        return cap in self.declared.value().capabilities
-
     def profile(self) -> Profile:
         return self.declared.value()
 
@@ -143,21 +135,6 @@ class Federation:
     def check_owner(self, caller: Caller, owner: str) -> None:
         for m in self._opened():
             m.store.check_owner(caller, owner)
-
-    def describe(
-        self, params: DescribeParams | None = None, caller: Caller = LOCAL
-    ) -> dict[str, Any]:
-        """memory/describe (see gateway.front.Front.describe_now)."""
-        return self.front.describe_now(params, caller)
-
-    async def recall(self, params: RecallParams, caller: Caller = LOCAL) -> dict[str, Any]:
-        return await self.front.recall(params, caller)
-
-    async def timeline(self, params: TimelineParams, caller: Caller = LOCAL) -> dict[str, Any]:
-        return await self.front.timeline(params, caller)
-
-    async def fetch(self, params: FetchParams, caller: Caller = LOCAL) -> dict[str, Any]:
-        return await self.front.fetch(params, caller)
 
     # -- recall ---------------------------------------------------------------------
 

@@ -104,9 +104,6 @@ class Store:
     def started(self) -> bool:
         return self.declared.info is not None
 
-    def declares(self, cap: Capability) -> bool:
-        return cap in self.declared.value.capabilities
-
     async def ensure_started(self) -> None:
         """Open the store on first use, so a gateway can boot while an engine is still down.
 
