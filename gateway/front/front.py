@@ -144,7 +144,7 @@ class Front:
     async def recall(self, params: RecallParams, caller: Caller = LOCAL) -> dict[str, Any]:
         """memory/recall. Raises: A2M errors, and the source's engine trouble."""
         options, limit = self._gate_read(self.source.profile(), params)
-        return await _shaped(await self._recall(params, limit, caller), options)
+        return await self._shaped(await self._recall(params, limit, caller), options)
 
     async def timeline_answer(self, params: TimelineParams, caller: Caller = LOCAL) -> Answer:
         _, limit = self._gate_read(self.source.profile(), params)
@@ -154,7 +154,32 @@ class Front:
         """memory/timeline: oldest first, the newest `limit`. Raises: as recall."""
         options, limit = self._gate_read(self.source.profile(), params)
         answer = await self.source.read_timeline(params, limit, caller)
-        return await _shaped(answer, options, prefer_newest=True)
+        return await self._shaped(answer, options, prefer_newest=True)
+
+    @staticmethod
+    def result(
+        records: list[Record], options: PromptOptions | None, prefer_newest: bool
+    ) -> dict[str, Any]:
+        """The wire result: the records, and the prompt when one is wanted."""
+        result: dict[str, Any] = {"records": [r.to_wire() for r in records]}
+        if wanted(options):
+            assert options is not None
+            rendered = render(records, options, prefer_newest=prefer_newest)
+            result["prompt"] = rendered.text
+            result["prompt_ids"] = rendered.ids
+        return result
+
+    async def _shaped(
+        self, answer: Answer, options: PromptOptions | None, *, prefer_newest: bool = False
+    ) -> dict[str, Any]:
+        records = answer.records
+        if len(records) <= INLINE_RECORDS:
+            result = self.result(records, options, prefer_newest)
+        else:
+            result = await asyncio.to_thread(self.result, records, options, prefer_newest)
+        if answer.left_out:
+            result["left_out"] = answer.left_out
+        return result
 
     async def fetch_answer(self, params: FetchParams, caller: Caller = LOCAL) -> Answer:
         return await self.source.read_fetch(params, caller)
@@ -178,28 +203,3 @@ def _limit(limit: int | None, default: int, lim: Limits) -> int:
     if limit < 0 or limit > top:
         raise InvalidParams(f"'limit' must be between 0 and {top} (max_recall_limit)")
     return limit
-
-
-def _wire(
-    records: list[Record], options: PromptOptions | None, prefer_newest: bool
-) -> dict[str, Any]:
-    result: dict[str, Any] = {"records": [r.to_wire() for r in records]}
-    if wanted(options):
-        assert options is not None
-        rendered = render(records, options, prefer_newest=prefer_newest)
-        result["prompt"] = rendered.text
-        result["prompt_ids"] = rendered.ids
-    return result
-
-
-async def _shaped(
-    answer: Answer, options: PromptOptions | None, *, prefer_newest: bool = False
-) -> dict[str, Any]:
-    records = answer.records
-    if len(records) <= INLINE_RECORDS:
-        result = _wire(records, options, prefer_newest)
-    else:
-        result = await asyncio.to_thread(_wire, records, options, prefer_newest)
-    if answer.left_out:
-        result["left_out"] = answer.left_out
-    return result
