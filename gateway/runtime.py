@@ -11,7 +11,8 @@ from connectors.factory import make_connector
 from gateway.a2m.dispatcher import Dispatcher, Observer
 from gateway.config import GatewayConfig, QdrantStoreConfig, StoreConfig
 from gateway.federation.federation import Federation, Member
-from gateway.resilience import BreakerState
+from gateway.front.ledger import Ledger
+from gateway.resilience import BreakerState, GuardRefusal
 from gateway.security.ratelimit import CallQuota, make_quota
 from gateway.store.connector_spec import connector_spec
 from gateway.store.paging import EngineObserver
@@ -91,22 +92,14 @@ class Gateway:
         # One limiter for every store: a principal's quota is per gateway, not per store
         # (and, with backend redis, per deployment: every replica shares it).
         self.limiter: CallQuota | None = make_quota(rate) if rate is not None else None
-        self.dispatchers = {
-            name: Dispatcher(
-                store,
-                observers,
-                limiter=self.limiter,
-                log_queries=config.server.audit.log_queries,
-            )
+        # The one step that charges the rate limit and writes the audit line.
+        self.ledger = Ledger(self.limiter, log_queries=config.server.audit.log_queries)
+        self.dispatchers: dict[str, Dispatcher] = {
+            name: Dispatcher(store, observers, ledger=self.ledger)
             for name, store in self.stores.items()
         }
         for name, federation in self.federations.items():
-            self.dispatchers[name] = Dispatcher(
-                federation,
-                observers,
-                limiter=self.limiter,
-                log_queries=config.server.audit.log_queries,
-            )
+            self.dispatchers[name] = Dispatcher(federation, observers, ledger=self.ledger)
 
     @property
     def default_store(self) -> str:
@@ -146,7 +139,7 @@ class Gateway:
                 continue
             try:
                 await store.ensure_started()
-            except ConnectorError as exc:
+            except (ConnectorError, GuardRefusal) as exc:
                 if strict:
                     raise
                 # Connector messages are fixed strings (the config key at fault), never a host.
@@ -199,7 +192,7 @@ class Gateway:
         async def one(store: Store) -> bool:
             try:
                 await store.ensure_started()
-            except ConnectorError:
+            except (ConnectorError, GuardRefusal):
                 return False
             return await store.ready()
 

@@ -9,7 +9,7 @@ Ranges:
   -32001..-32008  A2M 0.1.
 
 Exception tree (engine and embedder failures become these at one boundary,
-:func:`gateway.a2m.dispatcher.to_a2m_error`):
+:func:`gateway.a2m.failures.to_a2m_error`):
 
   A2MError(code, message, data)
    ├─ ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError
@@ -150,7 +150,7 @@ class EmbeddingMismatch(A2MError):
     default_message = "Embedding width does not match the store"
 
 
-class _EngineTroubleError(InternalError):
+class EngineTroubleError(InternalError):
     """-32603 with `data: {reason, retryable: true, retry_after_ms}` (DECISIONS.md §2)."""
 
     reason: EngineTrouble = EngineTrouble.ENGINE_UNAVAILABLE
@@ -170,28 +170,28 @@ class _EngineTroubleError(InternalError):
         super().__init__(message, extra)
 
 
-class BackendUnavailable(_EngineTroubleError):
+class BackendUnavailable(EngineTroubleError):
     """The engine cannot be reached, or still fails (429/5xx) after bounded retries."""
 
     reason = EngineTrouble.ENGINE_UNAVAILABLE
     default_message = "The search engine behind this store is unavailable"
 
 
-class BackendTimeout(_EngineTroubleError):
+class BackendTimeout(EngineTroubleError):
     """The engine did not answer within the request's deadline."""
 
     reason = EngineTrouble.DEADLINE_EXCEEDED
     default_message = "The search engine did not answer in time"
 
 
-class CircuitOpenError(_EngineTroubleError):
+class CircuitOpenError(EngineTroubleError):
     """The store's circuit breaker is open; retry_after_ms is the time until its probe."""
 
     reason = EngineTrouble.CIRCUIT_OPEN
     default_message = "The store's search engine keeps failing: its circuit breaker is open"
 
 
-class BackendOverloaded(_EngineTroubleError):
+class BackendOverloaded(EngineTroubleError):
     """Too many engine calls in flight for this store: refused rather than queued."""
 
     reason = EngineTrouble.OVERLOADED

@@ -3,7 +3,7 @@
 Deliberately not A2M-aware: it turns bytes into a Request and results or A2M
 errors back into bytes; anything else is a bare internal error. What an engine
 or embedder failure means on the wire is decided once, by the dispatcher
-(gateway.a2m.dispatcher.to_a2m_error). Every transport calls :func:`handle_message`.
+(gateway.a2m.failures.to_a2m_error). Every transport calls :func:`handle_message`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,28 @@
-"""Every method of the A2M 0.1 draft and the capability it belongs to (DECISIONS.md §2)."""
+"""The one method registry: every method of the A2M 0.1 draft (DECISIONS.md §2).
+
+Each entry holds the method's name, its capability, its params model and its
+handler (what the front answers it with). The dispatcher routes by it, the
+capability gate and describe's `methods` read it, and so does the MCP layer for
+the methods its tools call. A method without a handler is one this read-only
+gateway never serves: writes answer READ_ONLY before params are read; the
+others' capability is never declared, so they answer CAPABILITY_NOT_SUPPORTED.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, Protocol
+
+from gateway.a2m.params import (
+    DescribeParams,
+    FetchParams,
+    Params,
+    RecallParams,
+    TimelineParams,
+)
+from gateway.security.scopes import Caller
 
 
 class Capability(StrEnum):
@@ -19,24 +39,72 @@ class Capability(StrEnum):
     PROMPT = "prompt"
 
 
-METHOD_CAPABILITY: dict[str, Capability] = {
-    "memory/describe": Capability.CORE,
-    "memory/remember": Capability.CORE,
-    "memory/recall": Capability.CORE,
-    "memory/timeline": Capability.CORE,
-    "memory/forget": Capability.CORE,
-    "memory/promote": Capability.TIERS,
-    "memory/consolidate": Capability.TIERS,
-    "memory/reinforce": Capability.SALIENCE,
-    "memory/fetch": Capability.KEYS,
-    "memory/session/list": Capability.SESSIONS,
-    "memory/session/close": Capability.SESSIONS,
-    "memory/events": Capability.EVENTS,
-    "memory/events/subscribe": Capability.EVENTS,
-    "memory/events/unsubscribe": Capability.EVENTS,
-    "memory/summarize": Capability.SUMMARIZE,
+class Reader(Protocol):
+    """What answers the read methods (gateway.front.Front)."""
+
+    async def describe(self, params: DescribeParams, caller: Caller) -> dict[str, Any]: ...
+
+    async def recall(self, params: RecallParams, caller: Caller) -> dict[str, Any]: ...
+
+    async def timeline(self, params: TimelineParams, caller: Caller) -> dict[str, Any]: ...
+
+    async def fetch(self, params: FetchParams, caller: Caller) -> dict[str, Any]: ...
+
+
+Handler = Callable[[Reader, Any, Caller], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    name: str
+    capability: Capability
+    params: type[Params] | None = None
+    handler: Handler | None = None
+    writes: bool = False
+
+
+def _describe(r: Reader, p: Any, c: Caller) -> Awaitable[dict[str, Any]]:
+    return r.describe(p, c)
+
+
+def _recall(r: Reader, p: Any, c: Caller) -> Awaitable[dict[str, Any]]:
+    return r.recall(p, c)
+
+
+def _timeline(r: Reader, p: Any, c: Caller) -> Awaitable[dict[str, Any]]:
+    return r.timeline(p, c)
+
+
+def _fetch(r: Reader, p: Any, c: Caller) -> Awaitable[dict[str, Any]]:
+    return r.fetch(p, c)
+
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method("memory/describe", Capability.CORE, DescribeParams, _describe),
+        Method("memory/remember", Capability.CORE, writes=True),
+        Method("memory/recall", Capability.CORE, RecallParams, _recall),
+        Method("memory/timeline", Capability.CORE, TimelineParams, _timeline),
+        Method("memory/forget", Capability.CORE, writes=True),
+        Method("memory/promote", Capability.TIERS),
+        Method("memory/consolidate", Capability.TIERS),
+        Method("memory/reinforce", Capability.SALIENCE),
+        Method("memory/fetch", Capability.KEYS, FetchParams, _fetch),
+        Method("memory/session/list", Capability.SESSIONS),
+        Method("memory/session/close", Capability.SESSIONS),
+        Method("memory/events", Capability.EVENTS),
+        Method("memory/events/subscribe", Capability.EVENTS),
+        Method("memory/events/unsubscribe", Capability.EVENTS),
+        Method("memory/summarize", Capability.SUMMARIZE),
+    )
 }
 
-WRITE_METHODS = frozenset({"memory/remember", "memory/forget"})
-"""Answered READ_ONLY before params are read (DECISIONS.md §2). memory/summarize is not
-here: its capability is never declared, so it answers CAPABILITY_NOT_SUPPORTED (§2)."""
+METHOD_CAPABILITY: dict[str, Capability] = {m.name: m.capability for m in METHODS.values()}
+"""Each method's capability, read from the registry (for those who need only that)."""
+
+
+def methods_of(capabilities: Iterable[Capability]) -> list[str]:
+    """describe's `methods`: every method whose capability is declared, in draft order."""
+    declared = set(capabilities)
+    return [m.name for m in METHODS.values() if m.capability in declared]

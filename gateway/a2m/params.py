@@ -16,11 +16,13 @@ Scalar = str | int | float | bool
 WhereValue = Scalar | list[Scalar]
 
 
-class _Params(BaseModel):
+class Params(BaseModel):
+    """Every method's params: strict JSON types, unknown params ignored."""
+
     model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
 
 
-class PromptOptions(_Params):
+class PromptOptions(Params):
     """§4.16: `prompt: true` is these defaults."""
 
     method: str = "template"
@@ -31,12 +33,12 @@ class PromptOptions(_Params):
     model: str | None = None
 
 
-class DescribeParams(_Params):
+class DescribeParams(Params):
     protocol: str | None = None
     owner: str | None = None
 
 
-class _ReadParams(_Params):
+class ReadParams(Params):
     limit: int | None = None
     where: dict[str, WhereValue] | None = None
     key_prefix: str | None = None
@@ -71,37 +73,29 @@ class _ReadParams(_Params):
         return v
 
 
-class RecallParams(_ReadParams):
+class RecallParams(ReadParams):
     query: str | None = None
     min_score: float | None = None
     embedding: list[float] | None = None
 
 
-class TimelineParams(_ReadParams):
+class TimelineParams(ReadParams):
     pass
 
 
-class FetchParams(_Params):
+class FetchParams(Params):
     key: str = Field(min_length=1)
     owner: str | None = None
     embeddings: bool = False
 
 
-class PreviewParams(_Params):
+class PreviewParams(Params):
     """The try page's mapping preview (gateway/preview, not an A2M method)."""
 
     limit: int = Field(default=3, ge=1, le=10)
 
 
-PARAMS_MODELS: dict[str, type[_Params]] = {
-    "memory/describe": DescribeParams,
-    "memory/recall": RecallParams,
-    "memory/timeline": TimelineParams,
-    "memory/fetch": FetchParams,
-}
-
-
-def parse_params(model: type[_Params], params: Any) -> Any:
+def parse_params(model: type[Params], params: Any) -> Any:
     """Validate params into the method's model.
 
     Raises:

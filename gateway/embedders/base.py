@@ -19,7 +19,7 @@ class EmbedderUnavailable(Exception):
 
     retryable: the service may answer later (unreachable, timed out, 429, 5xx);
     not retryable: it refused the request (a 4xx such as a bad key) or the model
-    cannot be used. The dispatcher maps it to the wire (gateway.a2m.dispatcher.to_a2m_error).
+    cannot be used. The dispatcher maps it to the wire (gateway.a2m.failures.to_a2m_error).
     Messages never carry the service's URL or key.
     """
 

@@ -15,11 +15,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from connectors.errors import ConnectorError, EngineTimeout, EngineUnavailable
-from gateway.a2m.errors import A2MError, BackendTimeout, BackendUnavailable, EngineTrouble
+from connectors.errors import ConnectorError
+from gateway.a2m.errors import A2MError, BackendTimeout, BackendUnavailable, EngineTroubleError
+from gateway.a2m.failures import engine_trouble
 from gateway.a2m.params import WhereValue
+from gateway.a2m.records import Record
 from gateway.embedders import EmbedderUnavailable
-from gateway.resilience import CircuitOpen, Overloaded
 from gateway.store.store import Store
 
 log = logging.getLogger(__name__)
@@ -40,8 +41,11 @@ def decode_id(value: str) -> tuple[str, str] | None:
     return (member, record_id) if sep and member else None
 
 
-def encoded(member: str, record: dict[str, Any]) -> dict[str, Any]:
-    return {**record, "id": encode_id(member, record["id"])}
+def encoded(member: str, records: list[Record]) -> list[Record]:
+    """The member's records with federation ids (the records are this call's own)."""
+    for r in records:
+        r.id = encode_id(member, r.id)
+    return records
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +62,15 @@ class Member:
 class Outcome:
     member: Member
     result: Any = None
-    reason: str | None = None
-    error: ConnectorError | None = None
+    trouble: EngineTroubleError | None = None
+    """Why the member was left out (its engine trouble, as the wire names it)."""
+    wait_ms: int | None = None
+    """When the member's engine may answer again, if it said."""
     refusal: A2MError | None = None
+
+    @property
+    def reason(self) -> str | None:
+        return None if self.trouble is None else self.trouble.reason.value
 
 
 def routes(members: Sequence[Member], where: dict[str, WhereValue] | None) -> dict[str, Any]:
@@ -107,38 +117,25 @@ class FanOut:
         """
 
         async def one(member: Member) -> Outcome:
-            error: ConnectorError
             try:
                 async with asyncio.timeout(self.deadline_s):
                     await member.store.ensure_started()
                     return Outcome(member, result=await call(member))
             except TimeoutError:
-                reason, error = EngineTrouble.DEADLINE_EXCEEDED, EngineTimeout("deadline exceeded")
-            except EngineTimeout as exc:
-                reason, error = EngineTrouble.DEADLINE_EXCEEDED, exc
-            except CircuitOpen as exc:
-                reason, error = EngineTrouble.CIRCUIT_OPEN, exc
-            except Overloaded as exc:
-                reason, error = EngineTrouble.OVERLOADED, exc
-            except ConnectorError as exc:
-                reason, error = EngineTrouble.ENGINE_UNAVAILABLE, exc
-            except EmbedderUnavailable as exc:
-                # A member that cannot embed the query is left out like an unavailable engine.
-                reason = EngineTrouble.ENGINE_UNAVAILABLE
-                error = EngineUnavailable(str(exc), exc.retry_after_ms)
+                outcome = Outcome(member, trouble=BackendTimeout())
             except A2MError as exc:
                 # Held, not raised, so the other members finish and no task is orphaned.
                 return Outcome(member, refusal=exc)
+            except Exception as exc:
+                outcome = left_out(member, exc)
             if observe:
+                reason = outcome.reason
                 for observer in self.observers:
-                    observer(self._federation, member.name, reason.value)
+                    observer(self._federation, member.name, str(reason))
                 log.warning(
-                    "federation %s: member %s left out (%s)",
-                    self._federation,
-                    member.name,
-                    reason.value,
+                    "federation %s: member %s left out (%s)", self._federation, member.name, reason
                 )
-            return Outcome(member, reason=reason.value, error=error)
+            return outcome
 
         outcomes = list(await asyncio.gather(*(one(m) for m in members)))
         for o in outcomes:
@@ -148,8 +145,8 @@ class FanOut:
 
     async def answered(
         self, call: Callable[[Member], Awaitable[Any]], members: Sequence[Member]
-    ) -> tuple[list[Outcome], dict[str, Any]]:
-        """Fan out; the members that answered, and the `left_out` field (absent when none was).
+    ) -> tuple[list[Outcome], list[dict[str, Any]] | None]:
+        """Fan out; the members that answered, and `left_out` (None when every one did).
 
         Raises:
             A2MError: a member's refusal; BackendUnavailable, BackendTimeout: no member
@@ -160,13 +157,31 @@ class FanOut:
         if outcomes and not ok:
             raise all_failed(outcomes)
         left = [{"member": o.member.name, "reason": o.reason} for o in outcomes if o.reason]
-        return ok, ({"left_out": left} if left else {})
+        return ok, (left or None)
+
+
+def left_out(member: Member, exc: Exception) -> Outcome:
+    """A member's failure as a left-out outcome: any engine or embedder trouble.
+
+    Raises:
+        Exception: `exc` itself when it is none of those (a bug: the call's to answer).
+    """
+    trouble = engine_trouble(exc)
+    if trouble is not None:
+        wait = None if isinstance(trouble, BackendTimeout) else trouble.data["retry_after_ms"]
+        return Outcome(member, trouble=trouble, wait_ms=wait)
+    if isinstance(exc, EmbedderUnavailable):
+        # A member that cannot embed the query is left out like an unavailable engine.
+        return Outcome(member, trouble=BackendUnavailable(), wait_ms=exc.retry_after_ms)
+    if isinstance(exc, ConnectorError):
+        return Outcome(member, trouble=BackendUnavailable())
+    raise exc
 
 
 def all_failed(outcomes: Sequence[Outcome]) -> Exception:
     """The engine-trouble error of a call no member answered."""
-    errors = [o.error for o in outcomes if o.error is not None]
-    if errors and all(isinstance(e, EngineTimeout) for e in errors):
+    troubles = [o.trouble for o in outcomes if o.trouble is not None]
+    if troubles and all(isinstance(t, BackendTimeout) for t in troubles):
         return BackendTimeout("No store of this federation answered in time")
-    wait = max((e.retry_after_ms for e in errors if isinstance(e, EngineUnavailable)), default=None)
+    wait = max((o.wait_ms for o in outcomes if o.wait_ms is not None), default=None)
     return BackendUnavailable("No store of this federation is available", retry_after_ms=wait)

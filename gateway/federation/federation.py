@@ -1,8 +1,9 @@
 """Federation: several stores answering as one A2M store.
 
-A federation sits on its members' public Store methods and passes the caller
-on, so every member applies its own scope filter, mapping, limits and
-deadline; the federation's deadline bounds them all. It adds:
+A federation is a source behind the front (gateway.front) that fans out to
+sources: it reads each member through the member's own front and passes the
+caller on, so every member applies its own gate, scope filter, mapping, limits
+and deadline; the federation's deadline bounds them all. It adds:
 
 - ids: a member's record id ``x`` is ``<member>:x`` here (store names hold no
   ``:``), so ``where: {id: ...}`` routes back to the member that owns it;
@@ -13,8 +14,8 @@ deadline; the federation's deadline bounds them all. It adds:
   separately, then fused); without a query, the members' recency orders are
   merged by ``created_at``;
 - timeline: the members' ascending streams merged by ``created_at``;
-- describe: what every member can do (A2M §3.7), and the members it spans
-  (:mod:`gateway.federation.profile`, with the shared limits and gate);
+- its profile: what every opened member can do (A2M §3.7), the tightest
+  limits, and the members it spans (:mod:`gateway.federation.profile`);
 - partial failure (:mod:`gateway.federation.fanout`, with the ids): a member that
   is down or past the deadline is left out and named in the result's
   ``left_out`` field; when every member fails the call answers the
@@ -30,16 +31,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from connectors.errors import ConnectorError
-from gateway.a2m.errors import CapabilityNotSupported
-from gateway.a2m.methods import Capability
-from gateway.a2m.params import (
-    DescribeParams,
-    FetchParams,
-    PromptOptions,
-    RecallParams,
-    TimelineParams,
-)
-from gateway.a2m.records import Record, parse_timestamp
+from gateway.a2m.params import FetchParams, RecallParams, TimelineParams
+from gateway.a2m.records import EPOCH, Record, format_timestamp
 from gateway.config import FederationConfig, SearchMode
 from gateway.federation.fanout import (
     FanOut,
@@ -60,15 +53,19 @@ from gateway.federation.fusion import (
     merge_rrf,
 )
 from gateway.federation.profile import FederationProfile
-from gateway.front.prompt import render, wanted
-from gateway.security.scopes import LOCAL, Caller
-from gateway.store.paging import off_loop_if_large
+from gateway.front.front import Front
+from gateway.front.profile import Profile
+from gateway.front.source import Answer
+from gateway.resilience import GuardRefusal
+from gateway.security.scopes import Caller
 
 __all__ = ["Federation", "Member", "decode_id", "encode_id"]
 
+Ranked = list[tuple[list[Record], float]]
+
 
 class Federation:
-    """A store to its clients, composed of member stores (see the module docstring)."""
+    """A source to its front, composed of member stores (see the module docstring)."""
 
     def __init__(
         self,
@@ -82,7 +79,9 @@ class Federation:
         self.name = name
         self.config = config
         self.members = list(members)
-        self.profile = FederationProfile(name, config, self.members)
+        self.declared = FederationProfile(name, config, self.members)
+        self.limits = self.declared.limits
+        self.front = Front(self)
         self._fan_out = FanOut(name, (config.deadline_ms or default_timeout_ms) / 1000.0, observers)
 
     # -- lifecycle ------------------------------------------------------------
@@ -115,86 +114,70 @@ class Federation:
                 async with asyncio.timeout(self._fan_out.deadline_s):
                     await member.store.ensure_started()
                     return await member.store.ready()
-            except (ConnectorError, TimeoutError):
+            except (ConnectorError, GuardRefusal, TimeoutError):
                 return False
 
         states = await asyncio.gather(*(one(m) for m in self.members))
         return {m.name: s for m, s in zip(self.members, states, strict=True)}
 
-    @property
-    def capabilities(self) -> list[Capability]:
-        return self.profile.capabilities
+    # -- the source the front stands before -------------------------------------------
 
-    def declares(self, cap: Capability) -> bool:
-        return self.profile.declares(cap)
+    def profile(self) -> Profile:
+        return self.declared.value()
 
-    def describe(
-        self, params: DescribeParams | None = None, caller: Caller = LOCAL
-    ) -> dict[str, Any]:
-        """memory/describe (see FederationProfile.describe)."""
-        return self.profile.describe(params, caller)
+    def _opened(self) -> list[Member]:
+        return [m for m in self.members if m.store.started]
+
+    def scoped(self, caller: Caller) -> bool:
+        opened = self._opened()
+        return bool(opened) and all(m.store.scoped(caller) for m in opened)
+
+    def check_owner(self, caller: Caller, owner: str) -> None:
+        for m in self._opened():
+            m.store.check_owner(caller, owner)
 
     # -- recall ---------------------------------------------------------------------
 
-    async def recall(self, params: RecallParams, caller: Caller = LOCAL) -> dict[str, Any]:
-        """memory/recall over every member, fused (`fusion`); scores in [0, 1] descending.
+    async def read_recall(self, params: RecallParams, limit: int, caller: Caller) -> Answer:
+        """Every member's recall, fused (`fusion`); scores in [0, 1] descending.
 
         Raises:
             InvalidParams, CapabilityNotSupported, EmbeddingMismatch, ScopeDenied: from
-                the params or a member; BackendUnavailable/BackendTimeout: no member answered.
+                a member; BackendUnavailable/BackendTimeout: no member answered.
         """
-        options = self.profile.gate(params)
-        limit = self.profile.limit(params.limit, "default_recall_limit")
-        if params.embedding is not None and not self.declares(Capability.EMBEDDINGS):
-            raise CapabilityNotSupported(
-                "Server does not implement the 'embeddings' capability (embedding was given)"
-            )
         asked = params.model_copy(update={"limit": limit, "prompt": None, "min_score": None})
         asked_where = routes(self.members, params.where)
         members = [m for m in self.members if m.name in asked_where]
-        call = self._caller(asked, asked_where, caller)
-        if self.config.fusion == "shards" and (params.query or "").strip():
-            records, extra = await self._recall_shards(params, asked, asked_where, members, caller)
-        elif self.config.fusion == "shards" and params.embedding is not None:
+        query = bool((params.query or "").strip())
+        if self.config.fusion == "shards" and query:
+            return await self._recall_shards(params, asked, asked_where, members, caller)
+        if self.config.fusion == "shards" and params.embedding is not None:
             deep = asked.model_copy(update={"limit": self._depth(limit)})
-            ok, extra = await self._fan_out.answered(
-                self._caller(deep, asked_where, caller), members
-            )
-            records = merge_by_score(self._ranked(ok), limit)
-        else:
-            ok, extra = await self._fan_out.answered(call, members)
-            ranked = self._ranked(ok)
-            if not (params.query or "").strip() and params.embedding is None:
-                records = _newest_first([r for rs, _ in ranked for r in rs])[:limit]
-                for rank, r in enumerate(records):
-                    r["score"] = round(1.0 / (1 + rank), 6)  # as a store scores recency
-            elif self.config.fusion == "score":
-                records = merge_by_score(ranked, limit)
-            else:
-                records = merge_rrf(ranked, k=self.config.rrf_k, limit=limit)
-        if params.min_score is not None:
-            records = [r for r in records if r["score"] >= params.min_score]
-        shaped = await off_loop_if_large(len(records), lambda: _result(records, options))
-        return {**shaped, **extra}
+            ok, left = await self._fan_out.answered(self._asker(deep, asked_where, caller), members)
+            return Answer(merge_by_score(_ranked(ok), limit), left)
+        ok, left = await self._fan_out.answered(self._asker(asked, asked_where, caller), members)
+        ranked = _ranked(ok)
+        if not query and params.embedding is None:
+            # The front scores the merged recency order as a store's.
+            merged = sorted((r for rs, _ in ranked for r in rs), key=_created, reverse=True)
+            return Answer(merged[:limit], left)
+        if self.config.fusion == "score":
+            return Answer(merge_by_score(ranked, limit), left)
+        return Answer(merge_rrf(ranked, k=self.config.rrf_k, limit=limit), left)
 
     @staticmethod
-    def _ranked(ok: Sequence[Outcome]) -> list[tuple[list[dict[str, Any]], float]]:
-        return [
-            ([encoded(o.member.name, r) for r in o.result["records"]], o.member.weight) for o in ok
-        ]
-
-    @staticmethod
-    def _caller(
+    def _asker(
         asked: RecallParams, asked_where: dict[str, Any], caller: Caller
-    ) -> Callable[[Member], Awaitable[Any]]:
-        def call(m: Member) -> Awaitable[Any]:
-            return m.store.recall(asked.model_copy(update={"where": asked_where[m.name]}), caller)
+    ) -> Callable[[Member], Awaitable[Answer]]:
+        def call(m: Member) -> Awaitable[Answer]:
+            own = asked.model_copy(update={"where": asked_where[m.name]})
+            return m.store.front.recall_answer(own, caller)
 
         return call
 
     def _depth(self, limit: int) -> int:
         """How deep each member is asked under `fusion: shards`: its hybrid leg depth."""
-        top = min(m.store.config.limits.max_recall_limit for m in self.members)
+        top = self.limits.max_recall_limit
         depths = (m.store.config.search.knn_candidates for m in self.members)
         return min(top, max(limit, *depths))
 
@@ -205,7 +188,7 @@ class Federation:
         asked_where: dict[str, Any],
         members: Sequence[Member],
         caller: Caller,
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    ) -> Answer:
         """A query under `fusion: shards`: ranked as one store holding every member's records.
 
         Members in lexical mode answer a text-only call lexically and an embedding-only
@@ -220,36 +203,25 @@ class Federation:
             m.store.config.search.mode == SearchMode.LEXICAL for m in members
         )
         if not split:
-            ok, extra = await self._fan_out.answered(
-                self._caller(deep, asked_where, caller), members
-            )
-            return merge_calibrated(self._ranked(ok), limit), extra
-        lexical = deep.model_copy(update={"embedding": None})
-        dense = deep.model_copy(update={"query": None})
-        lex_call = self._caller(lexical, asked_where, caller)
-        dense_call = self._caller(dense, asked_where, caller)
+            ok, left = await self._fan_out.answered(self._asker(deep, asked_where, caller), members)
+            return Answer(merge_calibrated(_ranked(ok), limit), left)
+        lex_call = self._asker(deep.model_copy(update={"embedding": None}), asked_where, caller)
+        dense_call = self._asker(deep.model_copy(update={"query": None}), asked_where, caller)
 
-        async def both(m: Member) -> tuple[Any, Any]:
+        async def both(m: Member) -> tuple[Answer, Answer]:
             # Both legs finish before a failure is raised: no leg is left running.
-            legs = list(await asyncio.gather(lex_call(m), dense_call(m), return_exceptions=True))
+            legs = await asyncio.gather(lex_call(m), dense_call(m), return_exceptions=True)
             for leg in legs:
                 if isinstance(leg, BaseException):
                     raise leg
-            return legs[0], legs[1]
+            return legs[0], legs[1]  # type: ignore[return-value]
 
-        ok, extra = await self._fan_out.answered(both, members)
-        lex_ranked = [
-            ([encoded(o.member.name, r) for r in o.result[0]["records"]], o.member.weight)
-            for o in ok
-        ]
-        dense_ranked = [
-            ([encoded(o.member.name, r) for r in o.result[1]["records"]], o.member.weight)
-            for o in ok
-        ]
+        ok, left = await self._fan_out.answered(both, members)
+        lex_ranked = [(encoded(o.member.name, o.result[0].records), o.member.weight) for o in ok]
+        dense_ranked = [(encoded(o.member.name, o.result[1].records), o.member.weight) for o in ok]
         s = self.members[0].store.config.search
-        lexical_leg = _calibrated_leg(calibrated(lex_ranked, depth))
         records = fuse_legs(
-            lexical_leg,
+            _calibrated_leg(calibrated(lex_ranked, depth)),
             merge_by_score(dense_ranked, depth),
             fusion=s.fusion,
             k=s.rrf_k,
@@ -257,12 +229,12 @@ class Federation:
             dense_weight=s.dense_weight,
             limit=limit,
         )
-        return records, extra
+        return Answer(records, left)
 
     # -- timeline -------------------------------------------------------------------
 
-    async def timeline(self, params: TimelineParams, caller: Caller = LOCAL) -> dict[str, Any]:
-        """memory/timeline: the members' ascending streams merged; the newest `limit`.
+    async def read_timeline(self, params: TimelineParams, limit: int, caller: Caller) -> Answer:
+        """The members' ascending streams merged; the newest `limit`, oldest first.
 
         Never through recall: every member answers its own ordered read.
 
@@ -270,81 +242,50 @@ class Federation:
             InvalidParams, CapabilityNotSupported, ScopeDenied; BackendUnavailable or
                 BackendTimeout: no member answered.
         """
-        options = self.profile.gate(params)
-        limit = self.profile.limit(params.limit, "default_timeline_limit")
         asked = params.model_copy(update={"limit": limit, "prompt": None})
         asked_where = routes(self.members, params.where)
         members = [m for m in self.members if m.name in asked_where]
 
-        def call(m: Member) -> Awaitable[Any]:
-            return m.store.timeline(asked.model_copy(update={"where": asked_where[m.name]}), caller)
+        def call(m: Member) -> Awaitable[Answer]:
+            own = asked.model_copy(update={"where": asked_where[m.name]})
+            return m.store.front.timeline_answer(own, caller)
 
-        ok, extra = await self._fan_out.answered(call, members)
-        streams = [[encoded(o.member.name, r) for r in o.result["records"]] for o in ok]
-        # The wire form of created_at is fixed-width RFC 3339 UTC: it sorts as text.
-        merged = list(heapq.merge(*streams, key=lambda r: r["created_at"]))
-        records = merged[-limit:] if limit else []
-        shaped = await off_loop_if_large(
-            len(records), lambda: _result(records, options, prefer_newest=True)
-        )
-        return {**shaped, **extra}
+        ok, left = await self._fan_out.answered(call, members)
+        streams = [encoded(o.member.name, o.result.records) for o in ok]
+        merged = list(heapq.merge(*streams, key=_created))
+        return Answer(merged[-limit:] if limit else [], left)
 
     # -- fetch --------------------------------------------------------------------------
 
-    async def fetch(self, params: FetchParams, caller: Caller = LOCAL) -> dict[str, Any]:
-        """memory/fetch: the record at the key in the first member (config order) holding it.
+    async def read_fetch(self, params: FetchParams, caller: Caller) -> Answer:
+        """The record at the key in the first member (config order) holding it.
 
         Raises:
             InvalidParams, ScopeDenied; BackendUnavailable or BackendTimeout: no member
                 answered.
         """
-        ok, extra = await self._fan_out.answered(
-            lambda m: m.store.fetch(params, caller), self.members
+        ok, left = await self._fan_out.answered(
+            lambda m: m.store.front.fetch_answer(params, caller), self.members
         )
         for o in ok:
-            record = o.result["record"]
-            if record is not None:
-                return {"record": encoded(o.member.name, record), **extra}
-        return {"record": None, **extra}
+            if o.result.records:
+                return Answer(encoded(o.member.name, o.result.records[:1]), left)
+        return Answer([], left)
 
 
-def _newest_first(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(records, key=lambda r: r["created_at"], reverse=True)
+def _ranked(ok: Sequence[Outcome]) -> Ranked:
+    return [(encoded(o.member.name, o.result.records), o.member.weight) for o in ok]
 
 
-def _result(
-    records: list[dict[str, Any]], options: PromptOptions | None, *, prefer_newest: bool = False
-) -> dict[str, Any]:
-    result: dict[str, Any] = {"records": records}
-    if wanted(options):
-        assert options is not None
-        rendered = render([_record(r) for r in records], options, prefer_newest=prefer_newest)
-        result["prompt"] = rendered.text
-        result["prompt_ids"] = rendered.ids
-    return result
+def _created(record: Record) -> str:
+    # The wire form of created_at, fixed-width RFC 3339 UTC: it sorts as text.
+    return format_timestamp(record.created_at or EPOCH)
 
 
-def _record(wire: dict[str, Any]) -> Record:
-    """A wire record back as a Record, for the prompt renderer."""
-    return Record(
-        id=wire["id"],
-        content=wire.get("content"),
-        role=wire.get("role"),
-        metadata=wire.get("metadata"),
-        group=wire.get("group"),
-        owner=wire.get("owner"),
-        key=wire.get("key"),
-        created_at=parse_timestamp(wire.get("created_at")),
-        updated_at=parse_timestamp(wire.get("updated_at")),
-        uri=wire.get("uri"),
-        media_type=wire.get("media_type"),
-        score=wire.get("score"),
-        embedding=wire.get("embedding"),
-    )
-
-
-def _calibrated_leg(values: list[tuple[float, dict[str, Any]]]) -> list[dict[str, Any]]:
+def _calibrated_leg(values: list[tuple[float, Record]]) -> list[Record]:
     """The merged lexical leg, each record scored by its calibrated value (a weight-0
     member's, minus infinity, at the lowest finite value: last, but still on the scale)."""
     floor = min((c for c, _ in values if math.isfinite(c)), default=0.0)
-    return [{**r, "score": c if math.isfinite(c) else floor} for c, r in values]
+    for c, r in values:
+        r.score = c if math.isfinite(c) else floor
+    return [r for _, r in values]

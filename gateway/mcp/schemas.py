@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.a2m.params import WhereValue
 from gateway.federation.federation import Federation
+from gateway.front.profile import Limits
 from gateway.store.mapping import FILTERABLE_FIELDS
 from gateway.store.store import Store
 
@@ -73,29 +74,36 @@ class Source:
     description: str | None
     members: tuple[Store, ...]
     """The store itself, or the federation's members (their mappings make the schema)."""
+    limits: Limits
+    """The limits its front applies (a federation's: the tightest member's)."""
     federated: bool = False
 
     @classmethod
     def of_store(cls, store: Store) -> Source:
-        return cls(store.name, store.config.description, (store,))
+        return cls(store.name, store.config.description, (store,), store.limits)
 
     @classmethod
     def of_federation(cls, federation: Federation) -> Source:
         members = tuple(m.store for m in federation.members)
-        return cls(federation.name, federation.config.description, members, federated=True)
+        return cls(
+            federation.name,
+            federation.config.description,
+            members,
+            federation.limits,
+            federated=True,
+        )
 
     @property
     def max_limit(self) -> int:
-        # A federation refuses a limit above its tightest member's (gateway.federation.federation).
-        return min(s.config.limits.max_recall_limit for s in self.members)
+        return self.limits.max_recall_limit
 
     def default_limit(self, tool: str) -> int:
-        attr = "default_recall_limit" if tool == "search" else "default_timeline_limit"
-        return min(int(getattr(s.config.limits, attr)) for s in self.members)
+        lim = self.limits
+        return lim.default_recall_limit if tool == "search" else lim.default_timeline_limit
 
     @property
     def max_query_length(self) -> int:
-        return min(s.config.limits.max_query_length for s in self.members)
+        return self.limits.max_query_length
 
     @property
     def keys(self) -> bool:

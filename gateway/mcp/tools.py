@@ -18,8 +18,8 @@ from typing import Any, Protocol
 import mcp_types as types
 from pydantic import ValidationError
 
-from gateway.a2m.dispatcher import to_a2m_error
 from gateway.a2m.errors import A2MError, ErrorCode
+from gateway.a2m.failures import to_a2m_error
 from gateway.a2m.params import explain
 from gateway.config import McpConfig
 from gateway.mcp import render

@@ -5,10 +5,11 @@ answers at once while the engine is known to be failing, and the in-flight limit
 refuses a call that would wait past its deadline. Connectors know nothing of it.
 """
 
-from gateway.resilience.breaker import BreakerState, CircuitBreaker, CircuitOpen
+from gateway.resilience.breaker import BreakerState, CircuitBreaker
 from gateway.resilience.config import BreakerConfig, ResilienceConfig, SheddingConfig
 from gateway.resilience.guard import EngineGuard, GuardObserver
-from gateway.resilience.shedding import InflightLimit, Overloaded
+from gateway.resilience.refusals import CircuitOpen, GuardRefusal, Overloaded
+from gateway.resilience.shedding import InflightLimit
 
 __all__ = [
     "BreakerConfig",
@@ -17,6 +18,7 @@ __all__ = [
     "CircuitOpen",
     "EngineGuard",
     "GuardObserver",
+    "GuardRefusal",
     "InflightLimit",
     "Overloaded",
     "ResilienceConfig",

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 
-from connectors.errors import EngineUnavailable
+from gateway.resilience.refusals import CircuitOpen
 
 Clock = Callable[[], float]
 TransitionHook = Callable[["BreakerState", "BreakerState"], None]
@@ -53,13 +53,6 @@ class Outcome(Enum):
     """Unreachable, 429/5xx after retries, or no answer before the deadline."""
     NEUTRAL = "neutral"
     """Nothing learned: the caller went away, or a bug on this side."""
-
-
-class CircuitOpen(EngineUnavailable):
-    """The store's breaker is open: the engine was not called."""
-
-    def __init__(self, retry_after_ms: int) -> None:
-        super().__init__("the engine's circuit breaker is open", retry_after_ms=retry_after_ms)
 
 
 @dataclass(frozen=True, slots=True)

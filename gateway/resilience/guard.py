@@ -22,13 +22,13 @@ from gateway.resilience.breaker import (
     BreakerPolicy,
     BreakerState,
     CircuitBreaker,
-    CircuitOpen,
     Clock,
     Outcome,
     Ticket,
 )
 from gateway.resilience.config import ResilienceConfig
-from gateway.resilience.shedding import InflightLimit, Overloaded
+from gateway.resilience.refusals import CircuitOpen, Overloaded
+from gateway.resilience.shedding import InflightLimit
 
 T = TypeVar("T")
 

@@ -15,17 +15,10 @@ import contextlib
 import math
 from collections import deque
 
-from connectors.errors import EngineUnavailable
+from gateway.resilience.refusals import Overloaded
 
 _ALPHA = 0.2
 """Weight of the newest sample in the mean engine call time."""
-
-
-class Overloaded(EngineUnavailable):
-    """Every engine slot of the store is taken and no turn comes in time: not called."""
-
-    def __init__(self, retry_after_ms: int) -> None:
-        super().__init__("the store has too many engine calls in flight", retry_after_ms)
 
 
 class InflightLimit:

@@ -72,8 +72,6 @@ class Caller:
     network: bool = False
     """True over HTTP: a client-supplied owner is never trusted (§6)."""
     principal: Principal | None = None
-    prepaid: bool = False
-    """The transport already charged this request to the rate limit (HTTP, before the body)."""
 
     @property
     def rate_key(self) -> str | None:

@@ -1,15 +1,17 @@
 """Store: one configured index behind one A2M endpoint.
 
-A small orchestrator: the StoreProfile says what the store declares (and gates
-capabilities), the QueryPlanner turns params into an engine request, the
-connector runs it under the request's deadline, and the ResultShaper turns the
-hits into the wire result. Transport- and JSON-RPC-agnostic: it raises A2M or
-connector errors, which the dispatcher maps to the wire.
+A source behind the front (gateway.front): the StoreProfile says what the store
+declares, the QueryPlanner turns params into an engine request, the pager runs it
+through the guard under the request's deadline, and the ResultShaper turns the
+hits into records. The front gates, limits and shapes; the store answers records.
+Transport- and JSON-RPC-agnostic: it raises A2M or connector errors, which the
+dispatcher maps to the wire.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 from collections.abc import Awaitable, Callable
@@ -23,10 +25,13 @@ from gateway.a2m.methods import Capability
 from gateway.a2m.params import DescribeParams, FetchParams, RecallParams, TimelineParams
 from gateway.config import StoreConfig
 from gateway.embedders import QueryEmbedder, make_embedder
+from gateway.front.front import Front
+from gateway.front.profile import Profile
+from gateway.front.source import Answer
 from gateway.resilience import EngineGuard
-from gateway.security.scopes import LOCAL, Caller, CredentialForwarding, ScopePolicy
+from gateway.security.scopes import LOCAL, Caller, CredentialForwarding, NothingVisible, ScopePolicy
 from gateway.store.mapping import RecordMapper
-from gateway.store.paging import EngineObserver, RecordPager, off_loop_if_large
+from gateway.store.paging import EngineObserver, RecordPager
 from gateway.store.planner import MatchesNothing, QueryPlanner, check_vector
 from gateway.store.profile import StoreProfile
 from gateway.store.query_vectors import check_width, embed_query
@@ -59,7 +64,9 @@ class Store:
         self.mapper = RecordMapper(config.mapping)
         self.scope = ScopePolicy(config)
         self.embedder: QueryEmbedder | None = make_embedder(config.search.embedder)
-        self.profile = StoreProfile(name, config, self.scope, self.embedder, server_name)
+        self.declared = StoreProfile(name, config, self.embedder, server_name)
+        self.limits = self.declared.limits
+        self.front = Front(self)
         self.planner = QueryPlanner(config, self.mapper, self.scope)
         self.shaper = ResultShaper(self.mapper, config.limits.max_prompt_budget)
         self._timeout_s = (config.request_timeout_ms or default_timeout_ms) / 1000.0
@@ -87,18 +94,15 @@ class Store:
 
     @property
     def info(self) -> EngineInfo | None:
-        return self.profile.info
+        return self.declared.info
 
     @property
     def capabilities(self) -> list[Capability]:
-        return self.profile.capabilities
+        return self.declared.capabilities
 
     @property
     def started(self) -> bool:
-        return self.profile.info is not None
-
-    def declares(self, cap: Capability) -> bool:
-        return self.profile.declares(cap)
+        return self.declared.info is not None
 
     async def ensure_started(self) -> None:
         """Open the store on first use, so a gateway can boot while an engine is still down.
@@ -138,7 +142,7 @@ class Store:
             self._bootstrap = None
         info = await self.guard.call(self.connector.open)
         check_width(self.name, self.embedder, info)
-        self.profile.learn(info)
+        self.declared.learn(info)
 
     async def close(self) -> None:
         self.guard.stop_watching()
@@ -154,34 +158,36 @@ class Store:
         assert isinstance(self.connector, CredentialForwarding)  # checked at start
         return self.connector.for_caller(authorization)
 
-    def describe(
-        self, params: DescribeParams | None = None, caller: Caller = LOCAL
-    ) -> dict[str, Any]:
-        """memory/describe (see StoreProfile.describe)."""
-        return self.profile.describe(params, caller)
+    # -- the source the front stands before ------------------------------------------
 
-    # -- recall -------------------------------------------------------------------
+    def profile(self) -> Profile:
+        return self.declared.value
 
-    async def recall(self, params: RecallParams, caller: Caller = LOCAL) -> dict[str, Any]:
-        """memory/recall: engine-ranked records, scores in [0, 1] descending.
+    def scoped(self, caller: Caller) -> bool:
+        return self.scope.declared(caller)
+
+    def check_owner(self, caller: Caller, owner: str) -> None:
+        """Raises: ScopeDenied: an owner the caller may not act for."""
+        if self.scope.declared(caller):
+            with contextlib.suppress(NothingVisible):
+                self.scope.conditions(caller, owner)
+
+    async def read_recall(self, params: RecallParams, limit: int, caller: Caller) -> Answer:
+        """Engine-ranked records (scores in [0, 1] descending); no query: newest first.
 
         Raises:
-            InvalidParams, CapabilityNotSupported, EmbeddingMismatch, ScopeDenied,
-            ConnectorError, EmbedderUnavailable.
+            InvalidParams, EmbeddingMismatch, ScopeDenied, ConnectorError, GuardRefusal,
+            EmbedderUnavailable.
         """
-        self.profile.gate_params(params)
         plan = self.planner
-        limit = plan.limit(params.limit, self.config.limits.default_recall_limit)
         text = plan.query_text(params.query)
         if params.embedding is not None:
             check_vector(params.embedding, self.info)
-        options = self.shaper.prompt_options(params.prompt_options())
         try:
             flt = plan.read_filter(params.where, params.key_prefix, caller, params.owner)
         except MatchesNothing:
-            return self.shaper.result([], options)
+            return Answer([])
         connector = self._connector(caller)
-
         async with deadline_scope(self._timeout_s):
             if not text and params.embedding is None:
                 records = await self.pager.ordered(
@@ -192,49 +198,37 @@ class Store:
                     newest_first=True,
                     with_embedding=params.embeddings,
                 )
-                # No query: recency order; the score states that rank, nothing more.
-                for rank, r in enumerate(records):
-                    r.score = round(1.0 / (1 + rank), 6)
-            else:
-                dense = params.embedding
-                if plan.needs_embedding(text, dense):
-                    dense = await embed_query(self.name, self.embedder, text, self.info)
-                try:
-                    probe = plan.search_request(
-                        text,
-                        dense,
-                        flt,
-                        limit,
-                        info=self.info,
-                        given_vector=params.embedding is not None,
-                        with_vectors=params.embeddings,
-                    )
-                except MatchesNothing:
-                    return self.shaper.result([], options)
-                records = await self.pager.search(
-                    connector, probe, params.where, limit, with_embedding=params.embeddings
+                return Answer(records[:limit])
+            dense = params.embedding
+            if plan.needs_embedding(text, dense):
+                dense = await embed_query(self.name, self.embedder, text, self.info)
+            try:
+                probe = plan.search_request(
+                    text,
+                    dense,
+                    flt,
+                    limit,
+                    info=self.info,
+                    given_vector=params.embedding is not None,
+                    with_vectors=params.embeddings,
                 )
-            ranked = self.shaper.ranked(records, params.min_score, limit)
-            return await off_loop_if_large(len(ranked), lambda: self.shaper.result(ranked, options))
+            except MatchesNothing:
+                return Answer([])
+            records = await self.pager.search(
+                connector, probe, params.where, limit, with_embedding=params.embeddings
+            )
+        return Answer(self.shaper.ranked(records, None, limit))
 
-    # -- timeline -------------------------------------------------------------------
-
-    async def timeline(self, params: TimelineParams, caller: Caller = LOCAL) -> dict[str, Any]:
-        """memory/timeline: ascending creation order; with limit, the newest `limit` records.
-
-        Never implemented through recall (§4.4): it asks the connector for an
-        ordered read, never a ranked one.
+    async def read_timeline(self, params: TimelineParams, limit: int, caller: Caller) -> Answer:
+        """Ascending creation order, the newest `limit`: an ordered read, never a search (§4.4).
 
         Raises:
-            InvalidParams, CapabilityNotSupported, ScopeDenied, ConnectorError.
+            InvalidParams, ScopeDenied, ConnectorError, GuardRefusal.
         """
-        self.profile.gate_params(params)
-        limit = self.planner.limit(params.limit, self.config.limits.default_timeline_limit)
-        options = self.shaper.prompt_options(params.prompt_options())
         try:
             flt = self.planner.read_filter(params.where, params.key_prefix, caller, params.owner)
         except MatchesNothing:
-            return self.shaper.result([], options)
+            return Answer([])
         async with deadline_scope(self._timeout_s):
             records = await self.pager.ordered(
                 self._connector(caller),
@@ -244,31 +238,47 @@ class Store:
                 newest_first=True,
                 with_embedding=params.embeddings,
             )
-            records.reverse()
-            return await off_loop_if_large(
-                len(records), lambda: self.shaper.result(records, options, prefer_newest=True)
-            )
+        records.reverse()
+        return Answer(records)
 
-    # -- fetch ------------------------------------------------------------------------
-
-    async def fetch(self, params: FetchParams, caller: Caller = LOCAL) -> dict[str, Any]:
-        """memory/fetch: the record at a key, or null (also when the caller may not see it).
+    async def read_fetch(self, params: FetchParams, caller: Caller) -> Answer:
+        """The record at a key (none when the caller may not see it).
 
         Raises:
-            InvalidParams, ScopeDenied, ConnectorError.
+            InvalidParams, ScopeDenied, ConnectorError, GuardRefusal.
         """
         try:
             flt = self.planner.key_filter(params.key, caller, params.owner)
         except MatchesNothing:
-            return {"record": None}
+            return Answer([])
         async with deadline_scope(self._timeout_s):
             hit = await self.pager.engine(
                 "fetch", partial(self._connector(caller).fetch, flt, with_vectors=params.embeddings)
             )
         if hit is None:
-            return {"record": None}
+            return Answer([])
         hit.score = None
-        return {"record": self.mapper.to_record(hit, with_embedding=params.embeddings).to_wire()}
+        return Answer([self.mapper.to_record(hit, with_embedding=params.embeddings)])
+
+    # -- the reads as the front answers them (an application embedding the store) ------
+
+    def describe(
+        self, params: DescribeParams | None = None, caller: Caller = LOCAL
+    ) -> dict[str, Any]:
+        """memory/describe (see gateway.front.Front.describe_now)."""
+        return self.front.describe_now(params, caller)
+
+    async def recall(self, params: RecallParams, caller: Caller = LOCAL) -> dict[str, Any]:
+        """memory/recall through the front (gate, limits, shaping)."""
+        return await self.front.recall(params, caller)
+
+    async def timeline(self, params: TimelineParams, caller: Caller = LOCAL) -> dict[str, Any]:
+        """memory/timeline through the front."""
+        return await self.front.timeline(params, caller)
+
+    async def fetch(self, params: FetchParams, caller: Caller = LOCAL) -> dict[str, Any]:
+        """memory/fetch through the front."""
+        return await self.front.fetch(params, caller)
 
     async def ready(self) -> bool:
         """The engine answers a ping now; False without asking while the breaker is open."""
@@ -301,7 +311,18 @@ class Store:
     async def sample(self, n: int = 3) -> list[dict[str, Any]]:
         """The newest n mapped records: the onboarding preview of `a2m-gateway check`."""
         async with deadline_scope(self._timeout_s):
-            hits: list[Hit] = await self.connector.ordered(OrderedRequest(limit=n))
+            hits: list[Hit] = await self.pager.engine(
+                "sample", partial(self.connector.ordered, OrderedRequest(limit=n))
+            )
         for h in hits:
             h.score = None
         return [r.to_wire() for r in self.shaper.records(hits, None, with_embedding=False)]
+
+    async def sample_vectors(self, n: int) -> list[tuple[str | None, list[float] | None]]:
+        """The newest n records' content beside their stored vectors, through the guard."""
+        async with deadline_scope(self._timeout_s):
+            hits: list[Hit] = await self.pager.engine(
+                "sample",
+                partial(self.connector.ordered, OrderedRequest(limit=n, with_vectors=True)),
+            )
+        return [(self.mapper.to_record(h).content, h.vector) for h in hits]

@@ -15,9 +15,6 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from connectors.base import OrderedRequest
-from connectors.retry import deadline_scope
-
 if TYPE_CHECKING:
     from gateway.store.store import Store
 
@@ -59,21 +56,19 @@ async def compare_stored_vectors(store: Store, n: int = 5) -> VectorAgreement | 
 
     Raises:
         connectors.errors.ConnectorError: the engine cannot be read.
+        gateway.resilience.GuardRefusal: the store's guard refused the read.
         gateway.embedders.EmbedderUnavailable: the embedder fails.
     """
     await store.ensure_started()
     if store.embedder is None or store.info is None or store.info.vectors is None:
         return None
-    async with deadline_scope(store._timeout_s):
-        hits = await store.connector.ordered(OrderedRequest(limit=n, with_vectors=True))
     cosines = []
-    for hit in hits:
-        content = store.mapper.to_record(hit).content
-        if not hit.vector or not content:
+    for content, stored in await store.sample_vectors(n):
+        if not stored or not content:
             continue
         vector = await store.embedder.embed_query(content)
-        if len(vector) == len(hit.vector):
-            cosines.append(_cosine(vector, hit.vector))
+        if len(vector) == len(stored):
+            cosines.append(_cosine(vector, stored))
     if not cosines:
         return None
     return VectorAgreement(len(cosines), min(cosines), sum(cosines) / len(cosines))

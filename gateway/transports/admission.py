@@ -18,7 +18,6 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.a2m.errors import QuotaExceeded
 from gateway.a2m.jsonrpc import error_body
 from gateway.config import ServerConfig
 from gateway.runtime import Gateway
@@ -113,8 +112,7 @@ class Admission:
         self.budget = BodyBudget(server.http.max_inflight_body_bytes)
         self._max_body = server.max_body_bytes
         self._body_timeout_s = server.body_timeout_ms / 1000
-        self._prepaid = gateway.limiter is not None
-        self._anonymous = Caller(network=True, prepaid=self._prepaid)
+        self._anonymous = Caller(network=True)
 
     async def admit(
         self,
@@ -156,30 +154,16 @@ class Admission:
             return plain(401, "authentication required", {"WWW-Authenticate": challenge})
         if principal is None:
             return self._anonymous
-        return Caller(network=True, principal=principal, prepaid=self._prepaid)
+        return Caller(network=True, principal=principal)
 
     async def charge(self, caller: Caller, store: str | None) -> Response | None:
         """The caller's rate limit, taken before its body is read (a JSON-RPC error if spent).
 
         The body is never read, so the error's id is null and no method is known.
         """
-        limiter = self._gateway.limiter
-        key = caller.rate_key
-        if limiter is None or key is None:
+        err = await self._gateway.ledger.charge(caller, store or self._gateway.default_store)
+        if err is None:
             return None
-        wait_ms = await limiter.acquire(key)
-        if wait_ms is None:
-            return None
-        err = QuotaExceeded("Rate limit exceeded for this caller", data={"retry_after_ms": wait_ms})
-        audit.info(
-            "call",
-            extra={
-                "store": store or self._gateway.default_store,
-                "method": None,
-                "principal": caller.label[:300],
-                "code": int(err.code),
-            },
-        )
         return Response(error_body(None, err), status_code=200, media_type=JSON)
 
     async def read_body(

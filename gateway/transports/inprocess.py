@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import itertools
+from functools import partial
 from typing import Any
 
 import orjson
 
 from gateway.a2m.dispatcher import Dispatcher
+from gateway.a2m.errors import A2MError
 from gateway.a2m.jsonrpc import handle_message
 from gateway.security.scopes import Caller, Principal
 
@@ -22,12 +24,17 @@ class A2MRemoteError(Exception):
         self.data = data
 
 
+async def _refuse(refusal: A2MError, method: str, params: Any) -> Any:
+    raise refusal
+
+
 class InProcessClient:
     """Call a store from the same process, through the same JSON the network carries.
 
     Without a principal the caller is local (§6: `owner` is taken at face value).
     An application that authenticated its user itself passes that user's
-    principal, and the store scopes every call to it as it would over HTTP.
+    principal, and the store scopes every call to it as it would over HTTP; each
+    message is charged to that principal's rate limit, as one HTTP request is.
     """
 
     def __init__(self, dispatcher: Dispatcher, principal: Principal | None = None) -> None:
@@ -43,7 +50,12 @@ class InProcessClient:
     ) -> dict[str, Any] | None:
         """Send one raw JSON-RPC message; returns the response object (None for a notification)."""
         raw = message if isinstance(message, str | bytes) else orjson.dumps(message)
-        body = await handle_message(raw, self._dispatch)
+        dispatcher = self._dispatcher
+        refused = await dispatcher.ledger.charge(self._caller, dispatcher.store.name)
+        if refused is None:
+            body = await handle_message(raw, self._dispatch)
+        else:
+            body = await handle_message(raw, partial(_refuse, refused))
         if body is None:
             return None
         response: dict[str, Any] = orjson.loads(body)

@@ -15,6 +15,7 @@ from connectors.retry import deadline_scope
 from gateway.a2m.dispatcher import to_a2m_error
 from gateway.resilience import (
     BreakerState,
+    CircuitOpen,
     EngineGuard,
     InflightLimit,
     Overloaded,
@@ -211,7 +212,7 @@ async def test_while_open_the_call_and_the_ping_never_run() -> None:
         ran.append("call")
 
     assert await g.ping(ping) is False
-    with pytest.raises(EngineUnavailable) as info:
+    with pytest.raises(CircuitOpen) as info:
         await g.call(call)
     assert type(info.value).__name__ == "CircuitOpen"
     assert ran == []
