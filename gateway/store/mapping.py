@@ -55,7 +55,12 @@ class RecordMapper:
             for literal, name, _, _ in string.Formatter().parse(mapping.content_template or "")
         ]
 
-    def to_record(self, hit: Hit, *, with_embedding: bool = False) -> Record:
+    def to_record(self, hit: Hit, *, with_embedding: bool = False, ranked: bool = True) -> Record:
+        """The record of `hit`; it carries the engine's score unless `ranked` is False.
+
+        The one place an engine score is kept or dropped: ordered reads, fetch and
+        samples pass ranked=False and carry none, whatever a connector left on the hit.
+        """
         m, src = self._m, hit.source
         rid = hit.id if m.id == ID_FIELD else (_text(value_at(src, m.id)) or hit.id)
         uri = _text(value_at(src, m.uri)) if m.uri else None
@@ -88,7 +93,7 @@ class RecordMapper:
             updated_at=parse_timestamp(value_at(src, m.updated_at)) if m.updated_at else None,
             uri=uri,
             media_type=media_type,
-            score=hit.score,
+            score=hit.score if ranked else None,
             embedding=hit.vector if with_embedding else None,
         )
 

@@ -5,23 +5,21 @@ refill loop (the engine only approximates `where`, so a read that lost records
 to the exact check asks again for more, x4 each time, up to MAX_FETCH), the
 observers timing each engine call (metrics), the store's guard (circuit breaker and
 in-flight limit) around each, and moving the mapping of a large page off the event
-loop. The Store decides what to ask; this asks it.
+loop. The planner decides what to ask (a ReadPlan); this asks it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from functools import partial
 from typing import Final, TypeVar
 
-from connectors.base import Connector, Filter, Hit, OrderedRequest, SearchRequest
-from gateway.a2m.params import WhereValue
+from connectors.base import Connector, Hit
 from gateway.a2m.records import Record
 from gateway.resilience import EngineGuard
-from gateway.store.planner import QueryPlanner
+from gateway.store.read_plan import ReadPlan
 from gateway.store.shaper import ResultShaper
 
 T = TypeVar("T")
@@ -33,6 +31,18 @@ INLINE_RECORDS: Final = 64
 """Pages and results of more records are mapped and shaped on a worker thread. Measured
 (CPU): mapping ~3.4 us, wire form ~2 us and prompt ~3 us per demo record, so 64 records
 cost ~0.5 ms, about twice a hop to a thread; max_recall_limit can ask for 10,000."""
+
+MAX_FETCH: Final = 10_000
+"""Lucene's default index.max_result_window: no refill asks for a larger page."""
+
+
+def refill_sizes(limit: int) -> Iterator[int]:
+    """The page sizes a read with an exact check tries in turn: `limit`, then x4 up to MAX_FETCH."""
+    size = limit
+    yield size
+    while size < MAX_FETCH:
+        size = min(MAX_FETCH, size * 4)
+        yield size
 
 
 async def off_loop_if_large(count: int, work: Callable[[], T]) -> T:
@@ -49,13 +59,11 @@ class RecordPager:
     def __init__(
         self,
         store: str,
-        planner: QueryPlanner,
         shaper: ResultShaper,
         guard: EngineGuard,
         observers: list[EngineObserver] | None = None,
     ) -> None:
         self._store = store
-        self._planner = planner
         self._shaper = shaper
         self.guard = guard
         """The store's breaker and in-flight limit (the Store reads and replaces it here)."""
@@ -80,58 +88,23 @@ class RecordPager:
             for observe in self._observers:
                 observe(self._store, operation, time.perf_counter() - start, error)
 
-    async def _records(
-        self, hits: list[Hit], where: dict[str, WhereValue] | None, with_embedding: bool
-    ) -> list[Record]:
-        return await off_loop_if_large(
-            len(hits),
-            lambda: self._shaper.records(hits, where, with_embedding=with_embedding),
+    async def read(self, connector: Connector, plan: ReadPlan) -> list[Record]:
+        """At most `plan.limit` records, in the engine's order, that meet `where` exactly.
+
+        Without an exact check one page of `limit` answers; with one, a page that lost
+        records to it is asked again four times larger, until `limit` survive or the
+        engine has no more.
+        """
+        sizes = refill_sizes(plan.limit) if plan.exact is not None else (plan.limit,)
+        records: list[Record] = []
+        for size in sizes:
+            hits = await self.engine(plan.operation, partial(plan.read, connector, size))
+            records = await off_loop_if_large(len(hits), partial(self._records, hits, plan))
+            if len(records) >= plan.limit or len(hits) < size:
+                break
+        return records[: plan.limit]
+
+    def _records(self, hits: list[Hit], plan: ReadPlan) -> list[Record]:
+        return self._shaper.records(
+            hits, plan.exact, with_embedding=plan.with_vectors, ranked=plan.ranked
         )
-
-    async def search(
-        self,
-        connector: Connector,
-        probe: SearchRequest,
-        where: dict[str, WhereValue] | None,
-        limit: int,
-        *,
-        with_embedding: bool,
-    ) -> list[Record]:
-        """Ranked records, asking again for more until `limit` meet `where`."""
-        records: list[Record] = []
-        for size in self._planner.fetch_sizes(limit, where):
-            request = dataclasses.replace(
-                probe,
-                limit=size,
-                candidates=max(probe.candidates, size),
-                fusion_depth=self._planner.config.search.fusion_depth(size),
-            )
-            hits = await self.engine("search", partial(connector.search, request))
-            records = await self._records(hits, where, with_embedding)
-            if len(records) >= limit or len(hits) < size:
-                break
-        return records
-
-    async def ordered(
-        self,
-        connector: Connector,
-        flt: Filter,
-        where: dict[str, WhereValue] | None,
-        limit: int,
-        *,
-        newest_first: bool,
-        with_embedding: bool,
-    ) -> list[Record]:
-        """An ordered read (no scores), asking again for more until `limit` meet `where`."""
-        records: list[Record] = []
-        for size in self._planner.fetch_sizes(limit, where):
-            request = OrderedRequest(
-                limit=size, filter=flt, newest_first=newest_first, with_vectors=with_embedding
-            )
-            hits = await self.engine("ordered", partial(connector.ordered, request))
-            for hit in hits:
-                hit.score = None
-            records = await self._records(hits, where, with_embedding)
-            if len(records) >= limit or len(hits) < size:
-                break
-        return records[:limit]

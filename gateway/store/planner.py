@@ -1,9 +1,9 @@
-"""Query planner: validated params + caller -> an engine request, or "nothing can match".
+"""Query planner: validated params + caller -> a read plan, or "nothing can match".
 
 Pure: no I/O and no engine state beyond the EngineInfo it is handed. It owns
 limits, `where` -> engine filter, scope merging and query-vector checks; the
-Store asks it what to send, the connector sends it, the ResultShaper reads
-what comes back.
+Store asks it for a plan (:mod:`gateway.store.read_plan`), the RecordPager runs
+it against the connector, the ResultShaper shapes what comes back.
 """
 
 from __future__ import annotations
@@ -13,13 +13,7 @@ import math
 from array import array
 from datetime import UTC, datetime, timedelta
 
-from connectors.base import (
-    Condition,
-    EngineInfo,
-    Filter,
-    SearchRequest,
-    TimeWindows,
-)
+from connectors.base import Condition, EngineInfo, Filter, TimeWindows
 from gateway.a2m.errors import EmbeddingMismatch, InvalidParams
 from gateway.a2m.params import WhereValue
 from gateway.a2m.records import parse_timestamp
@@ -27,9 +21,7 @@ from gateway.config import SearchMode, StoreConfig
 from gateway.security.scopes import Caller, NothingVisible, ScopePolicy
 from gateway.store.mapping import TIME_FIELDS, UNFILTERABLE_FIELDS, RecordMapper
 from gateway.store.query_text import lexical_text
-
-# Lucene's default index.max_result_window: no single read asks for more.
-MAX_FETCH = 10_000
+from gateway.store.read_plan import ExactMatch, OrderedPlan, SearchPlan, SearchSkeleton
 
 
 class MatchesNothing(Exception):
@@ -43,6 +35,10 @@ class QueryPlanner:
         self.config = config
         self.mapper = mapper
         self.scope = scope
+        self._skeleton = SearchSkeleton.of(config.search)
+        self._drop_question_words = config.search.question_words == "drop"
+        self._lexical_mode = config.search.mode in (SearchMode.LEXICAL, SearchMode.HYBRID)
+        self._dense_mode = config.search.mode in (SearchMode.DENSE, SearchMode.HYBRID)
 
     # -- limits -------------------------------------------------------------------
 
@@ -72,20 +68,6 @@ class QueryPlanner:
         if len(query or "") > max_len:
             raise InvalidParams(f"query is longer than max_query_length ({max_len})")
         return (query or "").strip()
-
-    @staticmethod
-    def fetch_sizes(limit: int, where: dict[str, WhereValue] | None) -> list[int]:
-        """The engine limits to try in turn until `limit` records survive the exact `where`.
-
-        The engine may only approximate `where` (phrase match on analysed text); the
-        shaper drops what it let through, so a read that lost some asks again for more.
-        """
-        if not exact_checks(where):
-            return [limit]
-        sizes = [limit]
-        while sizes[-1] < MAX_FETCH:
-            sizes.append(min(MAX_FETCH, sizes[-1] * 4))
-        return sizes
 
     # -- filters ------------------------------------------------------------------
 
@@ -180,46 +162,59 @@ class QueryPlanner:
 
     def needs_embedding(self, text: str, vector: list[float] | None) -> bool:
         """Whether the server's embedder must turn the query text into a vector."""
-        mode = self.config.search.mode
-        return vector is None and bool(text) and mode in (SearchMode.DENSE, SearchMode.HYBRID)
+        return vector is None and bool(text) and self._dense_mode
 
-    def search_request(
+    def search_plan(
         self,
         text: str,
         dense: list[float] | None,
         flt: Filter,
+        where: dict[str, WhereValue] | None,
         limit: int,
         *,
         info: EngineInfo | None,
         given_vector: bool,
         with_vectors: bool,
-    ) -> SearchRequest:
-        """The ranked request for a query text and/or vector.
+    ) -> SearchPlan:
+        """The ranked read of a query text and/or vector.
 
         Raises:
             MatchesNothing: neither a text the engine can rank by nor a vector.
         """
-        s = self.config.search
-        lexical = bool(text) and (s.mode in (SearchMode.LEXICAL, SearchMode.HYBRID) or given_vector)
+        lexical = bool(text) and (self._lexical_mode or given_vector)
         if info is not None and not info.lexical:
             lexical = False
         # Qdrant encodes the text into its sparse leg itself (connectors.qdrant.sparse);
         # a question's own words are dropped first, alike for every engine.
-        lex_text = (lexical_text(text) if s.question_words == "drop" else text) if lexical else None
+        lex_text = (lexical_text(text) if self._drop_question_words else text) if lexical else None
         if dense is None and lex_text is None:
             raise MatchesNothing
-        return SearchRequest(
+        return SearchPlan(
             limit=limit,
+            exact=ExactMatch.of(where),
+            with_vectors=with_vectors,
+            skeleton=self._skeleton,
             filter=flt,
             text=lex_text,
             dense=dense,
+        )
+
+    @staticmethod
+    def ordered_plan(
+        flt: Filter,
+        where: dict[str, WhereValue] | None,
+        limit: int,
+        *,
+        with_vectors: bool,
+        newest_first: bool = True,
+    ) -> OrderedPlan:
+        """The ordered read of timeline, and of recall without a query: newest first."""
+        return OrderedPlan(
+            limit=limit,
+            exact=ExactMatch.of(where),
             with_vectors=with_vectors,
-            candidates=max(s.knn_candidates, limit),
-            fusion_depth=s.fusion_depth(limit),
-            rrf_k=s.rrf_k,
-            fusion=s.fusion,
-            lexical_weight=s.lexical_weight,
-            dense_weight=s.dense_weight,
+            filter=flt,
+            newest_first=newest_first,
         )
 
 
@@ -248,18 +243,6 @@ def check_vector(vector: list[float], info: EngineInfo | None) -> None:
         raise InvalidParams("embedding is too large for 32-bit float vectors")
     if square == 0.0 and info.vectors.metric == "cosine":
         raise InvalidParams("embedding has zero length: cosine gives it no direction")
-
-
-def exact_checks(where: dict[str, WhereValue] | None) -> list[tuple[str, set[str]]]:
-    """`where`'s string equalities, which the engine may only approximate (time is exact)."""
-    checks = []
-    for name, value in (where or {}).items():
-        if name in TIME_FIELDS:
-            continue  # millisecond windows are exact already
-        wanted = {v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)}
-        if wanted:
-            checks.append((name, wanted))
-    return checks
 
 
 def _ms_windows(name: str, values: tuple[WhereValue, ...]) -> tuple[tuple[str, str], ...]:

@@ -73,7 +73,6 @@ class Store:
         # Every engine call of this store, opening included, passes its breaker and limit.
         self.pager = RecordPager(
             name,
-            self.planner,
             self.shaper,
             guard or EngineGuard(name, config.resilience, config.connection.pool_maxsize),
             engine_observers,
@@ -190,23 +189,17 @@ class Store:
         connector = self._connector(caller)
         async with deadline_scope(self._timeout_s):
             if not text and params.embedding is None:
-                records = await self.pager.ordered(
-                    connector,
-                    flt,
-                    params.where,
-                    limit,
-                    newest_first=True,
-                    with_embedding=params.embeddings,
-                )
-                return Answer(records[:limit])
+                read = plan.ordered_plan(flt, params.where, limit, with_vectors=params.embeddings)
+                return Answer(await self.pager.read(connector, read))
             dense = params.embedding
             if plan.needs_embedding(text, dense):
                 dense = await embed_query(self.name, self.embedder, text, self.info)
             try:
-                probe = plan.search_request(
+                search = plan.search_plan(
                     text,
                     dense,
                     flt,
+                    params.where,
                     limit,
                     info=self.info,
                     given_vector=params.embedding is not None,
@@ -214,10 +207,7 @@ class Store:
                 )
             except MatchesNothing:
                 return Answer([])
-            records = await self.pager.search(
-                connector, probe, params.where, limit, with_embedding=params.embeddings
-            )
-        return Answer(self.shaper.ranked(records, None, limit))
+            return Answer(await self.pager.read(connector, search))
 
     async def read_timeline(self, params: TimelineParams, limit: int, caller: Caller) -> Answer:
         """Ascending creation order, the newest `limit`: an ordered read, never a search (§4.4).
@@ -229,15 +219,9 @@ class Store:
             flt = self.planner.read_filter(params.where, params.key_prefix, caller, params.owner)
         except MatchesNothing:
             return Answer([])
+        read = self.planner.ordered_plan(flt, params.where, limit, with_vectors=params.embeddings)
         async with deadline_scope(self._timeout_s):
-            records = await self.pager.ordered(
-                self._connector(caller),
-                flt,
-                params.where,
-                limit,
-                newest_first=True,
-                with_embedding=params.embeddings,
-            )
+            records = await self.pager.read(self._connector(caller), read)
         records.reverse()
         return Answer(records)
 
@@ -257,8 +241,7 @@ class Store:
             )
         if hit is None:
             return Answer([])
-        hit.score = None
-        return Answer([self.mapper.to_record(hit, with_embedding=params.embeddings)])
+        return Answer([self.mapper.to_record(hit, with_embedding=params.embeddings, ranked=False)])
 
     # -- the reads as the front answers them (an application embedding the store) ------
 
@@ -314,8 +297,6 @@ class Store:
             hits: list[Hit] = await self.pager.engine(
                 "sample", partial(self.connector.ordered, OrderedRequest(limit=n))
             )
-        for h in hits:
-            h.score = None
         return [r.to_wire() for r in self.shaper.records(hits, None, with_embedding=False)]
 
     async def sample_vectors(self, n: int) -> list[tuple[str | None, list[float] | None]]:

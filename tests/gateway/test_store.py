@@ -56,10 +56,9 @@ def make(
 
 
 def hits(n: int) -> list[Hit]:
+    """Best first, scores in [0, 1]: what every connector's search answers (connectors.base)."""
     return [
-        Hit(
-            id=str(i), source={"body": f"doc {i}", "ts": f"2026-01-{i + 1:02d}"}, score=1.5 - i / 10
-        )
+        Hit(id=str(i), source={"body": f"doc {i}", "ts": f"2026-01-{i + 1:02d}"}, score=1 - i / 100)
         for i in range(n)
     ]
 
@@ -162,7 +161,7 @@ async def test_limit_zero_is_as_many_as_the_store_allows() -> None:
     assert stamps == sorted(stamps), "and still ascending"
 
 
-async def test_scores_clamped_descending_and_min_score() -> None:
+async def test_scores_kept_descending_and_min_score() -> None:
     client, _ = make(hits(8))
     records = (await client.call("memory/recall", {"query": "x"}))["records"]
     assert len(records) == 8
