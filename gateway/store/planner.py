@@ -233,13 +233,14 @@ def check_vector(vector: list[float], info: EngineInfo | None) -> None:
             f"embedding has {len(vector)} dimensions; this store's vectors have {dims}",
             data={"expected": dims, "got": len(vector)},
         )
-    if not all(math.isfinite(x) for x in vector):
+    # No generator over the dimensions: each of its hundreds of steps is a Python call.
+    if not all(map(math.isfinite, vector)):
         raise InvalidParams("embedding must contain finite numbers only")
     # Found by fuzzing: engines hold 32-bit floats, and refuse (or overflow on) a query
     # whose values or squared norm leave that range, or a zero vector under cosine.
     f32 = array("f", vector)
-    square = math.fsum(array("f", (x * x for x in f32)))  # squares as the engine rounds them
-    if not all(math.isfinite(x) for x in f32) or not square <= _F32_MAX:
+    square = math.fsum(array("f", [x * x for x in f32]))  # squares as the engine rounds them
+    if not all(map(math.isfinite, f32)) or not square <= _F32_MAX:
         raise InvalidParams("embedding is too large for 32-bit float vectors")
     if square == 0.0 and info.vectors.metric == "cosine":
         raise InvalidParams("embedding has zero length: cosine gives it no direction")
