@@ -8,7 +8,6 @@ it against the connector, the ResultShaper shapes what comes back.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from array import array
 from datetime import UTC, datetime, timedelta
@@ -98,7 +97,9 @@ class QueryPlanner:
             raise MatchesNothing from None
         if matches_nothing:
             raise MatchesNothing
-        return dataclasses.replace(flt, must=(*scope, *flt.must)) if scope else flt
+        if not scope:
+            return flt
+        return Filter(must=(*scope, *flt.must), key_prefix=flt.key_prefix, times=flt.times)
 
     def key_filter(self, key: str, caller: Caller, owner: str | None) -> Filter:
         """The filter of memory/fetch: the key, ANDed with the caller's scope.
@@ -119,6 +120,8 @@ class QueryPlanner:
         return Filter(must=(*scope, Condition(field=key_field, values=(key,))))
 
     def _filter(self, where: dict[str, WhereValue] | None, key_prefix: str | None) -> Filter:
+        if not where and key_prefix is None:
+            return _NO_FILTER
         lim = self.config.limits
         must: list[Condition] = []
         times: list[TimeWindows] = []
@@ -268,6 +271,7 @@ def _ms_windows(name: str, values: tuple[WhereValue, ...]) -> tuple[tuple[str, s
 
 
 _MS = timedelta(milliseconds=1)
+_NO_FILTER = Filter()
 _F32_MAX = 3.4028234663852886e38
 
 

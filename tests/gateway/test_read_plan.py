@@ -1,0 +1,120 @@
+"""The read plan: the engine request at each page size, the exact `where` check, the refill.
+
+A stub connector records what the store asks for; what an engine does with a
+request is tested in tests/connectors and tests/conformance.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connectors.base import EngineInfo, Filter, Hit, OrderedRequest, SearchRequest
+from gateway.a2m.params import RecallParams, TimelineParams
+from gateway.a2m.records import Record
+from gateway.config import parse_config
+from gateway.store.paging import MAX_FETCH, refill_sizes
+from gateway.store.read_plan import ExactMatch
+from gateway.store.store import Store
+
+
+class PagedConnector:
+    """`count` documents, best first; every other one has lang "en"."""
+
+    def __init__(self, count: int) -> None:
+        self.hits = [
+            Hit(str(i), {"body": f"doc {i}", "lang": "en" if i % 2 == 0 else "fr"}, 1 - i / 1000)
+            for i in range(count)
+        ]
+        self.sizes: list[int] = []
+        self.searches: list[SearchRequest] = []
+
+    async def open(self) -> EngineInfo:
+        return EngineInfo(engine="stub", lexical=True)
+
+    async def close(self) -> None:
+        return None
+
+    async def ping(self) -> bool:
+        return True
+
+    async def search(self, request: SearchRequest) -> list[Hit]:
+        self.searches.append(request)
+        self.sizes.append(request.limit)
+        return [Hit(h.id, h.source, h.score) for h in self.hits[: request.limit]]
+
+    async def ordered(self, request: OrderedRequest) -> list[Hit]:
+        self.sizes.append(request.limit)
+        return [Hit(h.id, h.source) for h in self.hits[: request.limit]]
+
+    async def fetch(self, flt: Filter, with_vectors: bool = False) -> Hit | None:
+        return None
+
+
+async def store_of(connector: PagedConnector, **search: Any) -> Store:
+    cfg = parse_config(
+        {
+            "stores": {
+                "s": {
+                    "backend": "elasticsearch",
+                    "index": "i",
+                    "connection": {"hosts": ["http://127.0.0.1:1"]},
+                    "mapping": {"content": "body", "metadata": ["lang"]},
+                    "search": {"text_fields": ["body"], **search},
+                }
+            }
+        }
+    )
+    store = Store("s", cfg.stores["s"], connector)
+    await store.start()
+    return store
+
+
+def test_refill_sizes_grow_fourfold_up_to_the_engine_window() -> None:
+    assert list(refill_sizes(10)) == [10, 40, 160, 640, 2560, MAX_FETCH]
+    assert list(refill_sizes(MAX_FETCH)) == [MAX_FETCH]
+
+
+def test_exact_match_checks_only_string_equalities() -> None:
+    assert ExactMatch.of(None) is None
+    assert ExactMatch.of({"created_at": "2026-01-01T00:00:00Z"}) is None, "time is exact"
+    assert ExactMatch.of({"rank": 3}) is None, "the engine matches numbers exactly"
+    exact = ExactMatch.of({"group": "a", "lang": ["en", "de"]})
+    assert exact is not None
+    assert exact(Record(id="1", group="a", metadata={"lang": ["fr", "en"]}))
+    assert not exact(Record(id="2", group="a", metadata={"lang": "fr"}))
+    assert not exact(Record(id="3", group="a b", metadata={"lang": "en"}))
+    assert not exact(Record(id="4", group="a")), "a missing value meets no equality"
+
+
+async def test_without_an_exact_check_one_page_of_limit_answers() -> None:
+    conn = PagedConnector(100)
+    store = await store_of(conn)
+    out = await store.recall(RecallParams(query="doc", limit=5))
+    assert [r["id"] for r in out["records"]] == ["0", "1", "2", "3", "4"]
+    assert conn.sizes == [5]
+
+
+async def test_a_page_that_loses_records_is_asked_again_four_times_larger() -> None:
+    conn = PagedConnector(100)
+    store = await store_of(conn)
+    out = await store.recall(RecallParams(query="doc", limit=15, where={"lang": "en"}))
+    assert [r["id"] for r in out["records"]] == [str(i) for i in range(0, 30, 2)]
+    assert conn.sizes == [15, 60], "15 kept 8; 60 kept 30, cut to 15"
+    first, second = conn.searches
+    assert (first.candidates, second.candidates) == (100, 100)
+    assert (first.fusion_depth, second.fusion_depth) == (30, 100), "legs grow with the page"
+    assert first.filter == second.filter
+
+
+async def test_the_refill_stops_when_the_engine_has_no_more() -> None:
+    conn = PagedConnector(30)
+    store = await store_of(conn, candidates=20)
+    out = await store.timeline(TimelineParams(limit=20, where={"lang": "en"}))
+    assert len(out["records"]) == 15
+    assert conn.sizes == [20, 80], "80 asked, 30 there: nothing more to ask"
+    assert all("score" not in r for r in out["records"])
+    await store.recall(RecallParams(query="doc", limit=20, where={"lang": "en"}))
+    assert [(s.limit, s.candidates, s.fusion_depth) for s in conn.searches] == [
+        (20, 20, None),
+        (80, 80, None),
+    ], "a set candidates is the floor of the kNN breadth and leaves the leg depth unset"
