@@ -19,7 +19,7 @@ from typing import Final, TypeVar
 from connectors.base import Connector, Hit
 from gateway.a2m.records import Record
 from gateway.resilience import EngineGuard
-from gateway.store.read_plan import ReadPlan
+from gateway.store.planner import ReadPlan
 from gateway.store.shaper import ResultShaper
 
 T = TypeVar("T")

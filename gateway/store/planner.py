@@ -1,26 +1,166 @@
 """Query planner: validated params + caller -> a read plan, or "nothing can match".
 
 Pure: no I/O and no engine state beyond the EngineInfo it is handed. It owns
-limits, `where` -> engine filter, scope merging and query-vector checks; the
-Store asks it for a plan (:mod:`gateway.store.read_plan`), the RecordPager runs
-it against the connector, the ResultShaper shapes what comes back.
+limits, `where` -> engine filter and scope merging. A plan is a value: the engine
+request for any page size and the exact `where` predicate, built once per call.
+The RecordPager runs it (asking again with larger pages while the predicate drops
+records); the ResultShaper shapes what comes back.
 """
 
 from __future__ import annotations
 
-import math
-from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from operator import attrgetter
+from typing import Any, ClassVar
 
-from connectors.base import Condition, EngineInfo, Filter, TimeWindows
-from gateway.a2m.errors import EmbeddingMismatch, InvalidParams
+from connectors.base import (
+    Condition,
+    Connector,
+    EngineInfo,
+    Filter,
+    Fusion,
+    Hit,
+    OrderedRequest,
+    SearchRequest,
+    TimeWindows,
+)
+from gateway.a2m.errors import InvalidParams
 from gateway.a2m.params import WhereValue
-from gateway.a2m.records import parse_timestamp
+from gateway.a2m.records import Record, parse_timestamp
 from gateway.config import SearchMode, StoreConfig
 from gateway.security.scopes import Caller, NothingVisible, ScopePolicy
 from gateway.store.mapping import TIME_FIELDS, UNFILTERABLE_FIELDS, RecordMapper
 from gateway.store.query_text import lexical_text
-from gateway.store.read_plan import ExactMatch, OrderedPlan, SearchPlan, SearchSkeleton
+
+# -- the plan ------------------------------------------------------------------------
+
+Getter = Callable[[Record], Any]
+
+_RECORD_FIELDS = ("id", "content", "key", "group", "role", "uri", "media_type", "owner")
+_FIELD_GETTERS: dict[str, Getter] = {name: attrgetter(name) for name in _RECORD_FIELDS}
+
+
+def _metadata_getter(name: str) -> Getter:
+    return lambda record: (record.metadata or {}).get(name)
+
+
+class ExactMatch:
+    """`where`'s string equalities, checked on mapped records (arrays match any element).
+
+    An engine may only approximate `where`: content, and any analysed text field
+    without an exact sub-field, is matched as a phrase. A2M's where is equality, so
+    what the engine let through is checked here. Time fields are matched exactly by
+    millisecond windows already, and non-string values exactly by the engine.
+    """
+
+    __slots__ = ("_checks",)
+
+    def __init__(self, checks: Sequence[tuple[Getter, frozenset[str]]]) -> None:
+        self._checks = tuple(checks)
+
+    @classmethod
+    def of(cls, where: dict[str, WhereValue] | None) -> ExactMatch | None:
+        """The predicate for `where`; None when the engine's filter is exact already."""
+        checks = []
+        for name, value in (where or {}).items():
+            if name in TIME_FIELDS:
+                continue
+            wanted = frozenset(
+                v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)
+            )
+            if wanted:
+                getter = _FIELD_GETTERS.get(name) or _metadata_getter(name)
+                checks.append((getter, wanted))
+        return cls(checks) if checks else None
+
+    def __call__(self, record: Record) -> bool:
+        for get, wanted in self._checks:
+            value = get(record)
+            values = value if isinstance(value, list) else (value,)
+            if not any(not isinstance(v, str) or v in wanted for v in values if v is not None):
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSkeleton:
+    """A store's fixed search settings: every part of a SearchRequest that no call changes."""
+
+    candidates: int
+    depth: Callable[[int], int | None]
+    rrf_k: int
+    fusion: Fusion
+    lexical_weight: float
+    dense_weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPlan:
+    """A ranked read: the engine's scores (in [0, 1], best first) are the records' scores."""
+
+    operation: ClassVar[str] = "search"
+    ranked: ClassVar[bool] = True
+
+    limit: int
+    exact: ExactMatch | None
+    with_vectors: bool
+    skeleton: SearchSkeleton
+    filter: Filter
+    text: str | None
+    dense: Sequence[float] | None
+
+    def request(self, size: int) -> SearchRequest:
+        """The engine request for a page of `size`: kNN breadth and leg depth grow with it."""
+        s = self.skeleton
+        return SearchRequest(
+            limit=size,
+            filter=self.filter,
+            text=self.text,
+            dense=self.dense,
+            with_vectors=self.with_vectors,
+            candidates=max(s.candidates, size),
+            fusion_depth=s.depth(size),
+            rrf_k=s.rrf_k,
+            fusion=s.fusion,
+            lexical_weight=s.lexical_weight,
+            dense_weight=s.dense_weight,
+        )
+
+    async def read(self, connector: Connector, size: int) -> list[Hit]:
+        return await connector.search(self.request(size))
+
+
+@dataclass(frozen=True, slots=True)
+class OrderedPlan:
+    """An ordered read (no relevance): the records carry no engine score."""
+
+    operation: ClassVar[str] = "ordered"
+    ranked: ClassVar[bool] = False
+
+    limit: int
+    exact: ExactMatch | None
+    with_vectors: bool
+    filter: Filter
+    newest_first: bool
+
+    def request(self, size: int) -> OrderedRequest:
+        return OrderedRequest(
+            limit=size,
+            filter=self.filter,
+            newest_first=self.newest_first,
+            with_vectors=self.with_vectors,
+        )
+
+    async def read(self, connector: Connector, size: int) -> list[Hit]:
+        return await connector.ordered(self.request(size))
+
+
+ReadPlan = SearchPlan | OrderedPlan
+
+
+# -- the planner ---------------------------------------------------------------------
 
 
 class MatchesNothing(Exception):
@@ -28,16 +168,19 @@ class MatchesNothing(Exception):
 
 
 class QueryPlanner:
-    """Turns one store's params into connector requests."""
+    """Turns one store's params into read plans."""
 
     def __init__(self, config: StoreConfig, mapper: RecordMapper, scope: ScopePolicy) -> None:
         self.config = config
         self.mapper = mapper
         self.scope = scope
-        self._skeleton = SearchSkeleton.of(config.search)
-        self._drop_question_words = config.search.question_words == "drop"
-        self._lexical_mode = config.search.mode in (SearchMode.LEXICAL, SearchMode.HYBRID)
-        self._dense_mode = config.search.mode in (SearchMode.DENSE, SearchMode.HYBRID)
+        s = config.search
+        self._skeleton = SearchSkeleton(
+            s.knn_candidates, s.fusion_depth, s.rrf_k, s.fusion, s.lexical_weight, s.dense_weight
+        )
+        self._drop_question_words = s.question_words == "drop"
+        self._lexical_mode = s.mode in (SearchMode.LEXICAL, SearchMode.HYBRID)
+        self._dense_mode = s.mode in (SearchMode.DENSE, SearchMode.HYBRID)
 
     # -- limits -------------------------------------------------------------------
 
@@ -221,34 +364,6 @@ class QueryPlanner:
         )
 
 
-def check_vector(vector: list[float], info: EngineInfo | None) -> None:
-    """A query vector the store's vectors can be compared with.
-
-    Raises:
-        EmbeddingMismatch: its width is not the store's.
-        InvalidParams: non-finite, too large for 32-bit floats, or zero under cosine.
-    """
-    assert info is not None
-    assert info.vectors is not None  # the embeddings capability is gated before
-    dims = info.vectors.dimensions
-    if dims is not None and len(vector) != dims:
-        raise EmbeddingMismatch(
-            f"embedding has {len(vector)} dimensions; this store's vectors have {dims}",
-            data={"expected": dims, "got": len(vector)},
-        )
-    # No generator over the dimensions: each of its hundreds of steps is a Python call.
-    if not all(map(math.isfinite, vector)):
-        raise InvalidParams("embedding must contain finite numbers only")
-    # Found by fuzzing: engines hold 32-bit floats, and refuse (or overflow on) a query
-    # whose values or squared norm leave that range, or a zero vector under cosine.
-    f32 = array("f", vector)
-    square = math.fsum(array("f", [x * x for x in f32]))  # squares as the engine rounds them
-    if not all(map(math.isfinite, f32)) or not square <= _F32_MAX:
-        raise InvalidParams("embedding is too large for 32-bit float vectors")
-    if square == 0.0 and info.vectors.metric == "cosine":
-        raise InvalidParams("embedding has zero length: cosine gives it no direction")
-
-
 def _ms_windows(name: str, values: tuple[WhereValue, ...]) -> tuple[tuple[str, str], ...]:
     """Each timestamp as the millisecond it names: [t, t + 1 ms).
 
@@ -272,7 +387,6 @@ def _ms_windows(name: str, values: tuple[WhereValue, ...]) -> tuple[tuple[str, s
 
 _MS = timedelta(milliseconds=1)
 _NO_FILTER = Filter()
-_F32_MAX = 3.4028234663852886e38
 
 
 def _engine_time(ts: datetime) -> str:

@@ -15,7 +15,7 @@ from gateway.a2m.params import PromptOptions
 from gateway.a2m.records import Record
 from gateway.front.prompt import check_options, render, wanted
 from gateway.store.mapping import RecordMapper
-from gateway.store.read_plan import ExactMatch
+from gateway.store.planner import ExactMatch
 
 
 class ResultShaper:

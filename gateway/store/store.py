@@ -32,9 +32,9 @@ from gateway.resilience import EngineGuard
 from gateway.security.scopes import LOCAL, Caller, CredentialForwarding, NothingVisible, ScopePolicy
 from gateway.store.mapping import RecordMapper
 from gateway.store.paging import EngineObserver, RecordPager
-from gateway.store.planner import MatchesNothing, QueryPlanner, check_vector
+from gateway.store.planner import MatchesNothing, QueryPlanner
 from gateway.store.profile import StoreProfile
-from gateway.store.query_vectors import check_width, embed_query
+from gateway.store.query_vectors import check_vector, check_width, embed_query
 from gateway.store.shaper import ResultShaper
 
 log = logging.getLogger(__name__)

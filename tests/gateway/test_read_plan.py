@@ -13,7 +13,7 @@ from gateway.a2m.params import RecallParams, TimelineParams
 from gateway.a2m.records import Record
 from gateway.config import parse_config
 from gateway.store.paging import MAX_FETCH, refill_sizes
-from gateway.store.read_plan import ExactMatch
+from gateway.store.planner import ExactMatch
 from gateway.store.store import Store
 
 
