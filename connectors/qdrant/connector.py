@@ -258,10 +258,13 @@ class QdrantConnector(QdrantReader):
             )
         )
         points = [p for p in response.points if has_prefix(p.payload, tr.prefix)]
-        # A server returns equal scores (common under RRF) in no fixed order: ties by id.
-        points.sort(key=lambda p: (-p.score, isinstance(p.id, str), p.id))
-        points = points[: request.limit]
         scores = normalise(ranked.kind, self._layout, [p.score for p in points])
+        # Ordered by the normalised score (a Euclid distance ranks low-first); a server
+        # returns equal scores (common under RRF) in no fixed order: ties by id.
+        best = sorted(
+            zip(scores, points, strict=True),
+            key=lambda sp: (-sp[0], isinstance(sp[1].id, str), sp[1].id),
+        )[: request.limit]
         return [
             Hit(
                 id=str(p.id),
@@ -269,7 +272,7 @@ class QdrantConnector(QdrantReader):
                 score=score,
                 vector=vector_of(p.vector, self._layout) if request.with_vectors else None,
             )
-            for p, score in zip(points, scores, strict=True)
+            for score, p in best
         ]
 
     async def _fused(
