@@ -1,56 +1,38 @@
 """The read plan: the engine request at each page size, the exact `where` check, the refill.
 
-A stub connector records what the store asks for; what an engine does with a
-request is tested in tests/connectors and tests/conformance.
+An in-memory connector with fixed answers records what the store asks for; what an
+engine does with a request is tested in tests/connectors and tests/conformance.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from connectors.base import EngineInfo, Filter, Hit, OrderedRequest, SearchRequest
+from connectors.base import Hit
 from gateway.a2m.params import RecallParams, TimelineParams
 from gateway.a2m.records import Record
 from gateway.config import parse_config
 from gateway.store.paging import MAX_FETCH, refill_sizes
 from gateway.store.planner import ExactMatch
 from gateway.store.store import Store
+from tests.support.memory_connector import MemoryConnector
 
 
-class PagedConnector:
-    """`count` documents, best first; every other one has lang "en"."""
-
-    def __init__(self, count: int) -> None:
-        self.hits = [
+def paged(count: int) -> MemoryConnector:
+    """`count` hits, best first; every other one has lang "en"."""
+    return MemoryConnector(
+        answers=[
             Hit(str(i), {"body": f"doc {i}", "lang": "en" if i % 2 == 0 else "fr"}, 1 - i / 1000)
             for i in range(count)
         ]
-        self.sizes: list[int] = []
-        self.searches: list[SearchRequest] = []
-
-    async def open(self) -> EngineInfo:
-        return EngineInfo(engine="stub", lexical=True)
-
-    async def close(self) -> None:
-        return None
-
-    async def ping(self) -> bool:
-        return True
-
-    async def search(self, request: SearchRequest) -> list[Hit]:
-        self.searches.append(request)
-        self.sizes.append(request.limit)
-        return [Hit(h.id, h.source, h.score) for h in self.hits[: request.limit]]
-
-    async def ordered(self, request: OrderedRequest) -> list[Hit]:
-        self.sizes.append(request.limit)
-        return [Hit(h.id, h.source) for h in self.hits[: request.limit]]
-
-    async def fetch(self, flt: Filter, with_vectors: bool = False) -> Hit | None:
-        return None
+    )
 
 
-async def store_of(connector: PagedConnector, **search: Any) -> Store:
+def sizes(conn: MemoryConnector) -> list[int]:
+    return [r.limit for r in conn.searches] + [r.limit for r in conn.ordered_reads]
+
+
+async def store_of(connector: MemoryConnector, **search: Any) -> Store:
     cfg = parse_config(
         {
             "stores": {
@@ -87,19 +69,19 @@ def test_exact_match_checks_only_string_equalities() -> None:
 
 
 async def test_without_an_exact_check_one_page_of_limit_answers() -> None:
-    conn = PagedConnector(100)
+    conn = paged(100)
     store = await store_of(conn)
     out = await store.recall(RecallParams(query="doc", limit=5))
     assert [r["id"] for r in out["records"]] == ["0", "1", "2", "3", "4"]
-    assert conn.sizes == [5]
+    assert sizes(conn) == [5]
 
 
 async def test_a_page_that_loses_records_is_asked_again_four_times_larger() -> None:
-    conn = PagedConnector(100)
+    conn = paged(100)
     store = await store_of(conn)
     out = await store.recall(RecallParams(query="doc", limit=15, where={"lang": "en"}))
     assert [r["id"] for r in out["records"]] == [str(i) for i in range(0, 30, 2)]
-    assert conn.sizes == [15, 60], "15 kept 8; 60 kept 30, cut to 15"
+    assert sizes(conn) == [15, 60], "15 kept 8; 60 kept 30, cut to 15"
     first, second = conn.searches
     assert (first.candidates, second.candidates) == (100, 100)
     assert (first.fusion_depth, second.fusion_depth) == (30, 100), "legs grow with the page"
@@ -107,11 +89,11 @@ async def test_a_page_that_loses_records_is_asked_again_four_times_larger() -> N
 
 
 async def test_the_refill_stops_when_the_engine_has_no_more() -> None:
-    conn = PagedConnector(30)
+    conn = paged(30)
     store = await store_of(conn, candidates=20)
     out = await store.timeline(TimelineParams(limit=20, where={"lang": "en"}))
     assert len(out["records"]) == 15
-    assert conn.sizes == [20, 80], "80 asked, 30 there: nothing more to ask"
+    assert sizes(conn) == [20, 80], "80 asked, 30 there: nothing more to ask"
     assert all("score" not in r for r in out["records"])
     await store.recall(RecallParams(query="doc", limit=20, where={"lang": "en"}))
     assert [(s.limit, s.candidates, s.fusion_depth) for s in conn.searches] == [
