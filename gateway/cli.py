@@ -22,7 +22,12 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from gateway.config import GatewayConfig
+
+    # argparse exposes no public name for the object add_subparsers returns.
+    _Commands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
 log = logging.getLogger("a2m.cli")
 
@@ -218,6 +223,12 @@ def _parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"a2m-gateway {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_serve, _add_stdio, _add_mcp, _add_check, _add_recall, _add_hash_key):
+        add(sub)
+    return parser
+
+
+def _add_serve(sub: _Commands) -> None:
     p_serve = sub.add_parser(
         "serve",
         help="serve A2M over HTTP (default: the embedded demo)",
@@ -243,6 +254,9 @@ def _parser() -> argparse.ArgumentParser:
         help="gateway processes sharing the port, each with its own engine connections and "
         "metrics (default 1; on Kubernetes keep 1 and scale replicas: docs/helm.md)",
     )
+
+
+def _add_stdio(sub: _Commands) -> None:
     p_stdio = sub.add_parser(
         "stdio",
         help="serve one store over stdin/stdout (for an agent that spawns the gateway)",
@@ -251,6 +265,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_stdio.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
     p_stdio.add_argument("--store", help="store name (default: the first)")
+
+
+def _add_mcp(sub: _Commands) -> None:
     p_mcp = sub.add_parser(
         "mcp",
         help="serve MCP over stdin/stdout (docs/mcp.md)",
@@ -259,6 +276,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_mcp.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
     p_mcp.add_argument("--store", help="serve one store (default: all, chosen per call)")
+
+
+def _add_check(sub: _Commands) -> None:
     p_check = sub.add_parser(
         "check",
         help="validate config, reach engines, preview records",
@@ -266,6 +286,9 @@ def _parser() -> argparse.ArgumentParser:
         "per store as JSON; exit 1 when a store cannot be opened.",
     )
     p_check.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
+
+
+def _add_recall(sub: _Commands) -> None:
     p_recall = sub.add_parser(
         "recall",
         help="ask a store a question and print ranked, cited records",
@@ -281,6 +304,9 @@ def _parser() -> argparse.ArgumentParser:
     p_recall.add_argument(
         "--json", action="store_true", help="print the memory/recall result as one JSON line"
     )
+
+
+def _add_hash_key(sub: _Commands) -> None:
     p_hash = sub.add_parser(
         "hash-key",
         help="print sha256:<hex> of an API key read from stdin (for server.auth)",
@@ -292,7 +318,6 @@ def _parser() -> argparse.ArgumentParser:
     p_hash.add_argument(
         "--new", action="store_true", help="generate a random key (printed on stderr) instead"
     )
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,21 @@ _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._add_call_metrics()
+        self._add_engine_metrics()
+        self._add_http_metrics()
+        self._add_federation_metrics()
+        self._add_guard_metrics()
+        _LIVE.add(self)
+        _register_retry_hook()
+        # labels() takes a lock and builds the key on every call; the label sets are few
+        # (stores, methods, codes), so the children are looked up once and kept.
+        self._calls: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+        self._engine_calls: dict[tuple[str, str], Histogram] = {}
+        self._statuses: dict[int, Counter] = {}
+
+    def _add_call_metrics(self) -> None:
+        """A2M calls, one series per store, method and code."""
         self.requests = Counter(
             "a2m_requests",
             "A2M calls by store, method and JSON-RPC code (0 = success)",
@@ -33,6 +48,9 @@ class Metrics:
             buckets=_BUCKETS,
             registry=self.registry,
         )
+
+    def _add_engine_metrics(self) -> None:
+        """Engine calls: time, failures, retries."""
         self.engine_latency = Histogram(
             "a2m_engine_call_duration_seconds",
             "Time spent in engine calls",
@@ -47,6 +65,9 @@ class Metrics:
             registry=self.registry,
         )
         self.retries = Counter("a2m_engine_retries", "Engine reads retried", registry=self.registry)
+
+    def _add_http_metrics(self) -> None:
+        """The HTTP transport and the process answering it."""
         self.inflight = Gauge(
             "a2m_inflight_requests", "HTTP requests being served", registry=self.registry
         )
@@ -63,12 +84,18 @@ class Metrics:
             ["status"],
             registry=self.registry,
         )
+
+    def _add_federation_metrics(self) -> None:
+        """Members a federated call answered without."""
         self.left_out = Counter(
             "a2m_federation_left_out",
             "Federated calls answered without a member, by reason",
             ["federation", "member", "reason"],
             registry=self.registry,
         )
+
+    def _add_guard_metrics(self) -> None:
+        """What the breaker and the load shedder did."""
         self.breaker_transitions = Counter(
             "a2m_engine_breaker_transitions",
             "Circuit breaker state changes, by store",
@@ -81,13 +108,6 @@ class Metrics:
             ["store", "reason"],
             registry=self.registry,
         )
-        _LIVE.add(self)
-        _register_retry_hook()
-        # labels() takes a lock and builds the key on every call; the label sets are few
-        # (stores, methods, codes), so the children are looked up once and kept.
-        self._calls: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
-        self._engine_calls: dict[tuple[str, str], Histogram] = {}
-        self._statuses: dict[int, Counter] = {}
 
     def observe_call(self, store: str, method: str, code: int, seconds: float) -> None:
         key = (store, method, code)
