@@ -28,36 +28,27 @@ Nothing is ever redirected; every response says ``nosniff`` and ``no-store``.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-import orjson
-from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from gateway import PROTOCOL
-from gateway.a2m.errors import A2MError, ErrorCode, ProtocolNotSupported
-from gateway.a2m.jsonrpc import error_body, handle_message
 from gateway.config import ServerConfig, is_loopback
 from gateway.observability.metrics import Metrics
-from gateway.observability.telemetry import active as active_tracing
 from gateway.observability.telemetry import configure_from_env as configure_tracing
-from gateway.runtime import Gateway, UnknownStore
+from gateway.runtime import Gateway
 from gateway.security.auth import Authenticator
-from gateway.transports.admission import Admission, RequestHead, plain
-from gateway.transports.index_page import as_html, index_page, prefers_html
+from gateway.transports.admission import Admission, plain
+from gateway.transports.endpoints import A2MEndpoints, OperatorEndpoints
 from gateway.transports.mcp_door import McpDoor
-from gateway.transports.routes import route
-from gateway.transports.try_page import add_try_page, try_page_response
+from gateway.transports.try_page import add_try_page
 
 log = logging.getLogger(__name__)
 audit = logging.getLogger("a2m.audit")
-
-JSON = "application/json"
 
 
 class OriginGuard:
@@ -211,145 +202,16 @@ def create_app(
     if gateway.limiter is not None and gateway.limiter.health is not None:
         metrics.watch_quota(gateway.limiter.health)
 
-    @asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        await gateway.start(strict=strict_start)
-        try:
-            yield
-        finally:
-            if mcp is not None:
-                await mcp.close()
-            await gateway.close()
-
-    app = _A2MApp(lifespan=lifespan)
+    app = _A2MApp(lifespan=_lifespan(gateway, mcp, strict=strict_start))
     # A redirect would send a POST (and its credential) to whatever Host said.
     app.router.redirect_slashes = False
     app.add_exception_handler(StarletteHTTPException, _transport_refusal)
     app.host_guard = hosts
     app.metrics = metrics
     app.state.body_budget = admission.budget
-    admit, charge, read_body = admission.admit, admission.charge, admission.read_body
-    unsupported_version = error_body(
-        None,
-        ProtocolNotSupported(
-            f"Protocol version header names a version this server does not speak; "
-            f"it speaks {PROTOCOL}",
-            data={"supported": [PROTOCOL]},
-        ),
-    )
-    endpoints = {"stores": {n: f"/a2m/{n}" for n in gateway.stores}}
-    if gateway.federations:
-        endpoints["federations"] = {n: f"/a2m/{n}" for n in gateway.federations}
-
-    async def rpc(request: Request, store: str | None) -> Response:
-        head = RequestHead(request.scope["headers"])
-        caller = await admit(request, head=head)
-        if isinstance(caller, Response):
-            return caller
-        version = head.version
-        if version is not None and version.strip() != PROTOCOL:
-            return Response(unsupported_version, status_code=400, media_type=JSON)
-        ctype = head.media_type()
-        if ctype != JSON and not ctype.endswith("+json"):
-            return plain(415, "Content-Type must be application/json")
-        try:
-            dispatcher = gateway.dispatcher(store)
-        except UnknownStore:
-            return plain(404, "no such store")
-        refused = await charge(caller, store)
-        if refused is not None:
-            return refused
-        body = await read_body(request, head)
-        if isinstance(body, Response):
-            return body
-
-        async def dispatch(method: str, params: Any) -> Any:
-            return await dispatcher.dispatch(method, params, caller)
-
-        metrics.inflight.inc()
-        try:
-            tracing = active_tracing()
-            if tracing is None:
-                out = await handle_message(body, dispatch)
-            else:
-                with tracing.incoming(request.headers):  # the caller's traceparent
-                    out = await handle_message(body, dispatch)
-        finally:
-            metrics.inflight.dec()
-        if out is None:
-            return Response(status_code=202)
-        return Response(out, status_code=200, media_type=JSON)
-
-    async def rpc_store(request: Request) -> Response:
-        return await rpc(request, request.path_params["store"])
-
-    async def rpc_default(request: Request) -> Response:
-        return await rpc(request, None)
-
-    async def describe_doc(request: Request, store: str | None) -> Response:
-        caller = await admit(request)
-        if isinstance(caller, Response):
-            return caller
-        try:
-            dispatcher = gateway.dispatcher(store)
-        except UnknownStore:
-            return plain(404, "no such store")
-        refused = await charge(caller, store)
-        if refused is not None:
-            return Response(refused.body, status_code=429, media_type=JSON)
-        try:
-            result: dict[str, Any] = await dispatcher.dispatch("memory/describe", {}, caller)
-        except A2MError as err:  # the dispatcher maps every failure to one
-            status = 429 if err.code is ErrorCode.QUOTA_EXCEEDED else 503
-            return Response(error_body(None, err), status_code=status, media_type=JSON)
-        if store is None:
-            result = {**result, **endpoints}
-        return Response(orjson.dumps(result), media_type=JSON)
-
-    async def well_known(request: Request) -> Response:
-        return await describe_doc(request, None)
-
-    async def well_known_store(request: Request) -> Response:
-        return await describe_doc(request, request.path_params["store"])
-
-    async def index(request: Request) -> Response:
-        # Open like /healthz: it names only this server's fixed URL scheme. Store names are
-        # the operator's, but with auth on they are left to the (authenticated) discovery doc.
-        page = index_page(None if auth.enabled else list(gateway.stores), mcp=mcp is not None)
-        if server.try_page:
-            page["endpoints"]["GET /try"] = "the try page: query a store from a browser"
-        if prefers_html(request.headers.get("accept", "")):
-            if server.try_page:
-                return try_page_response()
-            return Response(as_html(page), media_type="text/html; charset=utf-8")
-        return Response(orjson.dumps(page), media_type=JSON)
-
-    async def healthz(_: Request) -> Response:
-        return Response(b'{"status":"ok"}', media_type=JSON)
-
-    async def readyz(_: Request) -> Response:
-        states = await gateway.ready()
-        ok = all(states.values())
-        body: dict[str, Any] = {"status": "ready" if ok else "not ready", "stores": states}
-        if breakers := gateway.breakers():
-            body["breakers"] = breakers
-        if gateway.federations:
-            body["federations"] = await gateway.federations_ready()
-        return Response(orjson.dumps(body), status_code=200 if ok else 503, media_type=JSON)
-
-    async def prometheus(_: Request) -> Response:
-        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
-
-    app.router.routes += [
-        route("POST", "/a2m/{store}", rpc_store),
-        route("POST", "/a2m", rpc_default),
-        route("GET", "/.well-known/a2m-server.json", well_known),
-        route("GET", "/a2m/{store}/.well-known/a2m-server.json", well_known_store),
-        route("GET", "/", index),
-        route("GET", "/healthz", healthz),
-        route("GET", "/readyz", readyz),
-        route("GET", "/metrics", prometheus),
-    ]
+    a2m = A2MEndpoints(gateway, admission, metrics)
+    operator = OperatorEndpoints(gateway, server, auth, metrics, mcp=mcp is not None)
+    app.router.routes += [*a2m.routes(), *operator.routes()]
     if server.try_page:
         add_try_page(app, gateway, admission)
 
@@ -360,8 +222,26 @@ def create_app(
         for path in ("/mcp", "/mcp/{store}", "/.well-known/oauth-protected-resource{rest:path}"):
             app.router.add_route(path, door, include_in_schema=False)
 
-    app.rpc_handler = rpc
+    app.rpc_handler = a2m.rpc
     return app
+
+
+def _lifespan(
+    gateway: Gateway, mcp: McpDoor | None, *, strict: bool
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """Open the stores when the server starts; close the MCP sessions, then the stores."""
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        await gateway.start(strict=strict)
+        try:
+            yield
+        finally:
+            if mcp is not None:
+                await mcp.close()
+            await gateway.close()
+
+    return lifespan
 
 
 async def _transport_refusal(request: Request, exc: Exception) -> Response:
