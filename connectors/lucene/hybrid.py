@@ -31,7 +31,8 @@ from typing import Any, Literal
 
 from connectors.base import Filter, Hit, SearchRequest, value_at
 from connectors.fusion import fuse
-from connectors.lucene.query import MAX_WINDOW, Body, QueryTranslator, any_of
+from connectors.lucene.filters import any_of
+from connectors.lucene.query import MAX_WINDOW, Body, QueryTranslator
 
 INLINE_FACTOR = 2
 """Legs up to this many times ``limit`` deep carry their documents (one round trip).

@@ -14,8 +14,9 @@ Pure (no I/O), so unit tests need no engine. Rules the translator keeps:
 - Every body carries the request's filter, which holds the caller's scope:
   searches, kNN legs, ordered pages and fetches alike.
 
-Ordered reads and fetches are built in :mod:`connectors.lucene.order`, hybrid
-legs planned in :mod:`connectors.lucene.hybrid`; both build on this class.
+Filter clauses are built in :mod:`connectors.lucene.filters` (this class extends it),
+ordered reads and fetches in :mod:`connectors.lucene.order`, hybrid legs planned in
+:mod:`connectors.lucene.hybrid`; both build on this class.
 """
 
 from __future__ import annotations
@@ -25,29 +26,19 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from connectors.base import (
-    ID_FIELD,
-    Condition,
-    Filter,
-    Hit,
-    SearchRequest,
-    TimeWindows,
-)
-from connectors.errors import EngineConfigError, QueryTooLarge
+from connectors.base import Hit, SearchRequest
+from connectors.errors import EngineConfigError
+from connectors.lucene.filters import Body as Body
+from connectors.lucene.filters import FilterTranslator
 
 if TYPE_CHECKING:
     from connectors.spec import ConnectorSpec, FieldsSpec
-
-Body = dict[str, Any]
 
 PAGE_SIZE = 1000
 """Documents per ordered-read request; longer reads page on with ``search_after``."""
 
 MAX_WINDOW = 10_000
 """The engines' default ``index.max_result_window`` and their ceiling for kNN ``k``."""
-
-MAX_PREFIX_QUERY = 1000
-"""The longest key prefix the engines match (Lucene's automaton limit, ``max_regex_length``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,16 +83,7 @@ def parse_text_fields(specs: Iterable[str]) -> tuple[TextField, ...]:
     return tuple(out)
 
 
-def any_of(clauses: list[Body]) -> Body:
-    """Any of the clauses (none: nothing matches)."""
-    if not clauses:
-        return {"match_none": {}}
-    if len(clauses) == 1:
-        return clauses[0]
-    return {"bool": {"should": clauses, "minimum_should_match": 1}}
-
-
-class QueryTranslator:
+class QueryTranslator(FilterTranslator):
     """Builds ``_search`` bodies for one store. Pure: spec and requests in, dicts out.
 
     The kNN clause is the dialect's (its syntax differs between engines); this
@@ -129,17 +111,12 @@ class QueryTranslator:
         self._spec = spec
         self._mapping = spec.fields
         self._search = spec.search
-        self._exact = dict(exact_fields or {})
-        self._text_only = frozenset(text_only_fields)
+        super().__init__(exact_fields=exact_fields, text_only_fields=text_only_fields)
         self._text_fields = parse_text_fields(spec.search.text_fields)
         self._multi_match_type = multi_match_type
         self._source_fields = list(spec.fields.read)
 
     # ---- pieces
-
-    def exact(self, field: str) -> str:
-        """The field to filter/sort/collapse on for ``field`` (its keyword sub-field if text)."""
-        return self._exact.get(field, field)
 
     @property
     def fields(self) -> FieldsSpec:
@@ -156,62 +133,6 @@ class QueryTranslator:
         if self._search.collapse_group and self._mapping.group:
             return self.exact(self._mapping.group)
         return None
-
-    def condition(self, cond: Condition) -> Body:
-        """One equality condition as a non-scoring clause."""
-        if not cond.values:
-            return {"match_none": {}}
-        if cond.field == ID_FIELD:
-            return {"ids": {"values": [str(v) for v in cond.values]}}
-        if cond.field in self._text_only or (cond.phrase and cond.field not in self._exact):
-            # Analysed text without a keyword sub-field: a term query would compare against
-            # tokens, so match the phrase here; the store checks exact equality after.
-            return any_of([{"match_phrase": {cond.field: str(v)}} for v in cond.values])
-        field = self.exact(cond.field)
-        if len(cond.values) == 1:
-            return {"term": {field: {"value": cond.values[0]}}}
-        return {"terms": {field: list(cond.values)}}
-
-    def time_windows(self, times: TimeWindows) -> Body:
-        """A date field inside any of the windows (ISO 8601 values, whatever the field format)."""
-        field = self.exact(times.field)
-        return any_of(
-            [
-                {"range": {field: {"gte": gte, "lt": lt, "format": "strict_date_optional_time"}}}
-                for gte, lt in times.windows
-            ]
-        )
-
-    def filter_clauses(self, flt: Filter) -> list[Body]:
-        """The filter as a list of ``bool.filter`` clauses (empty for no filter)."""
-        clauses = [self.condition(c) for c in flt.must]
-        clauses.extend(self.time_windows(t) for t in flt.times)
-        if flt.key_prefix is not None:
-            field, prefix = flt.key_prefix
-            clauses.append(self.key_prefix(self.exact(field), prefix))
-        return clauses
-
-    @staticmethod
-    def key_prefix(field: str, prefix: str) -> Body:
-        """Keys starting with ``prefix``.
-
-        Raises:
-            QueryTooLarge: the prefix is longer than the engines can match (every
-                automaton query, prefix and range alike, stops at 1000 characters).
-        """
-        if len(prefix) > MAX_PREFIX_QUERY:
-            raise QueryTooLarge(f"a key prefix longer than {MAX_PREFIX_QUERY} characters")
-        return {"prefix": {field: {"value": prefix}}}
-
-    def filtered(self, flt: Filter, scoring: Body | None = None) -> Body:
-        """A query: ``scoring`` (or match_all) restricted by ``flt`` without changing scores."""
-        clauses = self.filter_clauses(flt)
-        if not clauses:
-            return scoring if scoring is not None else {"match_all": {}}
-        query: Body = {"bool": {"filter": clauses}}
-        if scoring is not None:
-            query["bool"]["must"] = [scoring]
-        return query
 
     def source(self, *, with_vectors: bool) -> Body:
         """``_source`` limited to the mapped fields (plus the vector when asked for)."""
@@ -299,32 +220,47 @@ class QueryTranslator:
 
     def hits(self, response: Mapping[str, Any], *, with_vectors: bool) -> list[Hit]:
         """Hits of a ``_search`` response; scores are the engine's raw ``_score``."""
-        out: list[Hit] = []
         vf = self._search.vector_field
-        keep_vector_in_source = vf in self._source_fields
-        content = self._mapping.content
-        for raw in response.get("hits", {}).get("hits", []):
-            source = dict(raw.get("_source") or {})
-            vector: list[float] | None = None
-            if with_vectors and vf:
-                value = source.get(vf) if keep_vector_in_source else source.pop(vf, None)
-                if isinstance(value, list):
-                    vector = [float(x) for x in value]
-            highlight: str | None = None
-            if content and "highlight" in raw:
-                fragments = raw["highlight"].get(content) or []
-                highlight = fragments[0] if fragments else None
-            score = raw.get("_score")
-            index, routing = raw.get("_index"), raw.get("_routing")
-            out.append(
-                Hit(
-                    id=str(raw["_id"]),
-                    source=source,
-                    score=float(score) if isinstance(score, int | float) else None,
-                    vector=vector,
-                    highlight=highlight,
-                    index=str(index) if index is not None else None,
-                    routing=str(routing) if routing is not None else None,
-                )
+        return read_hits(
+            response,
+            vector_field=vf if with_vectors else None,
+            keep_vector_in_source=vf in self._source_fields,
+            content=self._mapping.content,
+        )
+
+
+def read_hits(
+    response: Mapping[str, Any],
+    *,
+    vector_field: str | None,
+    keep_vector_in_source: bool,
+    content: str | None,
+) -> list[Hit]:
+    """Hits of a ``_search`` response; scores are the engine's raw ``_score``."""
+    vf = vector_field
+    out: list[Hit] = []
+    for raw in response.get("hits", {}).get("hits", []):
+        source = dict(raw.get("_source") or {})
+        vector: list[float] | None = None
+        if vf:
+            value = source.get(vf) if keep_vector_in_source else source.pop(vf, None)
+            if isinstance(value, list):
+                vector = [float(x) for x in value]
+        highlight: str | None = None
+        if content and "highlight" in raw:
+            fragments = raw["highlight"].get(content) or []
+            highlight = fragments[0] if fragments else None
+        score = raw.get("_score")
+        index, routing = raw.get("_index"), raw.get("_routing")
+        out.append(
+            Hit(
+                id=str(raw["_id"]),
+                source=source,
+                score=float(score) if isinstance(score, int | float) else None,
+                vector=vector,
+                highlight=highlight,
+                index=str(index) if index is not None else None,
+                routing=str(routing) if routing is not None else None,
             )
-        return out
+        )
+    return out
