@@ -105,24 +105,53 @@ def check_fields(
         EngineConfigError: a configured field is missing or of an unusable type;
             the message names the config key.
     """
-    m, s = spec.fields, spec.search
+    _check_text_fields(spec, fields)
+    _check_created_at(spec, fields)
+    _check_exact_fields(spec, fields, exact)
+    return _vector_field(spec, fields, vector_type)
 
-    def field_type(path: str) -> str | None:
-        spec = fields.get(path)
-        if spec is None:
-            return None
-        return str(spec.get("type", "object"))
 
-    for tf in parse_text_fields(s.text_fields):
+def _field_type(fields: Mapping[str, Mapping[str, Any]], path: str) -> str | None:
+    spec = fields.get(path)
+    if spec is None:
+        return None
+    return str(spec.get("type", "object"))
+
+
+def _check_text_fields(spec: ConnectorSpec, fields: Mapping[str, Mapping[str, Any]]) -> None:
+    for tf in parse_text_fields(spec.search.text_fields):
         if "*" in tf.name:
             continue  # a pattern: the engine expands it; nothing to check by name
-        if field_type(tf.name) is None:
+        if _field_type(fields, tf.name) is None:
             raise EngineConfigError(
                 f"search.text_fields: field {tf.name!r} is not in the index mapping"
             )
 
+
+def _check_created_at(spec: ConnectorSpec, fields: Mapping[str, Mapping[str, Any]]) -> None:
+    created_at = spec.fields.created_at
+    if not created_at:
+        return
+    t = _field_type(fields, created_at)
+    if t is None:
+        raise EngineConfigError(
+            f"mapping.created_at: field {created_at!r} is not in the index mapping"
+        )
+    if t not in _SORTABLE_TIME_TYPES:
+        raise EngineConfigError(
+            f"mapping.created_at: field {created_at!r} is of type {t!r}, which cannot be "
+            "sorted as a time (use a date field)"
+        )
+
+
+def _check_exact_fields(
+    spec: ConnectorSpec, fields: Mapping[str, Mapping[str, Any]], exact: Mapping[str, str]
+) -> None:
+    """The fields matched or grouped on exactly: keyword-like, or text with a keyword sub-field."""
+    m, s = spec.fields, spec.search
+
     def need_exact(key: str, path: str) -> None:
-        t = field_type(path)
+        t = _field_type(fields, path)
         if t is None:
             raise EngineConfigError(f"{key}: field {path!r} is not in the index mapping")
         if t not in _EXACT_TYPES and path not in exact:
@@ -131,17 +160,6 @@ def check_fields(
                 "(or a text field with a keyword sub-field)"
             )
 
-    if m.created_at:
-        t = field_type(m.created_at)
-        if t is None:
-            raise EngineConfigError(
-                f"mapping.created_at: field {m.created_at!r} is not in the index mapping"
-            )
-        if t not in _SORTABLE_TIME_TYPES:
-            raise EngineConfigError(
-                f"mapping.created_at: field {m.created_at!r} is of type {t!r}, which cannot be "
-                "sorted as a time (use a date field)"
-            )
     if m.key:
         need_exact("mapping.key", m.key)
     if m.id != ID_FIELD:
@@ -150,23 +168,28 @@ def check_fields(
     # value 'team-a' admit a document whose ACL says 'team-a-admins'.
     if m.owner:
         need_exact("mapping.owner", m.owner)
-    for i, scope_field in enumerate(spec.fields.scope):
+    for i, scope_field in enumerate(m.scope):
         need_exact(f"scope.filters[{i}].field", scope_field)
     if s.collapse_group:
         if not m.group:
             raise EngineConfigError("search.collapse_group needs mapping.group")
         need_exact("mapping.group", m.group)
 
-    if not s.vector_field:
+
+def _vector_field(
+    spec: ConnectorSpec, fields: Mapping[str, Mapping[str, Any]], vector_type: str
+) -> dict[str, Any] | None:
+    vector_field = spec.search.vector_field
+    if not vector_field:
         return None
-    vector = fields.get(s.vector_field)
+    vector = fields.get(vector_field)
     if vector is None:
         raise EngineConfigError(
-            f"search.vector_field: field {s.vector_field!r} is not in the index mapping"
+            f"search.vector_field: field {vector_field!r} is not in the index mapping"
         )
     if vector.get("type") != vector_type:
         raise EngineConfigError(
-            f"search.vector_field: field {s.vector_field!r} is of type "
+            f"search.vector_field: field {vector_field!r} is of type "
             f"{vector.get('type', 'object')!r}, not {vector_type!r}"
         )
     return dict(vector)
