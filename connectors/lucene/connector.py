@@ -6,13 +6,14 @@ value (:data:`connectors.lucene.elasticsearch.ELASTICSEARCH`,
 once. Bodies come from :mod:`connectors.lucene.query`, field checks from
 :mod:`connectors.lucene.mapping`, hybrid legs (one ``_msearch``) from
 :mod:`connectors.lucene.hybrid`, ordered reads and their paging from
-:mod:`connectors.lucene.order`, retries and errors from :mod:`connectors.lucene.client`.
+:mod:`connectors.lucene.order` (their points in time from :mod:`connectors.lucene.pit`),
+retries and errors from :mod:`connectors.lucene.client`.
 """
 
 from __future__ import annotations
 
 import copy
-import logging
+from functools import partial
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import quote
 
@@ -37,15 +38,14 @@ from connectors.lucene.mapping import (
     keyword_subfields,
     text_only_fields,
 )
-from connectors.lucene.order import PIT_KEEP_ALIVE, OrderedBodies, OrderedReader
+from connectors.lucene.order import OrderedBodies, OrderedReader
+from connectors.lucene.pit import open_pit, release_pit
 from connectors.lucene.query import MAX_WINDOW, PAGE_SIZE, Body, QueryTranslator
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from connectors.spec import ConnectorSpec
-
-logger = logging.getLogger(__name__)
 
 
 def dialect_for(backend: str) -> Dialect:
@@ -92,6 +92,16 @@ def ndjson(lines: Sequence[Body]) -> bytes:
     """Lines of JSON, each ended by a newline (an ``_msearch`` payload)."""
     dumps, option = orjson.dumps, orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
     return b"".join(dumps(line, option=option) for line in lines)
+
+
+async def engine_version(engine: LuceneClient, dialect: Dialect) -> str | None:
+    """The engine's version for EngineInfo, or None when it cannot be read."""
+    call = dialect.version
+    try:
+        answer = await engine.call("GET", call.path, engine.call_timeout(), params=call.params)
+        return call.read(answer)
+    except Exception:  # the version is cosmetic: never fail open() for it
+        return None
 
 
 class LuceneConnector:
@@ -151,7 +161,7 @@ class LuceneConnector:
         try:
             mapping = await self._engine.read_call("GET", self._mapping_path, opening=True)
             vectors = self._learn(dict(mapping))
-            version = await self._version()
+            version = await engine_version(self._engine, self._dialect)
         except BaseException:
             await self.close()
             raise
@@ -177,16 +187,6 @@ class LuceneConnector:
         group = self._spec.fields.group if t.collapse_field else None
         self._hybrid = HybridPlanner(t, self._knn, self._knn_score, group_field=group)
         return vectors
-
-    async def _version(self) -> str | None:
-        call = self._dialect.version
-        try:
-            answer = await self._engine.call(
-                "GET", call.path, self._engine.call_timeout(), params=call.params
-            )
-            return call.read(answer)
-        except Exception:  # the version is cosmetic: never fail open() for it
-            return None
 
     def _knn(self, request: SearchRequest, size: int, depth: int) -> Body:
         assert self._vector_field is not None
@@ -256,31 +256,16 @@ class LuceneConnector:
                 :meth:`LuceneClient.read`.
         """
         assert self._order is not None, "the connector is not open"
+        engine, dialect = self._engine, self._dialect
         reader = OrderedReader(
             self._order,
             self._t,
             page_size=self._page_size,
             search_page=self._search,
-            open_pit=self._open_pit,
-            release_pit=self._release_pit,
+            open_pit=partial(open_pit, engine, dialect, self._pit_path),
+            release_pit=partial(release_pit, engine, dialect),
         )
         return await reader.read(request)
-
-    async def _open_pit(self) -> str:
-        params = {"keep_alive": PIT_KEEP_ALIVE}
-        answer = await self._engine.read_call("POST", self._pit_path, params=params)
-        return str(answer[self._dialect.pit.id_key])
-
-    async def _release_pit(self, pit_id: str) -> None:
-        # Best effort: an unreleased PIT expires after PIT_KEEP_ALIVE anyway.
-        pit = self._dialect.pit
-        seconds = min(self._engine.timeout_s, 5.0)
-        try:
-            await self._engine.call("DELETE", pit.close_path, seconds, body=pit.close_body(pit_id))
-        except Exception as exc:
-            if self._dialect.classify(exc) is None:
-                raise
-            logger.debug("closing a point in time failed", exc_info=True)
 
     async def fetch(self, flt: Filter, with_vectors: bool = False) -> Hit | None:
         """The first document matching ``flt`` (the newest when created_at is mapped).
