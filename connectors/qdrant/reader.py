@@ -1,7 +1,8 @@
 """The retried, deadline-bound Qdrant read and the scroll-based ordered reads.
 
-:class:`QdrantReader` holds the client and what every read needs; the connector
-(``connectors.qdrant.connector``) adds opening, checks and search on top. Ordered reads
+:class:`QdrantReader` holds the client and what every read needs; ranked search
+(``connectors.qdrant.searcher``) and then opening and checks
+(``connectors.qdrant.connector``) build on it. Ordered reads
 scroll with ``order_by`` on ``mapping.created_at``, else by point id; with a key
 prefix they page on until ``limit`` exact matches.
 """
