@@ -44,46 +44,10 @@ def inspect_collection(info: models.CollectionInfo, spec: ConnectorSpec, *, loca
             sparse vector lacks the IDF modifier, a server has no payload index to
             order by ``mapping.created_at``, or the distance is not one A2M can name.
     """
-    from qdrant_client.http import models
-
     s = spec.search
     params = info.config.params
-    dense_cfg: models.VectorParams | None = None
-    vectors = params.vectors
-    if s.vector_field is not None:
-        if not isinstance(vectors, dict) or s.vector_field not in vectors:
-            raise EngineConfigError(
-                "the dense vector named by search.vector_field is not in the collection"
-            )
-        dense_cfg = vectors[s.vector_field]
-    elif isinstance(vectors, models.VectorParams):
-        dense_cfg = vectors
-    elif isinstance(vectors, dict) and "" in vectors:
-        dense_cfg = vectors[""]
-    elif vectors and spec.has_vectors:
-        raise EngineConfigError(
-            "the collection has only named dense vectors: set search.vector_field"
-        )
-    elif spec.has_vectors:
-        raise EngineConfigError(
-            f"search.mode '{s.mode}' needs a dense vector and the collection has none"
-        )
-
-    sparse_name = None
-    if s.sparse_vector is not None:
-        sparse_cfg = (params.sparse_vectors or {}).get(s.sparse_vector)
-        if sparse_cfg is None:
-            raise EngineConfigError(
-                "the sparse vector named by search.sparse_vector is not in the collection"
-            )
-        if sparse_cfg.modifier != models.Modifier.IDF:
-            # Query vectors carry term weights only (connectors.qdrant.sparse):
-            # without Qdrant's IDF modifier every term would weigh alike.
-            raise EngineConfigError(
-                "search.sparse_vector: the collection's sparse vector needs modifier idf "
-                "(the gateway's lexical encoding sends term weights and leaves IDF to Qdrant)"
-            )
-        sparse_name = s.sparse_vector
+    dense_cfg = _dense_config(params, spec)
+    sparse_name = _sparse_name(params, spec)
 
     indexes = () if local else index_needs(info, spec)
     missing_order = [n for n in indexes if n.kinds == _RANGE and not n.present]
@@ -108,6 +72,57 @@ def inspect_collection(info: models.CollectionInfo, spec: ConnectorSpec, *, loca
         vectors=VectorInfo(dimensions=dense_cfg.size, metric=metric, metrics=METRICS),
         indexes=indexes,
     )
+
+
+def _dense_config(
+    params: models.CollectionParams, spec: ConnectorSpec
+) -> models.VectorParams | None:
+    """The dense vector searched: the named one, else the collection's unnamed default."""
+    from qdrant_client.http import models
+
+    s = spec.search
+    vectors = params.vectors
+    if s.vector_field is not None:
+        if not isinstance(vectors, dict) or s.vector_field not in vectors:
+            raise EngineConfigError(
+                "the dense vector named by search.vector_field is not in the collection"
+            )
+        return vectors[s.vector_field]
+    if isinstance(vectors, models.VectorParams):
+        return vectors
+    if isinstance(vectors, dict) and "" in vectors:
+        return vectors[""]
+    if vectors and spec.has_vectors:
+        raise EngineConfigError(
+            "the collection has only named dense vectors: set search.vector_field"
+        )
+    if spec.has_vectors:
+        raise EngineConfigError(
+            f"search.mode '{s.mode}' needs a dense vector and the collection has none"
+        )
+    return None
+
+
+def _sparse_name(params: models.CollectionParams, spec: ConnectorSpec) -> str | None:
+    """The sparse vector of the lexical leg, checked to carry Qdrant's IDF modifier."""
+    from qdrant_client.http import models
+
+    name = spec.search.sparse_vector
+    if name is None:
+        return None
+    sparse_cfg = (params.sparse_vectors or {}).get(name)
+    if sparse_cfg is None:
+        raise EngineConfigError(
+            "the sparse vector named by search.sparse_vector is not in the collection"
+        )
+    if sparse_cfg.modifier != models.Modifier.IDF:
+        # Query vectors carry term weights only (connectors.qdrant.sparse):
+        # without Qdrant's IDF modifier every term would weigh alike.
+        raise EngineConfigError(
+            "search.sparse_vector: the collection's sparse vector needs modifier idf "
+            "(the gateway's lexical encoding sends term weights and leaves IDF to Qdrant)"
+        )
+    return name
 
 
 _RANGE: Final = ("datetime", "integer", "float")
