@@ -104,9 +104,6 @@ class Profile:
         profile.document.update(_document(profile))
         return profile
 
-    def declares(self, cap: Capability) -> bool:
-        return cap in self.capabilities
-
     def describe(self, scoped: bool) -> dict[str, Any]:
         """memory/describe's result; `scoped`: `scopes` is true for this caller."""
         if not scoped:

@@ -1,10 +1,11 @@
 """Query planner: validated params + caller -> a read plan, or "nothing can match".
 
 Pure: no I/O and no engine state beyond the EngineInfo it is handed. It owns
-limits, `where` -> engine filter and scope merging. A plan is a value: the engine
-request for any page size and the exact `where` predicate, built once per call.
-The RecordPager runs it (asking again with larger pages while the predicate drops
-records); the ResultShaper shapes what comes back.
+the query-length and key checks, `where` -> engine filter and scope merging
+(limits are the front's). A plan is a value: the engine request for any page
+size and the exact `where` predicate, built once per call. The RecordPager runs
+it (asking again with larger pages while the predicate drops records); the
+ResultShaper maps what comes back.
 """
 
 from __future__ import annotations
@@ -181,24 +182,6 @@ class QueryPlanner:
         self._drop_question_words = s.question_words == "drop"
         self._lexical_mode = s.mode in (SearchMode.LEXICAL, SearchMode.HYBRID)
         self._dense_mode = s.mode in (SearchMode.DENSE, SearchMode.HYBRID)
-
-    # -- limits -------------------------------------------------------------------
-
-    def limit(self, limit: int | None, default: int) -> int:
-        """The number of records to answer.
-
-        Raises:
-            InvalidParams: outside [0, max_recall_limit].
-        """
-        lim = self.config.limits.max_recall_limit
-        if limit is None:
-            return default
-        if limit == 0:
-            # DECISIONS.md §2: 0 is "as many as the store allows".
-            return lim
-        if limit < 0 or limit > lim:
-            raise InvalidParams(f"'limit' must be between 0 and {lim} (max_recall_limit)")
-        return limit
 
     def query_text(self, query: str | None) -> str:
         """The query text, stripped.

@@ -68,7 +68,7 @@ class Store:
         self.limits = self.declared.limits
         self.front = Front(self)
         self.planner = QueryPlanner(config, self.mapper, self.scope)
-        self.shaper = ResultShaper(self.mapper, config.limits.max_prompt_budget)
+        self.shaper = ResultShaper(self.mapper)
         self._timeout_s = (config.request_timeout_ms or default_timeout_ms) / 1000.0
         # Every engine call of this store, opening included, passes its breaker and limit.
         self.pager = RecordPager(
