@@ -89,6 +89,7 @@ async def _one(name: str, store: Store, out: dict[str, Any]) -> None:
     Raises:
         ConnectorError: the store cannot be opened or read.
     """
+    from gateway.store.sampling import sample
     from gateway.store.vectorcheck import compare_stored_vectors
 
     await store.ensure_started()
@@ -104,7 +105,7 @@ async def _one(name: str, store: Store, out: dict[str, Any]) -> None:
             }
             for n in store.info.indexes
         ]
-    out["sample"] = await store.sample(3)
+    out["sample"] = await sample(store, 3)
     agreement = await compare_stored_vectors(store)
     if agreement is not None:
         out["vectors"] = agreement.to_dict()

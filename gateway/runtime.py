@@ -15,8 +15,9 @@ from gateway.front.ledger import Ledger
 from gateway.resilience import BreakerState, GuardRefusal
 from gateway.security.ratelimit import CallQuota, make_quota
 from gateway.store.connector_spec import connector_spec
+from gateway.store.opening import Bootstrap
 from gateway.store.paging import EngineObserver
-from gateway.store.store import Bootstrap, Store
+from gateway.store.store import Store
 
 log = logging.getLogger(__name__)
 

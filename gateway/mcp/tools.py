@@ -35,6 +35,7 @@ from gateway.mcp.schemas import (
 from gateway.observability.telemetry import active as active_tracing
 from gateway.runtime import Gateway
 from gateway.security.scopes import Caller
+from gateway.store import sampling
 from gateway.store.store import Store
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ class McpTools:
             return
         examples: dict[str, Any] = {}
         try:
-            records = await store.sample(3)
+            records = await sampling.sample(store, 3)
         except Exception:  # an engine hiccup only costs the schema its examples
             log.info("store %s: no example values for the MCP schema", store.name)
             return

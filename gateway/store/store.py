@@ -3,23 +3,21 @@
 A source behind the front (gateway.front): the StoreProfile says what the store
 declares, the QueryPlanner turns params into an engine request, the pager runs it
 through the guard under the request's deadline, and the ResultShaper turns the
-hits into records. The front gates, limits and shapes; the store answers records.
+hits into records; opening (gateway.store.opening) and onboarding samples
+(gateway.store.sampling) live beside it. The front gates, limits and shapes; the
+store answers records.
 Transport- and JSON-RPC-agnostic: it raises A2M or connector errors, which the
 dispatcher maps to the wire.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import copy
 import logging
-from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
-from connectors.base import Connector, EngineInfo, Hit, OrderedRequest
-from connectors.errors import EngineConfigError
+from connectors.base import Connector, EngineInfo
 from connectors.retry import deadline_scope
 from gateway.a2m.methods import Capability
 from gateway.a2m.params import DescribeParams, FetchParams, RecallParams, TimelineParams
@@ -30,17 +28,16 @@ from gateway.front.profile import Profile
 from gateway.front.source import Answer
 from gateway.resilience import EngineGuard
 from gateway.security.scopes import LOCAL, Caller, CredentialForwarding, NothingVisible, ScopePolicy
+from gateway.store import sampling
 from gateway.store.mapping import RecordMapper
+from gateway.store.opening import Bootstrap, Opener
 from gateway.store.paging import EngineObserver, RecordPager
 from gateway.store.planner import MatchesNothing, QueryPlanner
 from gateway.store.profile import StoreProfile
-from gateway.store.query_vectors import check_vector, check_width, embed_query
+from gateway.store.query_vectors import check_vector, embed_query
 from gateway.store.shaper import ResultShaper
 
 log = logging.getLogger(__name__)
-
-Bootstrap = Callable[[], Awaitable[None]]
-"""Run once before the engine is opened (the demo store indexes its corpus)."""
 
 
 class Store:
@@ -69,7 +66,7 @@ class Store:
         self.front = Front(self)
         self.planner = QueryPlanner(config, self.mapper, self.scope)
         self.shaper = ResultShaper(self.mapper)
-        self._timeout_s = (config.request_timeout_ms or default_timeout_ms) / 1000.0
+        self.timeout_s = (config.request_timeout_ms or default_timeout_ms) / 1000.0
         # Every engine call of this store, opening included, passes its breaker and limit.
         self.pager = RecordPager(
             name,
@@ -79,8 +76,7 @@ class Store:
         )
         # While the breaker is open, the engine's own ping can end the wait early.
         self.guard.watch(connector.ping)
-        self._bootstrap = bootstrap
-        self._open_lock = asyncio.Lock()
+        self._opener = Opener(bootstrap)
 
     @property
     def guard(self) -> EngineGuard:
@@ -104,44 +100,12 @@ class Store:
         return self.declared.info is not None
 
     async def ensure_started(self) -> None:
-        """Open the store on first use, so a gateway can boot while an engine is still down.
-
-        Raises:
-            connectors.errors.ConnectorError: the engine or index is not usable yet.
-        """
-        if self.started:
-            return
-        async with self._open_lock:
-            if not self.started:
-                if self._bootstrap is not None:
-                    # Indexing the demo (embedding its corpus) may take longer than one
-                    # request is allowed: not under its deadline.
-                    await self._bootstrap()
-                    self._bootstrap = None
-                async with deadline_scope(self._timeout_s):
-                    await self.start()
+        """Open the store on first use (see Opener.ensure)."""
+        await self._opener.ensure(self)
 
     async def start(self) -> None:
-        """Run the bootstrap, open the engine, fix capabilities.
-
-        Raises:
-            connectors.errors.ConnectorError: the engine or index is not usable, or the
-                server's own embedder gives vectors of another width than the index's.
-        """
-        if self.config.scope.forward_credential and not isinstance(
-            self.connector, CredentialForwarding
-        ):
-            # Reading with the gateway's own rights would bypass the engine's document security.
-            raise EngineConfigError(
-                f"stores.{self.name}.scope.forward_credential: this connector cannot send "
-                "the caller's credential to the engine"
-            )
-        if self._bootstrap is not None:  # start() called directly (tests, check)
-            await self._bootstrap()
-            self._bootstrap = None
-        info = await self.guard.call(self.connector.open)
-        check_width(self.name, self.embedder, info)
-        self.declared.learn(info)
+        """Run the bootstrap, open the engine, fix capabilities (see Opener.open)."""
+        await self._opener.open(self)
 
     async def close(self) -> None:
         self.guard.stop_watching()
@@ -149,7 +113,7 @@ class Store:
         if self.embedder is not None:
             await self.embedder.aclose()
 
-    def _connector(self, caller: Caller) -> Connector:
+    def connector_for(self, caller: Caller) -> Connector:
         """The connector, or a view of it that sends the caller's credential (forwarding)."""
         authorization = self.scope.engine_authorization(caller)
         if authorization is None:
@@ -186,8 +150,8 @@ class Store:
             flt = plan.read_filter(params.where, params.key_prefix, caller, params.owner)
         except MatchesNothing:
             return Answer([])
-        connector = self._connector(caller)
-        async with deadline_scope(self._timeout_s):
+        connector = self.connector_for(caller)
+        async with deadline_scope(self.timeout_s):
             if not text and params.embedding is None:
                 read = plan.ordered_plan(flt, params.where, limit, with_vectors=params.embeddings)
                 return Answer(await self.pager.read(connector, read))
@@ -220,8 +184,8 @@ class Store:
         except MatchesNothing:
             return Answer([])
         read = self.planner.ordered_plan(flt, params.where, limit, with_vectors=params.embeddings)
-        async with deadline_scope(self._timeout_s):
-            records = await self.pager.read(self._connector(caller), read)
+        async with deadline_scope(self.timeout_s):
+            records = await self.pager.read(self.connector_for(caller), read)
         records.reverse()
         return Answer(records)
 
@@ -235,9 +199,10 @@ class Store:
             flt = self.planner.key_filter(params.key, caller, params.owner)
         except MatchesNothing:
             return Answer([])
-        async with deadline_scope(self._timeout_s):
+        async with deadline_scope(self.timeout_s):
             hit = await self.pager.engine(
-                "fetch", partial(self._connector(caller).fetch, flt, with_vectors=params.embeddings)
+                "fetch",
+                partial(self.connector_for(caller).fetch, flt, with_vectors=params.embeddings),
             )
         if hit is None:
             return Answer([])
@@ -268,42 +233,5 @@ class Store:
         return await self.guard.ping(self.connector.ping)
 
     async def preview(self, n: int, caller: Caller = LOCAL) -> list[dict[str, Any]]:
-        """The newest n documents as the engine holds them, each beside the record it becomes.
-
-        The mapping preview of the try page: the document is what the connector read (the
-        mapped fields only, as stored), under the caller's scope exactly as a timeline read.
-
-        Raises:
-            ScopeDenied, ConnectorError.
-        """
-        try:
-            flt = self.planner.read_filter(None, None, caller, None)
-        except MatchesNothing:
-            return []
-        request = OrderedRequest(limit=n, filter=flt)
-        async with deadline_scope(self._timeout_s):
-            hits = await self.pager.engine(
-                "preview", partial(self._connector(caller).ordered, request)
-            )
-        documents = [{"id": h.id, "source": copy.deepcopy(h.source)} for h in hits]
-        records = self.shaper.records(hits, None, with_embedding=False)
-        return [
-            {"document": d, "record": r.to_wire()} for d, r in zip(documents, records, strict=True)
-        ]
-
-    async def sample(self, n: int = 3) -> list[dict[str, Any]]:
-        """The newest n mapped records: the onboarding preview of `a2m-gateway check`."""
-        async with deadline_scope(self._timeout_s):
-            hits: list[Hit] = await self.pager.engine(
-                "sample", partial(self.connector.ordered, OrderedRequest(limit=n))
-            )
-        return [r.to_wire() for r in self.shaper.records(hits, None, with_embedding=False)]
-
-    async def sample_vectors(self, n: int) -> list[tuple[str | None, list[float] | None]]:
-        """The newest n records' content beside their stored vectors, through the guard."""
-        async with deadline_scope(self._timeout_s):
-            hits: list[Hit] = await self.pager.engine(
-                "sample",
-                partial(self.connector.ordered, OrderedRequest(limit=n, with_vectors=True)),
-            )
-        return [(self.mapper.to_record(h).content, h.vector) for h in hits]
+        """The try page's mapping preview (gateway.store.sampling.preview)."""
+        return await sampling.preview(self, n, caller)

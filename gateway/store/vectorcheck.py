@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gateway.store.sampling import sample_vectors
+
 if TYPE_CHECKING:
     from gateway.store.store import Store
 
@@ -63,7 +65,7 @@ async def compare_stored_vectors(store: Store, n: int = 5) -> VectorAgreement | 
     if store.embedder is None or store.info is None or store.info.vectors is None:
         return None
     cosines = []
-    for content, stored in await store.sample_vectors(n):
+    for content, stored in await sample_vectors(store, n):
         if not stored or not content:
             continue
         vector = await store.embedder.embed_query(content)
