@@ -20,6 +20,7 @@ import logging
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import mcp_types as types
@@ -170,23 +171,14 @@ class McpHttpApp:
             return
         request = Request(scope, receive)
 
-        def audience(principal: Principal) -> None:
-            if not (self._cfg.audience_check and principal.method == "jwt"):
-                return
-            aud = principal.claims.get("aud")
-            auds = [aud] if isinstance(aud, str) else list(aud or [])
-            if (
-                self._resource(scope, path) not in auds
-                and self._resource(scope, "/mcp") not in auds
-            ):
-                raise AuthenticationError("JWT audience does not name this MCP resource")
-
         def resource_metadata() -> str:
             return f', resource_metadata="{self._metadata_url(self._resource(scope, path))}"'
 
         # The same admission as the A2M door (gateway.transports.admission).
         caller = await self._admission.admit(
-            request, audience=audience, challenge_extra=resource_metadata
+            request,
+            audience=partial(self._check_audience, scope, path),
+            challenge_extra=resource_metadata,
         )
         if isinstance(caller, Response):
             await as_rpc_refusal(caller)(scope, receive, send)
@@ -225,6 +217,15 @@ class McpHttpApp:
             return await receive()
 
         await self._manager.handle_request({**scope, SCOPE_KEY: (endpoint, caller)}, replay, send)
+
+    def _check_audience(self, scope: Scope, path: str, principal: Principal) -> None:
+        """Raises: AuthenticationError: a JWT whose audience names neither this path nor /mcp."""
+        if not (self._cfg.audience_check and principal.method == "jwt"):
+            return
+        aud = principal.claims.get("aud")
+        auds = [aud] if isinstance(aud, str) else list(aud or [])
+        if self._resource(scope, path) not in auds and self._resource(scope, "/mcp") not in auds:
+            raise AuthenticationError("JWT audience does not name this MCP resource")
 
     async def _envelope(self, body: bytes, send: Send) -> bytes | None:
         """The body, once it is one JSON-RPC message; else answered here and None.
