@@ -9,9 +9,8 @@ and deadline; the federation's deadline bounds them all. It adds:
   ``:``), so ``where: {id: ...}`` routes back to the member that owns it;
 - recall: concurrent fan-out, then one ranking (:mod:`gateway.federation.fusion`):
   weighted reciprocal rank fusion, ``fusion: score`` a merge by weighted member
-  score, or ``fusion: shards`` as one index holding every member's records (deep
-  calls, lexical scores calibrated per member, hybrid legs fanned out and merged
-  separately, then fused); without a query, the members' recency orders are
+  score, or ``fusion: shards`` as one index holding every member's records
+  (:mod:`gateway.federation.shards`); without a query, the members' recency orders are
   merged by ``created_at``;
 - timeline: the members' ascending streams merged by ``created_at``;
 - its profile: what every opened member can do (A2M §3.7), the tightest
@@ -26,14 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from connectors.errors import ConnectorError
 from gateway.a2m.params import FetchParams, RecallParams, TimelineParams
 from gateway.a2m.records import EPOCH, Record, format_timestamp
-from gateway.config import FederationConfig, SearchMode
+from gateway.config import FederationConfig
 from gateway.federation.fanout import (
     FanOut,
     LeftOutObserver,
@@ -46,13 +44,11 @@ from gateway.federation.fanout import (
     routes,
 )
 from gateway.federation.fusion import (
-    calibrated,
-    fuse_legs,
     merge_by_score,
-    merge_calibrated,
     merge_rrf,
 )
 from gateway.federation.profile import FederationProfile
+from gateway.federation.shards import recall_shards
 from gateway.front.front import Front
 from gateway.front.profile import Profile
 from gateway.front.source import Answer
@@ -150,7 +146,14 @@ class Federation:
         members = [m for m in self.members if m.name in asked_where]
         query = bool((params.query or "").strip())
         if self.config.fusion == "shards" and query:
-            return await self._recall_shards(params, asked, asked_where, members, caller)
+            return await recall_shards(
+                self._fan_out,
+                lambda p: self._asker(p, asked_where, caller),
+                asked.model_copy(update={"limit": self._depth(limit)}),
+                members,
+                limit=limit,
+                search=self.members[0].store.config.search,
+            )
         if self.config.fusion == "shards" and params.embedding is not None:
             deep = asked.model_copy(update={"limit": self._depth(limit)})
             ok, left = await self._fan_out.answered(self._asker(deep, asked_where, caller), members)
@@ -180,56 +183,6 @@ class Federation:
         top = self.limits.max_recall_limit
         depths = (m.store.config.search.knn_candidates for m in self.members)
         return min(top, max(limit, *depths))
-
-    async def _recall_shards(
-        self,
-        params: RecallParams,
-        asked: RecallParams,
-        asked_where: dict[str, Any],
-        members: Sequence[Member],
-        caller: Caller,
-    ) -> Answer:
-        """A query under `fusion: shards`: ranked as one store holding every member's records.
-
-        Members in lexical mode answer a text-only call lexically and an embedding-only
-        call densely, so with both in the call each leg is fanned out and merged across
-        members (lexical calibrated, dense by cosine), and the merged legs are fused as
-        one store fuses them. Otherwise the members' answers are merged calibrated.
-        """
-        limit = asked.limit or 0
-        depth = self._depth(limit)
-        deep = asked.model_copy(update={"limit": depth})
-        split = params.embedding is not None and all(
-            m.store.config.search.mode == SearchMode.LEXICAL for m in members
-        )
-        if not split:
-            ok, left = await self._fan_out.answered(self._asker(deep, asked_where, caller), members)
-            return Answer(merge_calibrated(_ranked(ok), limit), left)
-        lex_call = self._asker(deep.model_copy(update={"embedding": None}), asked_where, caller)
-        dense_call = self._asker(deep.model_copy(update={"query": None}), asked_where, caller)
-
-        async def both(m: Member) -> tuple[Answer, Answer]:
-            # Both legs finish before a failure is raised: no leg is left running.
-            legs = await asyncio.gather(lex_call(m), dense_call(m), return_exceptions=True)
-            for leg in legs:
-                if isinstance(leg, BaseException):
-                    raise leg
-            return legs[0], legs[1]  # type: ignore[return-value]
-
-        ok, left = await self._fan_out.answered(both, members)
-        lex_ranked = [(encoded(o.member.name, o.result[0].records), o.member.weight) for o in ok]
-        dense_ranked = [(encoded(o.member.name, o.result[1].records), o.member.weight) for o in ok]
-        s = self.members[0].store.config.search
-        records = fuse_legs(
-            _calibrated_leg(calibrated(lex_ranked, depth)),
-            merge_by_score(dense_ranked, depth),
-            fusion=s.fusion,
-            k=s.rrf_k,
-            lexical_weight=s.lexical_weight,
-            dense_weight=s.dense_weight,
-            limit=limit,
-        )
-        return Answer(records, left)
 
     # -- timeline -------------------------------------------------------------------
 
@@ -280,12 +233,3 @@ def _ranked(ok: Sequence[Outcome]) -> Ranked:
 def _created(record: Record) -> str:
     # The wire form of created_at, fixed-width RFC 3339 UTC: it sorts as text.
     return format_timestamp(record.created_at or EPOCH)
-
-
-def _calibrated_leg(values: list[tuple[float, Record]]) -> list[Record]:
-    """The merged lexical leg, each record scored by its calibrated value (a weight-0
-    member's, minus infinity, at the lowest finite value: last, but still on the scale)."""
-    floor = min((c for c, _ in values if math.isfinite(c)), default=0.0)
-    for c, r in values:
-        r.score = c if math.isfinite(c) else floor
-    return [r for _, r in values]
