@@ -9,7 +9,6 @@ not fails at open with the connector's sentence, never a traceback or the host.
 from __future__ import annotations
 
 import secrets
-import socket
 import ssl
 import subprocess
 import time
@@ -25,6 +24,7 @@ import pytest
 from connectors.base import SearchRequest
 from connectors.errors import EngineConfigError
 from connectors.qdrant.connector import QdrantConnector
+from tests.connectors.conftest import free_port
 from tests.connectors.specs import spec_of
 from tests.connectors.test_qdrant_server import COLLECTION, INDEXES, SPARSE, create
 from tests.engines.engines import qdrant_binary
@@ -39,13 +39,6 @@ class TlsQdrant:
     grpc_port: int
     api_key: str
     ca: Path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 def ready(url: str, ca: Path) -> bool:
