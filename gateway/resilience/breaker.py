@@ -104,10 +104,15 @@ class CircuitBreaker:
         """Open, its timed wait not yet over (read without moving to half-open)."""
         return self._state is BreakerState.OPEN and self._clock() < self._probe_at
 
+    @property
+    def heeds_checks(self) -> bool:
+        """Waiting, and a health check could still end this opening (``probe_now``)."""
+        return self._check_trusted and self.waiting
+
     def probe_now(self) -> bool:
         """A health check says the engine answers again: end the wait, so the next call is
         the probe. Trusted once per opening; False when it changed nothing."""
-        if not self.waiting or not self._check_trusted:
+        if not self.heeds_checks:
             return False
         self._check_trusted = False  # until a probe closes the breaker
         self._probe_at = self._clock()

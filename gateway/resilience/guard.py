@@ -126,9 +126,10 @@ class EngineGuard:
         breaker, ping = self.breaker, self._watched
         assert breaker is not None
         assert ping is not None
-        while breaker.waiting:
+        # Not after a check-triggered probe failed: this opening no longer heeds checks.
+        while breaker.heeds_checks:
             await asyncio.sleep(self._watch_s)
-            if not breaker.waiting:
+            if not breaker.heeds_checks:
                 return  # the timed wait ended first: a call probes as before
             try:
                 # A ping never raises; a hung one is cut off so the watch keeps its pace.

@@ -87,3 +87,22 @@ async def test_watch_ms_0_leaves_only_the_timed_wait() -> None:
     await asyncio.sleep(0.05)
     assert ping.calls == 0
     assert state(g) is BreakerState.OPEN
+
+
+async def test_no_pings_once_a_check_triggered_probe_failed() -> None:
+    g, ping = guard(watch_ms=20), Ping()
+    g.watch(ping)
+    ping.up = True  # pings answer, searches fail
+    with pytest.raises(EngineUnavailable):
+        await g.call(down)
+    for _ in range(50):
+        if state(g) is BreakerState.HALF_OPEN:
+            break
+        await asyncio.sleep(0.02)
+    with pytest.raises(EngineUnavailable):
+        await g.call(down)  # the probe the ping let in fails
+    assert state(g) is BreakerState.OPEN
+    asked = ping.calls
+    await asyncio.sleep(0.15)
+    assert ping.calls == asked  # only the timed wait ends this opening: nothing to ask
+    g.stop_watching()
