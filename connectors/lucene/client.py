@@ -14,6 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
+from urllib.parse import quote
 
 from connectors.errors import (
     ConnectorError,
@@ -320,7 +321,14 @@ class LuceneClient:
         return view
 
     async def ping(self) -> bool:
-        """True when the engine answers HTTP (even a 4xx: it is up); never raises.
+        """True when the store's index can serve searches; never raises.
+
+        It asks the index's health, not the node's: a node that has just restarted answers
+        HTTP before its shards are assigned (``red``), and one shedding load answers 429;
+        neither would serve the search the breaker lets through next. Any other 4xx
+        (a missing index: 408, refused credentials) means the engine is up: the caller's
+        search gets that answer as its own error. A remote index (``cluster:index``) is
+        not in the local cluster state, so its cluster's health is asked instead.
 
         With several nodes, one that is down or hangs does not make the engine unready:
         the client marks it dead and the next try asks another node, all within 5 s.
@@ -331,20 +339,23 @@ class LuceneClient:
         c = self._spec.connection
         tries = max(1, len(c.hosts)) if c.fails_over else 1
         seconds = min(self._timeout_s, 5.0) / tries
+        index = self._spec.index
+        path = "/_cluster/health" if ":" in index else f"/_cluster/health/{quote(index, safe=',*')}"
         for _ in range(tries):
             try:
                 # local: the node answers from its own cluster state, so readiness does
-                # not wait on the elected manager (an election takes seconds).
-                await self.call("GET", "/_cluster/health", seconds, params=LOCAL)
+                # not wait on the elected manager (an election takes seconds); timeout=0s:
+                # the state now, never a wait for a better one.
+                health = await self.call("GET", path, seconds, params=HEALTH_NOW)
             except Exception as exc:  # ping never raises; classify what the client threw
                 failure = self._dialect.classify(exc)
                 if failure is None:
                     return False
                 if failure.kind == "status" and (failure.status or 0) < 500:
-                    return True
+                    return failure.status != 429
                 continue
-            return True
+            return health.get("status") != "red"
         return False
 
 
-LOCAL: Mapping[str, str] = {"local": "true"}
+HEALTH_NOW: Mapping[str, str] = {"local": "true", "timeout": "0s"}

@@ -71,6 +71,44 @@ async def test_ping_asks_another_node_when_one_hangs_or_is_gone(
 
 @pytest.mark.integration
 @pytest.mark.parametrize("backend", ["elasticsearch", "opensearch"])
+async def test_ping_is_the_store_index_health(backend: str, http_peer: StartPeer) -> None:
+    """Up means the index can serve: red (shards unassigned after a restart) and 429 are
+    not up; a missing index (408) and other 4xx are (the search gets its own error)."""
+    answers = {
+        "green": PeerReply.json(HEALTH, headers=ES_PRODUCT),
+        "yellow": PeerReply.json({**HEALTH, "status": "yellow"}, headers=ES_PRODUCT),
+        "red": PeerReply.json({**HEALTH, "status": "red"}, headers=ES_PRODUCT),
+        "shedding": PeerReply.json({"error": "busy"}, status=429, headers=ES_PRODUCT),
+        "missing": PeerReply.json(
+            {**HEALTH, "status": "red", "timed_out": True}, status=408, headers=ES_PRODUCT
+        ),
+        "forbidden": PeerReply.json({"error": "no"}, status=403, headers=ES_PRODUCT),
+    }
+    expected = {
+        "green": True,
+        "yellow": True,
+        "red": False,
+        "shedding": False,
+        "missing": True,
+        "forbidden": True,
+    }
+    for name, answer in answers.items():
+        peer = http_peer(lambda request, answer=answer: answer)  # type: ignore[misc]
+        conn = connector(backend, [peer.url], retries=0)
+        await conn.connect()
+        try:
+            assert await conn.ping() is expected[name], name
+        finally:
+            await conn.close()
+        asked = [r for r in peer.requests if r.path.startswith("/_cluster/health")]
+        assert asked, name
+        assert asked[-1].path.startswith("/_cluster/health/a2m-test-failover?"), asked[-1].path
+        assert "timeout=0s" in asked[-1].path
+        assert "local=true" in asked[-1].path
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("backend", ["elasticsearch", "opensearch"])
 async def test_a_hung_node_leaves_half_the_deadline_for_another(
     backend: str, http_peer: StartPeer
 ) -> None:
