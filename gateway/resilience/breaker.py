@@ -105,6 +105,11 @@ class CircuitBreaker:
         return self._state is BreakerState.OPEN and self._clock() < self._probe_at
 
     @property
+    def wait_left_s(self) -> float:
+        """Seconds until the timed wait ends (0 when not waiting)."""
+        return max(0.0, self._probe_at - self._clock()) if self.waiting else 0.0
+
+    @property
     def heeds_checks(self) -> bool:
         """Waiting, and a health check could still end this opening (``probe_now``)."""
         return self._check_trusted and self.waiting

@@ -30,6 +30,13 @@ class BreakerConfig(_Model):
         description="while open, ping the engine this often; its first good answer lets the "
         "next call probe at once (0: only the timed wait ends an opening)",
     )
+    hold_ms: int = Field(
+        default=250,
+        ge=0,
+        le=10_000,
+        description="a call meeting the open breaker waits this long (at most half its "
+        "deadline) for the breaker's next decision before it is refused (0: refuse at once)",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> BreakerConfig:

@@ -27,6 +27,7 @@ from gateway.resilience.breaker import (
     Ticket,
 )
 from gateway.resilience.config import ResilienceConfig
+from gateway.resilience.hold import BreakerHold
 from gateway.resilience.refusals import CircuitOpen, Overloaded
 from gateway.resilience.shedding import InflightLimit
 
@@ -85,6 +86,11 @@ class EngineGuard:
             if b.enabled
             else None
         )
+        self._hold = (
+            BreakerHold(self.breaker, b.hold_ms / 1000)
+            if self.breaker is not None and b.hold_ms > 0
+            else None
+        )
         self.limit = (
             InflightLimit(s.max_inflight or pool_size, s.max_wait_ms / 1000) if s.enabled else None
         )
@@ -107,6 +113,8 @@ class EngineGuard:
             return
         self._watched = ping
         self.breaker.on_transition(self._opened)
+        if self._hold is not None:
+            self._hold.checked = True
 
     def stop_watching(self) -> None:
         if self._watcher is not None:
@@ -151,12 +159,14 @@ class EngineGuard:
     async def call(self, call: Callable[[], Awaitable[T]]) -> T:
         """Run one engine call, unless the breaker is open or no slot comes in time.
 
+        A call meeting an open breaker is held for its next decision (``hold_ms``).
+
         Raises:
-            CircuitOpen: the breaker is open (the engine is not called).
+            CircuitOpen: the breaker is still open after the hold (the engine is not called).
             Overloaded: every slot is taken and none comes in time (not called).
             connectors.errors.ConnectorError: whatever the call raises.
         """
-        ticket = self._admit()
+        ticket = await self._admit()
         if self.limit is not None:
             try:
                 await self.limit.acquire(remaining(_NO_DEADLINE_S))
@@ -189,11 +199,11 @@ class EngineGuard:
         self.breaker.record(ticket, Outcome.SUCCESS if ok else Outcome.FAILURE)
         return ok
 
-    def _admit(self) -> Ticket | None:
+    async def _admit(self) -> Ticket | None:
         if self.breaker is None:
             return None
         try:
-            return self.breaker.admit()
+            return await self._hold.admit() if self._hold is not None else self.breaker.admit()
         except CircuitOpen:
             self._shed("circuit_open")
             raise
