@@ -281,6 +281,15 @@ def healthy(port: int) -> bool:
     return bool(health.get("status") in ("yellow", "green") and not health.get("timed_out"))
 
 
+def node_pid(port: int) -> int | None:
+    """The process id of the node answering on `port` (None if it does not say)."""
+    try:
+        nodes = http("GET", f"http://{HOST}:{port}/_nodes/_local/process", timeout=10)["nodes"]
+        return int(next(iter(nodes.values()))["process"]["id"])
+    except (OSError, EngineError, ValueError, KeyError, StopIteration, TypeError):
+        return None
+
+
 def node_version(port: int) -> str:
     # `GET /` is not served by the Elasticsearch integ-test-zip (no rest-root module); this is.
     nodes = http("GET", f"http://{HOST}:{port}/_nodes/_local", timeout=10)["nodes"]
@@ -958,6 +967,11 @@ def poll(launch: Launch) -> bool:
             return False
         if rc == 0 and not pid_alive(launch.pid):
             raise failure(launch, f"server pid {launch.pid} died while starting")
+        # The port was chosen free, but another engine home starting at the same moment may
+        # have taken it: then this node fails to bind while that one answers. Ready only
+        # when the node answering is ours.
+        if healthy(launch.port) and node_pid(launch.port) not in (None, launch.pid):
+            raise failure(launch, f"port {launch.port} is served by another node")
     return healthy(launch.port)
 
 
