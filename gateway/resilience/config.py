@@ -30,8 +30,10 @@ class BreakerConfig(_Model):
         description="while open, ping the engine this often; its first good answer lets the "
         "next call probe at once (0: only the timed wait ends an opening)",
     )
+    # Longer than watch_ms plus a ping and a probe, so a call that arrives just after a
+    # ping still sees the next one decide.
     hold_ms: int = Field(
-        default=250,
+        default=500,
         ge=0,
         le=10_000,
         description="a call meeting the open breaker waits this long (at most half its "

@@ -500,7 +500,7 @@ async def test_the_breaker_opens_on_a_dead_server_and_a_probe_closes_it(
 
     async with relay_to(server.url) as proxy:
         data = store_data(server, "rest", url=proxy.url, retries=0)
-        data["resilience"] = {"breaker": {"failure_threshold": 3, "open_ms": 250}}
+        data["resilience"] = {"breaker": {"failure_threshold": 3, "open_ms": 250, "hold_ms": 0}}
         cfg = parse_config({"stores": {"s": data}})
         gateway = Gateway(cfg)
         clock = FakeClock()

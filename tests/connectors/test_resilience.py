@@ -51,7 +51,11 @@ def _sample(metrics_text: str, name: str) -> str:
 async def test_the_breaker_opens_answers_at_once_probes_and_closes(
     engine: str, proxy: FaultProxy
 ) -> None:
-    store = guarded_store(engine, proxy.url, breaker={"failure_threshold": 3, "open_ms": 250})
+    # hold_ms 0: refusals answer at once (the hold is tests/gateway/test_breaker_hold.py);
+    # with the test's clock nothing would move the breaker during a hold anyway.
+    store = guarded_store(
+        engine, proxy.url, breaker={"failure_threshold": 3, "open_ms": 250, "hold_ms": 0}
+    )
     cfg = parse_config({"stores": {"s": store}})
     gateway = Gateway(cfg)
     clock = FakeClock()
