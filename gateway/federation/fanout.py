@@ -21,6 +21,7 @@ from gateway.a2m.failures import engine_trouble
 from gateway.a2m.params import WhereValue
 from gateway.a2m.records import Record
 from gateway.embedders import EmbedderUnavailable
+from gateway.resilience import unheld
 from gateway.store.store import Store
 
 log = logging.getLogger(__name__)
@@ -137,7 +138,8 @@ class FanOut:
                 )
             return outcome
 
-        outcomes = list(await asyncio.gather(*(one(m) for m in members)))
+        with unheld():  # a member that is down is left out at once (resilience/hold.py)
+            outcomes = list(await asyncio.gather(*(one(m) for m in members)))
         for o in outcomes:
             if o.refusal is not None:
                 raise o.refusal  # the first member's, in config order

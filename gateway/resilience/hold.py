@@ -9,11 +9,18 @@ still open or probing when its hold ends, it is refused as before. A call is not
 when nothing can move the breaker before its hold ends (the timed wait ends later and
 no health check may end it early), so an engine that stays down costs no added latency
 beyond the first decision.
+
+A federation's fan-out does not hold its members (``unheld``): a member that is down is
+left out of the answer, and holding it would delay every federated answer by the hold
+while the other members have answered.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from connectors.retry import remaining
 from gateway.resilience.breaker import BreakerState, CircuitBreaker, Ticket
@@ -21,6 +28,18 @@ from gateway.resilience.refusals import CircuitOpen
 
 _NO_DEADLINE_S = 30.0
 """A call made outside any deadline (start-up, `check`) is held as if it had this long."""
+
+_held: ContextVar[bool] = ContextVar("a2m_breaker_hold", default=True)
+
+
+@contextmanager
+def unheld() -> Iterator[None]:
+    """Calls made in this block (and tasks it starts) are refused at once by an open breaker."""
+    token = _held.set(False)
+    try:
+        yield
+    finally:
+        _held.reset(token)
 
 
 class BreakerHold:
@@ -49,7 +68,7 @@ class BreakerHold:
             return breaker.admit()
         except CircuitOpen:
             hold_s = min(self._hold_s, remaining(_NO_DEADLINE_S) / 2)
-            if hold_s <= 0:
+            if hold_s <= 0 or not _held.get():
                 raise
         loop = asyncio.get_running_loop()
         end = loop.time() + hold_s

@@ -12,7 +12,13 @@ import pytest
 
 from connectors.errors import EngineUnavailable
 from connectors.retry import deadline_scope
-from gateway.resilience import BreakerState, CircuitOpen, EngineGuard, ResilienceConfig
+from gateway.resilience import (
+    BreakerState,
+    CircuitOpen,
+    EngineGuard,
+    ResilienceConfig,
+    unheld,
+)
 from tests.support.resilience import state
 
 
@@ -85,6 +91,20 @@ async def test_without_the_hold_the_same_call_is_refused() -> None:
     back = asyncio.create_task(comes_back(ping, 0.1))
     with pytest.raises(CircuitOpen):
         await g.call(up)
+    await back
+    g.stop_watching()
+
+
+async def test_a_federation_fan_out_is_not_held() -> None:
+    # Same as the first test, from inside a fan-out (unheld): left out at once instead.
+    g, ping = guard(hold_ms=1_000, watch_ms=20), Ping()
+    g.watch(ping)
+    await open_it(g)
+    back = asyncio.create_task(comes_back(ping, 0.1))
+    start = time.monotonic()
+    with unheld(), pytest.raises(CircuitOpen):
+        await asyncio.create_task(g.call(up))  # a task started in the block: unheld too
+    assert time.monotonic() - start < 0.08
     await back
     g.stop_watching()
 
