@@ -166,7 +166,10 @@ class EngineGuard:
             Overloaded: every slot is taken and none comes in time (not called).
             connectors.errors.ConnectorError: whatever the call raises.
         """
-        ticket = await self._admit()
+        try:  # the closed breaker's answer, without a coroutine on the hot path
+            ticket = self.breaker.admit() if self.breaker is not None else None
+        except CircuitOpen as refused:
+            ticket = await self._held(refused)
         if self.limit is not None:
             try:
                 await self.limit.acquire(remaining(_NO_DEADLINE_S))
@@ -199,11 +202,16 @@ class EngineGuard:
         self.breaker.record(ticket, Outcome.SUCCESS if ok else Outcome.FAILURE)
         return ok
 
-    async def _admit(self) -> Ticket | None:
-        if self.breaker is None:
-            return None
+    async def _held(self, refused: CircuitOpen) -> Ticket:
+        """The breaker refused the call: hold it for the breaker's next decision, if on.
+
+        Raises:
+            CircuitOpen: still refused after the hold (or `refused`, with no hold).
+        """
         try:
-            return await self._hold.admit() if self._hold is not None else self.breaker.admit()
+            if self._hold is None:
+                raise refused
+            return await self._hold.admit_refused()
         except CircuitOpen:
             self._shed("circuit_open")
             raise

@@ -56,20 +56,18 @@ class BreakerHold:
         moved, self._moved = self._moved, asyncio.Event()
         moved.set()
 
-    async def admit(self) -> Ticket:
-        """The breaker's ticket, once it admits the call within the hold.
+    async def admit_refused(self) -> Ticket:
+        """The call the breaker has just refused: its ticket, if the breaker admits it
+        within the hold.
 
         Raises:
             CircuitOpen: still open (or probing) when the hold ends, or nothing could
                 move it before then; Retry-After as of the refusal.
         """
         breaker = self._breaker
-        try:
-            return breaker.admit()
-        except CircuitOpen:
-            hold_s = min(self._hold_s, remaining(_NO_DEADLINE_S) / 2)
-            if hold_s <= 0 or not _held.get():
-                raise
+        hold_s = min(self._hold_s, remaining(_NO_DEADLINE_S) / 2)
+        if hold_s <= 0 or not _held.get():
+            raise CircuitOpen(breaker.retry_after_ms())
         loop = asyncio.get_running_loop()
         end = loop.time() + hold_s
         while True:
