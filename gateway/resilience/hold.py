@@ -29,6 +29,10 @@ from gateway.resilience.refusals import CircuitOpen
 _NO_DEADLINE_S = 30.0
 """A call made outside any deadline (start-up, `check`) is held as if it had this long."""
 
+_PROBE_POLL_S = 0.05
+"""While a probe is under way, look again this often: a probe whose caller went away frees
+its slot without a transition, and a waiter may then be the next probe."""
+
 _held: ContextVar[bool] = ContextVar("a2m_breaker_hold", default=True)
 
 
@@ -78,6 +82,8 @@ class BreakerHold:
                     left = 0.0
                 else:
                     left = min(left, breaker.wait_left_s)
+            else:
+                left = min(left, _PROBE_POLL_S)
             if left <= 0:
                 raise CircuitOpen(breaker.retry_after_ms())
             moved = self._moved

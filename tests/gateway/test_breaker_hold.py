@@ -177,6 +177,26 @@ async def test_after_a_failed_probe_the_waiters_are_held_to_the_next_one() -> No
     assert state(g) is BreakerState.CLOSED
 
 
+async def test_a_probe_whose_caller_went_away_lets_a_waiter_probe() -> None:
+    g = guard(hold_ms=2_000, open_ms=100)
+    await open_it(g)
+    await asyncio.sleep(0.15)
+    never = asyncio.Event()
+
+    async def hangs() -> None:
+        await never.wait()
+
+    probe = asyncio.create_task(g.call(hangs))
+    await asyncio.sleep(0.02)
+    held = asyncio.create_task(g.call(up))
+    await asyncio.sleep(0.05)
+    probe.cancel()  # the probe's caller is gone: nothing learned, no transition
+    start = time.monotonic()
+    assert await held == "ok"  # it took the freed probe slot
+    assert time.monotonic() - start < 1.0
+    assert state(g) is BreakerState.CLOSED
+
+
 async def test_the_hold_takes_at_most_half_the_deadline() -> None:
     g, ping = guard(hold_ms=5_000, watch_ms=20), Ping()  # the ping never answers up
     g.watch(ping)
