@@ -211,7 +211,7 @@ class EngineGuard:
         try:
             if self._hold is None:
                 raise refused
-            return await self._hold.admit_refused()
+            return await self._hold.admit_refused(remaining(_NO_DEADLINE_S))
         except CircuitOpen:
             self._shed("circuit_open")
             raise

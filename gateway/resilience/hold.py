@@ -22,12 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from connectors.retry import remaining
 from gateway.resilience.breaker import BreakerState, CircuitBreaker, Ticket
 from gateway.resilience.refusals import CircuitOpen
-
-_NO_DEADLINE_S = 30.0
-"""A call made outside any deadline (start-up, `check`) is held as if it had this long."""
 
 _PROBE_POLL_S = 0.05
 """While a probe is under way, look again this often: a probe whose caller went away frees
@@ -60,16 +56,16 @@ class BreakerHold:
         moved, self._moved = self._moved, asyncio.Event()
         moved.set()
 
-    async def admit_refused(self) -> Ticket:
+    async def admit_refused(self, budget_s: float) -> Ticket:
         """The call the breaker has just refused: its ticket, if the breaker admits it
-        within the hold.
+        within the hold (at most half of `budget_s`, what the call's deadline leaves).
 
         Raises:
             CircuitOpen: still open (or probing) when the hold ends, or nothing could
                 move it before then; Retry-After as of the refusal.
         """
         breaker = self._breaker
-        hold_s = min(self._hold_s, remaining(_NO_DEADLINE_S) / 2)
+        hold_s = min(self._hold_s, budget_s / 2)
         if hold_s <= 0 or not _held.get():
             raise CircuitOpen(breaker.retry_after_ms())
         loop = asyncio.get_running_loop()

@@ -970,8 +970,11 @@ def poll(launch: Launch) -> bool:
         # The port was chosen free, but another engine home starting at the same moment may
         # have taken it: then this node fails to bind while that one answers. Ready only
         # when the node answering is ours.
-        if healthy(launch.port) and node_pid(launch.port) not in (None, launch.pid):
+        if not healthy(launch.port):
+            return False
+        if node_pid(launch.port) not in (None, launch.pid):
             raise failure(launch, f"port {launch.port} is served by another node")
+        return True
     return healthy(launch.port)
 
 
