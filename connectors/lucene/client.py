@@ -39,6 +39,18 @@ T = TypeVar("T")
 _TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
 _TOO_LARGE = frozenset({"too_many_clauses", "too_many_nested_clauses"})
 """Root causes that mean the query itself is too large, whatever the status."""
+_NODE_LOST = frozenset(
+    {
+        "node_disconnected_exception",
+        "node_not_connected_exception",
+        "node_closed_exception",
+        "connect_transport_exception",
+        "send_request_transport_exception",
+        "no_shard_available_action_exception",
+    }
+)
+"""Causes of a 5xx that a node leaving the cluster gives while the search ran on it: the
+copies elsewhere answer a second attempt (a cluster losing a node answers 500 with these)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +69,14 @@ class EngineFailure:
 
     @property
     def transient(self) -> bool:
-        """Worth retrying: the engine was unreachable or said 'busy'. Timeouts are not
-        retried: the deadline is mostly spent by then; nor is a query too large."""
+        """Worth retrying: the engine was unreachable, said 'busy', or lost a node while it
+        searched. Timeouts are not retried: the deadline is mostly spent by then; nor is a
+        query too large."""
         if self.too_large:
             return False
-        return self.kind == "connection" or self.status in _TRANSIENT_STATUS
+        if self.kind == "connection" or self.status in _TRANSIENT_STATUS:
+            return True
+        return (self.status or 0) >= 500 and bool(self.causes & _NODE_LOST)
 
     def error(self, *, opening: bool = False) -> ConnectorError:
         """The engine-neutral exception; fixed messages, no hosts or credentials."""
@@ -138,6 +153,25 @@ class LegFailed(Exception):
         self.failure = failure
 
 
+def lost_shards(answer: Mapping[str, Any]) -> EngineFailure | None:
+    """The failure a search answer stands for when shards failed because a node left.
+
+    Such an answer is 200 with fewer hits than the index holds (a copy on the lost node
+    was being read); another attempt reads the other copy. Shard failures of any other
+    cause are the engine's answer and stay as they are.
+    """
+    shards = answer.get("_shards")
+    if not isinstance(shards, Mapping) or not shards.get("failed"):
+        return None
+    causes: set[str] = set()
+    for failed in shards.get("failures") or []:
+        reason = failed.get("reason") if isinstance(failed, Mapping) else None
+        causes |= error_causes({"error": reason})
+    if not causes & _NODE_LOST:
+        return None
+    return EngineFailure("status", status=500, causes=frozenset(causes))
+
+
 def msearch_responses(answer: Mapping[str, Any], expected: int) -> list[dict[str, Any]]:
     """The per-search answers of an ``_msearch``, in order.
 
@@ -157,6 +191,9 @@ def msearch_responses(answer: Mapping[str, Any], expected: int) -> list[dict[str
                 causes=error_causes(r),
             )
             raise LegFailed(failure)
+        lost = lost_shards(r)
+        if lost is not None:
+            raise LegFailed(lost)
     return [dict(r) for r in responses]
 
 
@@ -202,8 +239,12 @@ class LuceneClient:
         body: Body | bytes | None = None,
         params: Mapping[str, str] | None = None,
     ) -> Mapping[str, Any]:
-        """One engine request, no retry, the client's exceptions untranslated."""
-        return await self._dialect.request(
+        """One engine request, no retry, the client's exceptions untranslated.
+
+        Raises:
+            LegFailed: a search answered with shards lost to a node leaving the cluster.
+        """
+        answer = await self._dialect.request(
             self._client,
             method,
             path,
@@ -212,6 +253,10 @@ class LuceneClient:
             params=params,
             headers=self._headers,
         )
+        lost = lost_shards(answer)
+        if lost is not None:
+            raise LegFailed(lost)
+        return answer
 
     def call_timeout(self) -> float:
         """Per-call client timeout: the connection's, cut to what the request deadline leaves.

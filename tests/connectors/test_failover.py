@@ -135,3 +135,101 @@ def test_sniffing_is_off_by_default_and_refused_where_the_nodes_are_hidden() -> 
             "opensearch",
             {"hosts": ["https://a:443"], "aws_sigv4": {"region": "eu-west-1"}, "sniff": True},
         )
+
+
+NODE_LOST = {
+    "error": {
+        "type": "search_phase_execution_exception",
+        "reason": "all shards failed",
+        "root_cause": [{"type": "node_disconnected_exception", "reason": "[c2] disconnected"}],
+        "failed_shards": [{"reason": {"type": "node_disconnected_exception"}}],
+    },
+    "status": 500,
+}
+PARTIAL = {
+    "took": 436,
+    "timed_out": False,
+    "_shards": {
+        "total": 2,
+        "successful": 1,
+        "skipped": 0,
+        "failed": 1,
+        "failures": [
+            {
+                "shard": 1,
+                "index": "a2m-test-failover",
+                "node": "9bkM8tpsRMOGuUxSHzBqMw",
+                "reason": {
+                    "type": "node_disconnected_exception",
+                    "reason": "[c1][indices:data/read/search[phase/fetch/id]] disconnected",
+                },
+            }
+        ],
+    },
+    "hits": {"total": {"value": 5163, "relation": "eq"}, "max_score": 24.6, "hits": []},
+}
+EMPTY_HITS = {
+    "took": 1,
+    "timed_out": False,
+    "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+    "hits": {"total": {"value": 0, "relation": "eq"}, "max_score": None, "hits": []},
+}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("backend", ["elasticsearch", "opensearch"])
+async def test_shards_lost_with_a_node_are_read_again_and_other_500s_are_not(
+    backend: str, http_peer: StartPeer
+) -> None:
+    """A node leaving the cluster mid-search makes the coordinating node answer 500 (every
+    shard lost) or 200 with failed shards (some lost), with a transport cause; the replica
+    copies answer the second attempt. A 500 for any other cause is the engine's fault and
+    is not repeated."""
+    from connectors.errors import EngineUnavailable
+
+    query = {"query": {"match": {"text": "cell"}}, "size": 5}
+
+    def once(first: dict[str, Any], status: int = 500) -> Any:
+        searches: list[PeerRequest] = []
+
+        def handler(request: PeerRequest) -> PeerReply:
+            if "_search" not in request.path:
+                return PeerReply.json(HEALTH, headers=ES_PRODUCT)
+            searches.append(request)
+            if len(searches) == 1:
+                return PeerReply.json(first, status=status, headers=ES_PRODUCT)
+            return PeerReply.json(EMPTY_HITS, headers=ES_PRODUCT)
+
+        return handler, searches
+
+    lost, lost_searches = once(NODE_LOST)
+    conn = connector(backend, [http_peer(lost).url], retries=1)
+    await conn.connect()
+    try:
+        answer = await conn._engine.read_call("POST", "/a2m-test-failover/_search", body=query)
+        assert answer["hits"]["hits"] == []
+    finally:
+        await conn.close()
+    assert len(lost_searches) == 2
+
+    # The same loss in the fetch phase of one shard of two: a 200 short of that shard's hits.
+    partial, partial_searches = once(PARTIAL, status=200)
+    conn = connector(backend, [http_peer(partial).url], retries=1)
+    await conn.connect()
+    try:
+        answer = await conn._engine.read_call("POST", "/a2m-test-failover/_search", body=query)
+        assert answer["_shards"]["failed"] == 0
+    finally:
+        await conn.close()
+    assert len(partial_searches) == 2
+
+    other = {"error": {"type": "illegal_state_exception", "reason": "x"}, "status": 500}
+    broken, broken_searches = once(other)
+    conn = connector(backend, [http_peer(broken).url], retries=1)
+    await conn.connect()
+    try:
+        with pytest.raises(EngineUnavailable):
+            await conn._engine.read_call("POST", "/a2m-test-failover/_search", body=query)
+    finally:
+        await conn.close()
+    assert len(broken_searches) == 1

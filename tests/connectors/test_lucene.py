@@ -439,6 +439,8 @@ def test_failure_translation() -> None:
         (EngineFailure("status", 503), True),
         (EngineFailure("status", 504), True),
         (EngineFailure("status", 500), False),
+        (EngineFailure("status", 500, causes=frozenset({"node_disconnected_exception"})), True),
+        (EngineFailure("status", 400, causes=frozenset({"node_closed_exception"})), False),
         (EngineFailure("status", 400), False),
     ],
 )
