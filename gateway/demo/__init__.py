@@ -6,7 +6,11 @@ section's text), ``title`` (the document's and the section's heading, which
 also leads the indexed text), ``uri`` (a relative reference to the
 section, ``gateway/demo/corpus/recall.md#limits``), ``media_type``
 (``text/markdown``), ``key`` (``demo/<file>/<section>``), ``group`` (the
-file's stem) and ``created_at`` (deterministic, distinct per chunk). Chunks
+file's stem) and ``created_at`` (deterministic, distinct per chunk). A section may
+hold one ``<!-- search: ... -->`` line, hidden wherever the markdown is rendered and
+never returned: the words a reader asks with that the section's own text does not use
+(a newcomer's "download a link" for "fetch a uri"); they are indexed in both legs
+between the title and the text. Chunks
 carry a lexical sparse vector (:class:`LexicalSparseEncoder`, with the
 collection's IDF modifier) and, when the ``minilm`` extra is installed, an
 all-MiniLM-L6-v2 dense vector: the store is then hybrid, else lexical (its
@@ -78,6 +82,13 @@ class Chunk:
     uri: str
     content: str
     created_at: str
+    search_terms: str = ""
+    """The section's ``<!-- search: ... -->`` line: the words a reader asks with that the
+    text does not use. Indexed in both legs with the title and content, never returned."""
+
+
+_SEARCH_TERMS = re.compile(r"<!--\s*search:(.*?)-->")
+"""A section's search terms: a markdown comment, so no rendering of the file shows it."""
 
 
 def _slug(heading: str) -> str:
@@ -96,16 +107,18 @@ def chunks() -> list[Chunk]:
     out: list[Chunk] = []
     for stem, text in corpus_files():
         doc_title = stem
-        sections: list[tuple[str, list[str]]] = []
+        sections: list[tuple[str, list[str], list[str]]] = []
         for line in text.splitlines():
             if line.startswith("# ") and not sections:
                 doc_title = line[2:].strip()
             elif line.startswith("## "):
-                sections.append((line[3:].strip(), []))
+                sections.append((line[3:].strip(), [], []))
+            elif sections and (hidden := _SEARCH_TERMS.fullmatch(line.strip())):
+                sections[-1][2].append(hidden.group(1).strip())
             elif sections:
                 sections[-1][1].append(line)
         seen: set[str] = set()
-        for heading, body in sections:
+        for heading, body, terms in sections:
             slug = _slug(heading)
             while slug in seen:  # two sections with one heading still get distinct keys
                 slug += "-2"
@@ -122,6 +135,7 @@ def chunks() -> list[Chunk]:
                     created_at=(EPOCH + timedelta(minutes=len(out))).strftime(
                         "%Y-%m-%dT%H:%M:%S.000Z"
                     ),
+                    search_terms=" ".join(terms),
                 )
             )
     return out
@@ -131,7 +145,9 @@ def fingerprint(items: list[Chunk], analyzer: str = "light") -> str:
     """Which corpus, encoded how: an on-disk collection with another fingerprint is rebuilt."""
     digest = hashlib.sha256(analyzer.encode())
     for c in items:
-        digest.update(repr((c.key, c.title, c.uri, c.content, c.created_at)).encode())
+        digest.update(
+            repr((c.key, c.title, c.uri, c.content, c.created_at, c.search_terms)).encode()
+        )
     return digest.hexdigest()[:16]
 
 
@@ -230,8 +246,9 @@ async def _index(
         "group": m.group or "group",
         "created_at": m.created_at or "created_at",
     }
-    # The title leads each chunk's terms, so a query naming the document finds it.
-    texts = [f"{c.title}\n{c.content}" for c in items]
+    # The title leads each chunk's terms, so a query naming the document finds it; the
+    # search terms add a reader's words for what the section's own words name.
+    texts = [f"{c.title}\n{c.search_terms}\n{c.content}".replace("\n\n", "\n") for c in items]
     analyzer = store.search.sparse_analyzer
     encoder = LexicalSparseEncoder(
         avgdl=LexicalSparseEncoder.average_length(texts, analyzer), analyzer=analyzer

@@ -75,6 +75,15 @@ def test_a_chunk_does_not_repeat_its_heading_in_content() -> None:
     assert "on disk" in on_disk
 
 
+def test_every_section_has_search_terms_that_its_content_never_shows() -> None:
+    """The ``<!-- search: ... -->`` line is indexed, not content: no answer carries it."""
+    for c in chunks():
+        assert c.search_terms, c.key
+        assert "<!--" not in c.content, c.key
+        assert "search:" not in c.content, c.key
+        assert "<!--" not in c.search_terms, c.key
+
+
 # -- config ----------------------------------------------------------------------------------
 
 
@@ -159,6 +168,18 @@ async def test_free_text_recall_finds_the_right_section(
 ) -> None:
     keys = await _recall(demo, query)
     assert expected in keys, keys
+
+
+@pytest.mark.integration
+async def test_a_word_only_in_the_search_terms_finds_its_section(demo: QdrantConnector) -> None:
+    section = next(c for c in chunks() if c.key == "demo/security/uris-are-never-fetched")
+    assert "ssrf" in section.search_terms
+    assert "ssrf" not in f"{section.title} {section.content}".lower()
+    hits = await demo.search(
+        SearchRequest(limit=3, sparse=LexicalSparseEncoder().encode_query("ssrf"))
+    )
+    assert [h.source["key"] for h in hits][:1] == [section.key]
+    assert all("ssrf" not in str(h.source).lower() for h in hits)
 
 
 @pytest.mark.integration
