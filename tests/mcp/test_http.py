@@ -94,7 +94,12 @@ async def test_search_fetch_timeline_agree_with_a2m(
             by_key = await client.call_tool("fetch", {"id": recall[0]["key"], "store": "demo"})
             by_key_doc = structured(by_key, tools["fetch"])
     assert [r["id"] for r in listing["results"]] == [f"demo:{r['id']}" for r in recall]
-    assert [r["score"] for r in listing["results"]] == [r["score"] for r in recall]
+    # The same ranking and scores, up to the last bits: the first search of a Qdrant
+    # local-mode collection can score a few ulps away from the searches after it (3e-11
+    # seen on the demo, vectors identical), and the search and recall here are two calls.
+    assert [r["score"] for r in listing["results"]] == pytest.approx(
+        [r["score"] for r in recall], rel=1e-9
+    )
     assert [r["cite"] for r in listing["results"]] == [f"[{i}]" for i in range(1, 6)]
     assert listing["truncated"] is False
     assert listing["omitted"] == 0
