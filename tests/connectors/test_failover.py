@@ -202,34 +202,25 @@ async def test_shards_lost_with_a_node_are_read_again_and_other_500s_are_not(
 
         return handler, searches
 
+    async def read(handler: Any) -> Any:
+        conn = connector(backend, [http_peer(handler).url], retries=1)
+        await conn.connect()
+        try:
+            return await conn._engine.read_call("POST", "/a2m-test-failover/_search", body=query)
+        finally:
+            await conn.close()
+
     lost, lost_searches = once(NODE_LOST)
-    conn = connector(backend, [http_peer(lost).url], retries=1)
-    await conn.connect()
-    try:
-        answer = await conn._engine.read_call("POST", "/a2m-test-failover/_search", body=query)
-        assert answer["hits"]["hits"] == []
-    finally:
-        await conn.close()
+    assert (await read(lost))["hits"]["hits"] == []
     assert len(lost_searches) == 2
 
     # The same loss in the fetch phase of one shard of two: a 200 short of that shard's hits.
     partial, partial_searches = once(PARTIAL, status=200)
-    conn = connector(backend, [http_peer(partial).url], retries=1)
-    await conn.connect()
-    try:
-        answer = await conn._engine.read_call("POST", "/a2m-test-failover/_search", body=query)
-        assert answer["_shards"]["failed"] == 0
-    finally:
-        await conn.close()
+    assert (await read(partial))["_shards"]["failed"] == 0
     assert len(partial_searches) == 2
 
     other = {"error": {"type": "illegal_state_exception", "reason": "x"}, "status": 500}
     broken, broken_searches = once(other)
-    conn = connector(backend, [http_peer(broken).url], retries=1)
-    await conn.connect()
-    try:
-        with pytest.raises(EngineUnavailable):
-            await conn._engine.read_call("POST", "/a2m-test-failover/_search", body=query)
-    finally:
-        await conn.close()
+    with pytest.raises(EngineUnavailable):
+        await read(broken)
     assert len(broken_searches) == 1
