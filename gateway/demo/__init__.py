@@ -248,7 +248,7 @@ async def _index(
     }
     # The title leads each chunk's terms, so a query naming the document finds it; the
     # search terms add a reader's words for what the section's own words name.
-    texts = [f"{c.title}\n{c.search_terms}\n{c.content}".replace("\n\n", "\n") for c in items]
+    texts = ["\n".join(filter(None, (c.title, c.search_terms, c.content))) for c in items]
     analyzer = store.search.sparse_analyzer
     encoder = LexicalSparseEncoder(
         avgdl=LexicalSparseEncoder.average_length(texts, analyzer), analyzer=analyzer
