@@ -24,6 +24,7 @@ READY_TIMEOUT_S = 240.0
 
 __all__ = [
     "GatewayProcess",
+    "compile_bytecode",
     "free_port",
     "gateway_command",
     "spawn_until_ready",
@@ -46,6 +47,23 @@ def gateway_command() -> list[str]:
         return [str(beside)]
     found = shutil.which("a2m-gateway")
     return [found] if found else [sys.executable, "-m", "gateway"]
+
+
+def compile_bytecode(root: str | None = None) -> None:
+    """Write the bytecode cache of the gateway's packages, as ``pip install`` and the image
+    leave them: start to ready then measures a start, not a compile of every project module
+    (about 0.1 s here, paid by every start under ``PYTHONDONTWRITEBYTECODE``)."""
+    import compileall
+
+    import connectors
+    import gateway
+
+    if root:
+        dirs = [Path(root) / name for name in ("gateway", "connectors")]
+    else:
+        dirs = [Path(m.__file__).parent for m in (gateway, connectors) if m.__file__]
+    for directory in dirs:
+        compileall.compile_dir(directory, quiet=1)
 
 
 def free_port() -> int:
@@ -127,6 +145,7 @@ def start_gateway(
     root = root or os.environ.get("A2M_BENCH_GATEWAY_ROOT")
     if root:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    compile_bytecode(root)
 
     def command(port: int) -> list[str]:
         cmd = [*gateway_command(), "serve", "--port", str(port)]
