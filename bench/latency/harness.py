@@ -529,13 +529,22 @@ def chart(report: Report, path: Path) -> None:
 
 
 def profile_gateway(
-    ways: Ways, pid: int, items: Sequence[Item], seconds: float, out_dir: Path, concurrency: int
+    ways: Ways,
+    pid: int,
+    items: Sequence[Item],
+    seconds: float,
+    out_dir: Path,
+    concurrency: int,
+    way: str = "gateway",
 ) -> str:
-    """py-spy on the gateway while it serves ``concurrency`` load; returns the summary text."""
+    """py-spy on the gateway process while ``way`` (A2M recall, or MCP search on the same
+    process) sends it ``concurrency`` load; returns the summary text."""
     from bench.latency.profile import summarise_file
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    suffix = "" if concurrency == 32 else f"-c{concurrency}"
+    suffix = ("" if way == "gateway" else f"-{way}") + (
+        "" if concurrency == 32 else f"-c{concurrency}"
+    )
     raw = out_dir / f"gateway-pyspy{suffix}.txt"
     # Beside this interpreter when run as .venv/bin/python without an activated venv.
     beside = Path(sys.executable).parent / "py-spy"
@@ -560,11 +569,11 @@ def profile_gateway(
     )
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and spy.poll() is None:
-        asyncio.run(ways.block("gateway", items, [], concurrency))
+        asyncio.run(ways.block(way, items, [], concurrency))
     _, err = spy.communicate(timeout=seconds + 60)
     if not raw.is_file():
         raise RuntimeError(f"py-spy wrote no profile: {err.decode(errors='replace')[-500:]}")
-    text = f"concurrency {concurrency}: " + summarise_file(raw).text()
+    text = f"{way}, concurrency {concurrency}: " + summarise_file(raw).text()
     (out_dir / f"gateway-profile{suffix}.txt").write_text(text + "\n")
     return text
 
@@ -675,6 +684,7 @@ def run(args: argparse.Namespace) -> Report:
                         args.profile_seconds,
                         Path(args.profile),
                         c,
+                        args.profile_way,
                     )
                     for c in args.profile_concurrency
                 )
@@ -728,6 +738,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         nargs="+",
         default=[32],
         help="the load(s) profiled, one py-spy run each (default 32)",
+    )
+    p.add_argument(
+        "--profile-way",
+        choices=["gateway", "mcp"],
+        default="gateway",
+        help="the calls sent while profiling: A2M recall (gateway) or MCP search (mcp)",
     )
     p.add_argument("--out", help="write the raw report (every latency) as JSON here")
     p.add_argument("--chart", help="write the PNG chart here")
