@@ -9,14 +9,12 @@ text cut, marked with an ellipsis and ``truncated: true``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
 
 TITLE_CHARS = 120
-_SPACE = re.compile(r"\s+")
 ELLIPSIS = "…"
 
 
@@ -32,11 +30,17 @@ def public_id(store: str, record_id: str, qualified: bool) -> str:
     return f"{store}:{record_id}" if qualified else record_id
 
 
+def _collapse(text: str) -> str:
+    """Runs of whitespace as one space, stripped: ``str.split`` splits on exactly what the
+    regex ``\\s+`` matches, at about an eighth of its CPU (it ran for every result)."""
+    return " ".join(text.split())
+
+
 def title_of(record: dict[str, Any]) -> str:
     metadata = record.get("metadata") or {}
     title = metadata.get("title") if isinstance(metadata, dict) else None
     if isinstance(title, str) and title.strip():
-        return _cut(_SPACE.sub(" ", title).strip(), TITLE_CHARS)
+        return _cut(_collapse(title), TITLE_CHARS)
     for line in (record.get("content") or "").splitlines():
         if line.strip():
             return _cut(line.strip().lstrip("#").strip(), TITLE_CHARS)
@@ -51,7 +55,7 @@ def _snippet(content: str, n: int) -> str:
     # Only the head is read: collapsing the whitespace of a whole long document per result
     # was most of a search's own CPU.
     head = content[: 2 * n + 64]
-    text = _cut(_SPACE.sub(" ", head).strip(), n)
+    text = _cut(_collapse(head), n)
     if len(head) < len(content) and not text.endswith(ELLIPSIS):
         text = text[: n - 1].rstrip() + ELLIPSIS  # cut inside a run of whitespace
     return text

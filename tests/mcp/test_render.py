@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import orjson
 import pytest
 from jsonschema import Draft202012Validator
@@ -72,3 +74,18 @@ def test_a_snippet_of_a_long_document_is_marked_cut_even_inside_whitespace() -> 
     assert len(r["snippet"]) <= 40
     (short,) = render.listing([record(2, "a  b\n c")], "d", False, budget)["results"]
     assert short["snippet"] == "a b c"
+
+
+def test_every_kind_of_whitespace_collapses_to_one_space_in_titles_and_snippets() -> None:
+    budget = render.Budget(max_chars=20_000, snippet_chars=300, text_format="compact")
+    # Every code point Python's `\s` matches: tab, newline, NEL, no-break space, U+2028, ...
+    spaces = [chr(c) for c in range(0x3001) if re.fullmatch(r"\s", chr(c))]
+    assert len(spaces) > 20
+    text = "".join(f"w{i}{s}{s}" for i, s in enumerate(spaces)).strip()
+    expected = " ".join(f"w{i}" for i in range(len(spaces)))
+    listing = render.listing(
+        [record(1, f"  {text}  ", metadata={"title": f"\u00a0{text}\t"})], "d", False, budget
+    )
+    (r,) = listing["results"]
+    assert len(expected) < render.TITLE_CHARS  # nothing is cut: only the spaces change
+    assert (r["title"], r["snippet"]) == (expected, expected)
