@@ -54,6 +54,12 @@ class Dispatcher:
         self.front = store.front
         self.ledger = ledger or Ledger()
         self._observers = observers or []
+        # Each served method's params model and front method, bound once.
+        self._served = {
+            m.name: (m.params, bound)
+            for m in METHODS.values()
+            if m.params is not None and (bound := m.bind(self.front)) is not None
+        }
 
     async def dispatch(self, method: str, params: Any, caller: Caller = LOCAL) -> Any:
         """Run one call for `caller` (set by the transport, never by the request).
@@ -122,7 +128,9 @@ class Dispatcher:
         # Capabilities are known only once the engine has been read.
         await self.store.ensure_started()
         self.front.gate_method(method)
-        if entry.handler is None or entry.params is None:
+        served = self._served.get(method)
+        if served is None:
             # a declared capability with no handler would be a bug
             raise CapabilityNotSupported(f"Server does not implement {method}")
-        return await entry.handler(self.front, parse_params(entry.params, params), caller)
+        model, handler = served
+        return await handler(parse_params(model, params), caller)

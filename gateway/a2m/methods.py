@@ -1,7 +1,9 @@
 """The one method registry: every method of the A2M 0.1 draft (DECISIONS.md §2).
 
 Each entry holds the method's name, its capability, its params model and its
-handler (what the front answers it with). The dispatcher routes by it, the
+handler: the name of the :class:`Reader` method that answers it, which each
+dispatcher binds to its front once (:meth:`Method.bind`), so a call runs the
+front's method directly. The dispatcher routes by it, the
 capability gate and describe's `methods` read it, and so does the MCP layer for
 the methods its tools call. A method without a handler is one this read-only
 gateway never serves: writes answer READ_ONLY before params are read; the
@@ -51,7 +53,8 @@ class Reader(Protocol):
     async def fetch(self, params: FetchParams, caller: Caller) -> dict[str, Any]: ...
 
 
-Handler = Callable[[Reader, Any, Caller], Awaitable[dict[str, Any]]]
+ReaderMethod = Callable[[Any, Caller], Awaitable[dict[str, Any]]]
+"""A Reader's method, bound: (parsed params, caller) -> the wire result."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,38 +62,27 @@ class Method:
     name: str
     capability: Capability
     params: type[Params] | None = None
-    handler: Handler | None = None
+    handler: str | None = None
+    """The Reader method answering it; None: never served here."""
     writes: bool = False
 
-
-def _describe(r: Reader, p: Any, c: Caller) -> Awaitable[dict[str, Any]]:
-    return r.describe(p, c)
-
-
-def _recall(r: Reader, p: Any, c: Caller) -> Awaitable[dict[str, Any]]:
-    return r.recall(p, c)
-
-
-def _timeline(r: Reader, p: Any, c: Caller) -> Awaitable[dict[str, Any]]:
-    return r.timeline(p, c)
-
-
-def _fetch(r: Reader, p: Any, c: Caller) -> Awaitable[dict[str, Any]]:
-    return r.fetch(p, c)
+    def bind(self, reader: Reader) -> ReaderMethod | None:
+        """This method's handler on `reader`, or None when it has none."""
+        return None if self.handler is None else getattr(reader, self.handler)
 
 
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        Method("memory/describe", Capability.CORE, DescribeParams, _describe),
+        Method("memory/describe", Capability.CORE, DescribeParams, "describe"),
         Method("memory/remember", Capability.CORE, writes=True),
-        Method("memory/recall", Capability.CORE, RecallParams, _recall),
-        Method("memory/timeline", Capability.CORE, TimelineParams, _timeline),
+        Method("memory/recall", Capability.CORE, RecallParams, "recall"),
+        Method("memory/timeline", Capability.CORE, TimelineParams, "timeline"),
         Method("memory/forget", Capability.CORE, writes=True),
         Method("memory/promote", Capability.TIERS),
         Method("memory/consolidate", Capability.TIERS),
         Method("memory/reinforce", Capability.SALIENCE),
-        Method("memory/fetch", Capability.KEYS, FetchParams, _fetch),
+        Method("memory/fetch", Capability.KEYS, FetchParams, "fetch"),
         Method("memory/session/list", Capability.SESSIONS),
         Method("memory/session/close", Capability.SESSIONS),
         Method("memory/events", Capability.EVENTS),

@@ -162,8 +162,7 @@ class Front:
     ) -> dict[str, Any]:
         """The wire result: the records, and the prompt when one is wanted."""
         result: dict[str, Any] = {"records": [r.to_wire() for r in records]}
-        if wanted(options):
-            assert options is not None
+        if options is not None and wanted(options):
             rendered = render(records, options, prefer_newest=prefer_newest)
             result["prompt"] = rendered.text
             result["prompt_ids"] = rendered.ids

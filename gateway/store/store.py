@@ -101,7 +101,8 @@ class Store:
 
     async def ensure_started(self) -> None:
         """Open the store on first use (see Opener.ensure)."""
-        await self._opener.ensure(self)
+        if not self.started:
+            await self._opener.ensure(self)
 
     async def start(self) -> None:
         """Run the bootstrap, open the engine, fix capabilities (see Opener.open)."""

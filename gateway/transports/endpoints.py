@@ -6,6 +6,7 @@ Starlette wiring, so the hot path (`A2MEndpoints.rpc`) can be called directly.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import orjson
@@ -15,6 +16,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from gateway import PROTOCOL
+from gateway.a2m.dispatcher import Dispatcher
 from gateway.a2m.errors import A2MError, ErrorCode, ProtocolNotSupported
 from gateway.a2m.jsonrpc import error_body, handle_message
 from gateway.config import ServerConfig
@@ -51,6 +53,11 @@ class A2MEndpoints:
         if gateway.federations:
             endpoints["federations"] = {n: f"/a2m/{n}" for n in gateway.federations}
         self._endpoints = endpoints
+        # Fixed at start: which dispatcher a path names (None: the default store's).
+        self._dispatchers: dict[str | None, Dispatcher] = {
+            n: d for n, d in gateway.dispatchers.items()
+        }
+        self._dispatchers[None] = gateway.dispatcher()
 
     def routes(self) -> list[BaseRoute]:
         return [
@@ -71,9 +78,8 @@ class A2MEndpoints:
         ctype = head.media_type()
         if ctype != JSON and not ctype.endswith("+json"):
             return plain(415, "Content-Type must be application/json")
-        try:
-            dispatcher = self._gateway.dispatcher(store)
-        except UnknownStore:
+        dispatcher = self._dispatchers.get(store)
+        if dispatcher is None:
             return plain(404, "no such store")
         refused = await self._charge(caller, store)
         if refused is not None:
@@ -81,9 +87,7 @@ class A2MEndpoints:
         body = await self._read_body(request, head)
         if isinstance(body, Response):
             return body
-
-        async def dispatch(method: str, params: Any) -> Any:
-            return await dispatcher.dispatch(method, params, caller)
+        dispatch = partial(dispatcher.dispatch, caller=caller)
 
         inflight = self._metrics.inflight
         inflight.inc()
