@@ -1,5 +1,9 @@
 """Tool arguments (pydantic) and the JSON Schemas clients see, built from each store's mapping.
 
+Each tool is a :class:`Tool` over an entry of the A2M method registry
+(gateway.a2m.methods): the method a call runs, and the params it passes
+through, which must be params of that method's model (checked when the table
+is built, so a renamed param cannot leave a tool sending what A2M ignores).
 The input schema of ``search`` and ``timeline`` lists the ``where`` fields the
 store's mapping exposes (the only ones A2M filters on), with example values
 when they were cheap to learn (an unscoped store's first records: a scoped
@@ -16,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.a2m.methods import METHODS, Method
 from gateway.a2m.params import WhereValue
 from gateway.federation.federation import Federation
 from gateway.front.profile import Limits
@@ -53,9 +58,6 @@ class TimelineArgs(_Args):
     where: dict[str, WhereValue] | None = None
     key_prefix: str | None = None
     store: str | None = None
-
-
-ARGS: dict[str, type[_Args]] = {"search": SearchArgs, "fetch": FetchArgs, "timeline": TimelineArgs}
 
 
 def where_fields(store: Store) -> list[str]:
@@ -159,47 +161,64 @@ def _store_schema(sources: Sequence[Source]) -> dict[str, Any]:
     }
 
 
-def input_schema(
-    tool: str, sources: Sequence[Source], multi: bool, examples: Mapping[str, Mapping[str, Any]]
-) -> dict[str, Any]:
-    """The inputSchema of `tool` over `sources` (`multi`: the all-stores endpoint, with `store`)."""
-    props: dict[str, Any] = {}
-    required: list[str] = []
-    if tool == "search":
-        props["query"] = {
+def _property(
+    name: str,
+    tool: str,
+    sources: Sequence[Source],
+    examples: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any] | None:
+    """The schema of one argument over `sources`; None: not offered there."""
+    if name == "query":
+        return {
             "type": "string",
             "minLength": 1,
             "maxLength": max(s.max_query_length for s in sources),
             "description": "what to look for, in natural language or keywords",
         }
-        required.append("query")
-    if tool == "fetch":
-        props["id"] = {
+    if name == "id":
+        return {
             "type": "string",
             "minLength": 1,
             "description": "the `id` of a search or timeline result (a record key also works)",
         }
-        required.append("id")
-    else:
-        props["limit"] = {
+    if name == "limit":
+        return {
             "type": "integer",
             "minimum": 1,
             "maximum": max(s.max_limit for s in sources),
             "default": sources[0].default_limit(tool),
             "description": "how many records at most",
         }
-        props["where"] = _where_schema(sources, examples)
-        if any(s.keys for s in sources):
-            props["key_prefix"] = {
-                "type": "string",
-                "description": "only records whose key starts with this",
-            }
+    if name == "where":
+        return _where_schema(sources, examples)
+    if name == "key_prefix":
+        if not any(s.keys for s in sources):
+            return None
+        return {"type": "string", "description": "only records whose key starts with this"}
+    raise AssertionError(f"no schema for the argument {name!r}")
+
+
+REQUIRED = ("query", "id")
+"""Arguments a call must give (the others have defaults)."""
+
+
+def input_schema(
+    tool: Tool, sources: Sequence[Source], multi: bool, examples: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The inputSchema of `tool` over `sources` (`multi`: the all-stores endpoint, with `store`)."""
+    props: dict[str, Any] = {}
+    for name in tool.args.model_fields:
+        if name == "store":
+            continue
+        prop = _property(name, tool.name, sources, examples)
+        if prop is not None:
+            props[name] = prop
     if multi:
         props["store"] = _store_schema(sources)
     return {
         "type": "object",
         "properties": props,
-        "required": required,
+        "required": [n for n in REQUIRED if n in props],
         "additionalProperties": False,
     }
 
@@ -258,8 +277,49 @@ _DOCUMENT: dict[str, Any] = {
     "required": ["id", "cite", "title", "text", "store", "metadata", "truncated"],
 }
 
-OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
-    "search": _LISTING,
-    "timeline": _LISTING,
-    "fetch": _DOCUMENT,
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool: its arguments, the A2M method a call runs, and its output schema."""
+
+    name: str
+    title: str
+    args: type[_Args]
+    method: Method
+    output: dict[str, Any]
+    own: frozenset[str] = frozenset()
+    """Arguments that are the tool's own, not params of `method` (fetch's `id`)."""
+    by_key: Method | None = None
+    """A second call when the first found nothing (fetch: by key, on stores with keys)."""
+    passes: tuple[str, ...] = ()
+    """The arguments sent to `method` as its params of the same name (derived)."""
+
+    def __post_init__(self) -> None:
+        assert self.method.params is not None, self.method.name
+        params = self.method.params.model_fields
+        names = [n for n in self.args.model_fields if n != "store"]
+        stray = set(names) - set(params) - self.own
+        if stray:
+            raise TypeError(f"tool {self.name}: {sorted(stray)} are not {self.method.name} params")
+        object.__setattr__(self, "passes", tuple(n for n in names if n not in self.own))
+
+
+TOOLS: dict[str, Tool] = {
+    t.name: t
+    for t in (
+        Tool("search", "Search", SearchArgs, METHODS["memory/recall"], _LISTING),
+        Tool(
+            "fetch",
+            "Fetch record",
+            FetchArgs,
+            METHODS["memory/recall"],
+            _DOCUMENT,
+            own=frozenset({"id"}),
+            by_key=METHODS["memory/fetch"],
+        ),
+        Tool("timeline", "Newest records", TimelineArgs, METHODS["memory/timeline"], _LISTING),
+    )
 }
+"""Every tool, in the order tools/list gives them."""
+
+OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {n: t.output for n, t in TOOLS.items()}

@@ -23,15 +23,7 @@ from gateway.a2m.failures import to_a2m_error
 from gateway.a2m.params import explain
 from gateway.config import McpConfig
 from gateway.mcp import render
-from gateway.mcp.schemas import (
-    ARGS,
-    OUTPUT_SCHEMAS,
-    FetchArgs,
-    SearchArgs,
-    Source,
-    TimelineArgs,
-    input_schema,
-)
+from gateway.mcp.schemas import TOOLS, FetchArgs, Source, Tool, input_schema
 from gateway.observability.telemetry import active as active_tracing
 from gateway.runtime import Gateway
 from gateway.security.scopes import Caller
@@ -107,6 +99,7 @@ class McpTools:
         # Every store and federation, by the name a client passes as `store` (fixed at start).
         self._all = {n: Source.of_store(s) for n, s in gateway.stores.items()}
         self._all.update({n: Source.of_federation(f) for n, f in gateway.federations.items()})
+        self._dispatchers = gateway.dispatchers
 
     def _sources(self, endpoint: Endpoint) -> list[Source]:
         sources = self._all
@@ -143,16 +136,14 @@ class McpTools:
         )
         return [
             types.Tool(
-                name=name,
-                title={"search": "Search", "fetch": "Fetch record", "timeline": "Newest records"}[
-                    name
-                ],
-                description=DESCRIPTIONS[name].format(what=what) + about,
-                input_schema=input_schema(name, sources, endpoint.multi, self._examples),
-                output_schema=OUTPUT_SCHEMAS[name],
+                name=tool.name,
+                title=tool.title,
+                description=DESCRIPTIONS[tool.name].format(what=what) + about,
+                input_schema=input_schema(tool, sources, endpoint.multi, self._examples),
+                output_schema=tool.output,
                 annotations=ANNOTATIONS,
             )
-            for name in ("search", "fetch", "timeline")
+            for tool in TOOLS.values()
         ]
 
     async def call(
@@ -173,22 +164,19 @@ class McpTools:
         caller: Caller,
         span: _ToolOutcome,
     ) -> types.CallToolResult:
-        model = ARGS.get(name)
-        if model is None:
+        tool = TOOLS.get(name)
+        if tool is None:
             span.failed(None)
-            return _error(f"Unknown tool {name[:64]!r}: this server offers search, fetch, timeline")
+            return _error(f"Unknown tool {name[:64]!r}: this server offers {', '.join(TOOLS)}")
         try:
-            args = model.model_validate(dict(arguments or {}))
+            args = tool.args.model_validate(dict(arguments or {}))
             source, qualified, args = self._resolve(endpoint, args)
             span.store(source.name)
             _check_limit(args, source)
-            if isinstance(args, SearchArgs):
-                structured = await self._search(source, qualified, args, caller)
-            elif isinstance(args, TimelineArgs):
-                structured = await self._timeline(source, qualified, args, caller)
+            if isinstance(args, FetchArgs):
+                structured = await self._fetch(tool, source, qualified, args, caller)
             else:
-                assert isinstance(args, FetchArgs)
-                structured = await self._fetch(source, qualified, args, caller)
+                structured = await self._read(tool, source, qualified, args, caller)
         except ValidationError as exc:
             span.failed(int(ErrorCode.INVALID_PARAMS))
             return _error(_describe_invalid(exc))
@@ -233,47 +221,26 @@ class McpTools:
                 args = args.model_copy(update={"id": rest})
         return stores[name], True, args
 
-    def _read_params(self, args: SearchArgs | TimelineArgs) -> dict[str, Any]:
-        params: dict[str, Any] = {}
-        if args.limit is not None:
-            params["limit"] = args.limit
-        if args.where is not None:
-            params["where"] = args.where
-        if args.key_prefix is not None:
-            params["key_prefix"] = args.key_prefix
-        return params
-
-    async def _search(
-        self, store: Source, qualified: bool, args: SearchArgs, caller: Caller
+    async def _read(
+        self, tool: Tool, store: Source, qualified: bool, args: Any, caller: Caller
     ) -> dict[str, Any]:
-        params = {"query": args.query, **self._read_params(args)}
-        result = await self._gateway.dispatcher(store.name).dispatch(
-            "memory/recall", params, caller
-        )
-        return render.listing(
-            result["records"], store.name, qualified, self._budget, result.get("left_out")
-        )
-
-    async def _timeline(
-        self, store: Source, qualified: bool, args: TimelineArgs, caller: Caller
-    ) -> dict[str, Any]:
-        result = await self._gateway.dispatcher(store.name).dispatch(
-            "memory/timeline", self._read_params(args), caller
-        )
+        """search and timeline: the tool's A2M method with the arguments it passes through."""
+        params = {n: v for n in tool.passes if (v := getattr(args, n)) is not None}
+        result = await self._dispatchers[store.name].dispatch(tool.method.name, params, caller)
         return render.listing(
             result["records"], store.name, qualified, self._budget, result.get("left_out")
         )
 
     async def _fetch(
-        self, store: Source, qualified: bool, args: FetchArgs, caller: Caller
+        self, tool: Tool, store: Source, qualified: bool, args: FetchArgs, caller: Caller
     ) -> dict[str, Any]:
-        dispatcher = self._gateway.dispatcher(store.name)
+        dispatcher = self._dispatchers[store.name]
         result = await dispatcher.dispatch(
-            "memory/recall", {"where": {"id": args.id}, "limit": 1}, caller
+            tool.method.name, {"where": {"id": args.id}, "limit": 1}, caller
         )
         record = result["records"][0] if result["records"] else None
-        if record is None and store.keys:
-            found = await dispatcher.dispatch("memory/fetch", {"key": args.id}, caller)
+        if record is None and tool.by_key is not None and store.keys:
+            found = await dispatcher.dispatch(tool.by_key.name, {"key": args.id}, caller)
             record = found["record"]
         if record is None:
             raise ToolError(
