@@ -15,6 +15,8 @@ from typing import Any, Literal
 import orjson
 
 TITLE_CHARS = 120
+TITLE_SCAN_CHARS = 4096
+"""How much of a document is split into lines first, looking for its title."""
 ELLIPSIS = "…"
 
 
@@ -41,10 +43,26 @@ def title_of(record: dict[str, Any]) -> str:
     title = metadata.get("title") if isinstance(metadata, dict) else None
     if isinstance(title, str) and title.strip():
         return _cut(_collapse(title), TITLE_CHARS)
-    for line in (record.get("content") or "").splitlines():
-        if line.strip():
-            return _cut(line.strip().lstrip("#").strip(), TITLE_CHARS)
+    line = _first_line(record.get("content") or "")
+    if line is not None:
+        return _cut(line.strip().lstrip("#").strip(), TITLE_CHARS)
     return record.get("key") or str(record["id"])
+
+
+def _first_line(content: str) -> str | None:
+    """The first line that is not blank; the document's head is read first (titles are
+    near the top, and splitting a whole long document per result costs its length)."""
+    head = content[:TITLE_SCAN_CHARS]
+    lines = head.splitlines()
+    cut = len(head) < len(content)
+    for line in lines[:-1] if cut else lines:  # a cut head's last line may go on
+        if line.strip():
+            return line
+    if cut:
+        for line in content.splitlines():
+            if line.strip():
+                return line
+    return None
 
 
 def _cut(text: str, n: int) -> str:
@@ -118,7 +136,11 @@ def text_of(structured: dict[str, Any], budget: Budget) -> str:
 
 
 def _size(structured: dict[str, Any], budget: Budget) -> int:
-    return max(len(orjson.dumps(structured).decode()), len(text_of(structured, budget)))
+    """The larger of the text block and the JSON of structuredContent, in characters."""
+    as_json = len(orjson.dumps(structured).decode())
+    if budget.text_format == "json":
+        return as_json  # the text block is that JSON
+    return max(as_json, len(text_of(structured, budget)))
 
 
 def listing(
@@ -136,13 +158,15 @@ def listing(
     out: dict[str, Any] = {"results": results, "truncated": False, "omitted": 0}
     if left_out:
         out["left_out"] = [{"member": m["member"], "reason": m["reason"]} for m in left_out]
-    while _size(out, budget) > budget.max_chars and len(results) > 1:
+    size = _size(out, budget)
+    while size > budget.max_chars and len(results) > 1:
         results.pop()
         out["omitted"] += 1
         out["truncated"] = True
-    if results and _size(out, budget) > budget.max_chars:
+        size = _size(out, budget)
+    if results and size > budget.max_chars:
         # One result alone is too long: cut its snippet to what is left.
-        excess = _size(out, budget) - budget.max_chars
+        excess = size - budget.max_chars
         results[0]["snippet"] = _cut(
             results[0]["snippet"], max(len(results[0]["snippet"]) - excess, 0)
         )

@@ -89,3 +89,16 @@ def test_every_kind_of_whitespace_collapses_to_one_space_in_titles_and_snippets(
     (r,) = listing["results"]
     assert len(expected) < render.TITLE_CHARS  # nothing is cut: only the spaces change
     assert (r["title"], r["snippet"]) == (expected, expected)
+
+
+def test_a_title_is_the_first_non_blank_line_wherever_it_starts() -> None:
+    head = render.TITLE_SCAN_CHARS
+    cases = {
+        "# first": "\n\n# first\nsecond",
+        "x" * 119 + render.ELLIPSIS: " " * (head - 3) + "\n" + "x" * 300,
+        "late title": "\n" * (head + 10) + "late title\nmore",
+        "abcdefgh": "\n" * (head - 2) + "abcdefgh" + "\nrest",
+    }
+    for expected, content in cases.items():
+        assert render.title_of({"id": 1, "content": content}) == expected.lstrip("# ")
+    assert render.title_of({"id": 1, "content": "\n \n" * 3000, "key": "k"}) == "k"
