@@ -18,10 +18,14 @@ _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>.*?)(?::(?P<line>\d+))?\)$")
 
 # First match wins, checked from the top of the stack down.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("logging", ("logging/", "gateway/logsetup")),
-    ("metrics (prometheus)", ("prometheus_client/", "gateway/metrics")),
+    ("logging", ("logging/", "gateway/observability/logs")),
+    ("metrics (prometheus)", ("prometheus_client/", "gateway/observability/metrics")),
+    (
+        "tracing (OpenTelemetry)",
+        ("opentelemetry/", "gateway/observability/tracing", "gateway/observability/telemetry"),
+    ),
     ("JSON (orjson/json)", ("orjson", "json/")),
-    ("pydantic params", ("pydantic", "gateway/params")),
+    ("pydantic params", ("pydantic", "gateway/a2m/params")),
     (
         "engine client (opensearch-py/aiohttp)",
         (
@@ -34,16 +38,30 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("connector + retries", ("connectors/", "tenacity/")),
-    ("store + mapper", ("gateway/store", "gateway/mapping", "gateway/records", "gateway/prompt")),
-    ("dispatcher + JSON-RPC", ("gateway/dispatcher", "gateway/jsonrpc", "gateway/methods")),
+    ("guard (breaker, shedding)", ("gateway/resilience/",)),
+    ("store + mapper", ("gateway/store/", "gateway/config/")),
+    ("front + federation", ("gateway/front/", "gateway/federation/")),
+    ("security (auth, scopes, rate limit)", ("gateway/security/",)),
+    # The MCP SDK's own modules sit at the top of site-packages: "(mcp/..." after _short.
+    ("MCP (SDK and tools)", ("(mcp/", "(mcp_types/", "gateway/mcp/", "transports/mcp_door")),
+    ("dispatcher + JSON-RPC", ("gateway/a2m/", "gateway/runtime")),
     # Before the app's layer: the gateway's protocol guards and the one write per response.
     (
         "HTTP server (uvicorn/httptools)",
-        ("uvicorn/", "httptools", "h11/", "transports/coalesce", "transports/h11_guard"),
+        (
+            "uvicorn/",
+            "httptools",
+            "h11/",
+            "transports/coalesce",
+            "transports/h11_guard",
+            "transports/httptools_guard",
+            "transports/head_deadline",
+        ),
     ),
-    ("HTTP app (FastAPI/Starlette)", ("fastapi/", "starlette/", "gateway/transports")),
-    ("event loop (asyncio/uvloop)", ("asyncio/", "uvloop", "selectors")),
+    ("HTTP app (Starlette)", ("starlette/", "gateway/transports/")),
+    ("event loop (asyncio/anyio)", ("asyncio/", "uvloop", "selectors", "anyio/")),
 )
+"""Each layer and the path fragments of its frames (project ones as paths under the root)."""
 
 
 # Top frames where py-spy sees the thread inside a system call that hands the CPU to another
