@@ -86,7 +86,8 @@ def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
         if tracing is None:
             return await tools.call(endpoint, params.name, params.arguments, caller)
         headers = ctx.request.headers if ctx.request is not None else None
-        with tracing.incoming(headers, keep_current=True):
+        # The message's own _meta traceparent wins over the HTTP request's (MCP's context).
+        with tracing.incoming(ctx.meta, headers):
             return await tools.call(endpoint, params.name, params.arguments, caller)
 
     def no_header_params(name: str) -> None:
@@ -94,7 +95,7 @@ def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
         # validate; without this the SDK would run tools/list before every 2026-07-28 call.
         return None
 
-    return Server(
+    server: Server[Any] = Server(
         "a2m-gateway",
         version=__version__,
         title="a2m-gateway",
@@ -103,6 +104,12 @@ def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
         on_call_tool=on_call_tool,
         get_tool_input_schema=no_header_params,
     )
+    # The SDK's default middleware is one OpenTelemetry span per message, on the global
+    # tracer provider. The gateway makes each tool call's span itself, on its own provider
+    # (observability.tracing), so the SDK's would be a no-op costing CPU on every call, or,
+    # under an auto-instrumented process, a second span for the same call.
+    server.middleware.clear()
+    return server
 
 
 class McpHttpApp:

@@ -124,29 +124,29 @@ class Tracing:
         self._fields = tuple(propagate.get_global_textmap().fields)
 
     @contextmanager
-    def incoming(
-        self, headers: Mapping[str, str] | None, *, keep_current: bool = False
-    ) -> Iterator[None]:
+    def incoming(self, *carriers: Mapping[str, Any] | None) -> Iterator[None]:
         """Run the block under the caller's trace (W3C ``traceparent``), when it sent one.
 
-        keep_current: a trace already current wins (MCP: the SDK has made the
-        ``traceparent`` of the message's ``_meta`` current before the tool runs).
+        carriers: where a trace may come from, in order of precedence; the first that
+        holds a valid one wins (MCP: the message's ``_meta``, then the HTTP headers).
         """
-        if headers is None or (
-            keep_current and trace.get_current_span().get_span_context().is_valid
-        ):
-            yield
+        for carrier in carriers:
+            if carrier is None:
+                continue
+            # Only the propagators' own fields, read once each (a Starlette lookup scans them all).
+            fields = {name: v for name in self._fields if (v := carrier.get(name)) is not None}
+            if not fields:
+                continue
+            extracted = propagate.extract(fields)
+            if not trace.get_current_span(extracted).get_span_context().is_valid:
+                continue  # malformed: the next carrier may hold a good one
+            token = context.attach(extracted)
+            try:
+                yield
+            finally:
+                context.detach(token)
             return
-        # Only the propagators' own headers, read once each (a Starlette lookup scans them all).
-        carrier = {name: v for name in self._fields if (v := headers.get(name)) is not None}
-        if not carrier:
-            yield
-            return
-        token = context.attach(propagate.extract(carrier))
-        try:
-            yield
-        finally:
-            context.detach(token)
+        yield
 
     def call(self, store: Any, method: str, params: Any) -> CallSpan:
         """Start the span of one call on ``store`` (a Store or a Federation)."""
