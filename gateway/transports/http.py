@@ -116,12 +116,13 @@ class _A2MApp(Starlette):
     client gone mid-body is logged at debug; any other exception is logged once
     and, if nothing was sent yet, answered 500 with a fixed body: never a raw
     traceback). Inside it, ``POST /a2m`` and ``POST /a2m/{store}`` (the hot
-    path) go straight to the handler the routes use, skipping Starlette's
-    middleware and router; every other route, the MCP door included, and
-    lifespan go through them.
+    path) go straight to the handler the routes use, and ``/mcp`` and
+    ``/mcp/{store}`` to the MCP door, skipping Starlette's middleware and
+    router; every other route and lifespan go through them.
     """
 
     rpc_handler: Any = None
+    mcp_door: Any = None
     host_guard: HostGuard | None = None
     metrics: Metrics | None = None
 
@@ -172,6 +173,12 @@ class _A2MApp(Starlette):
                 response = await handler(Request(scope, receive), store)
                 await response(scope, receive, send)
                 return
+        door = self.mcp_door
+        if door is not None:
+            path = scope["path"]
+            if path == "/mcp" or (path.startswith("/mcp/") and path[5:] and "/" not in path[5:]):
+                await door(scope, receive, send)  # every method: the door answers each
+                return
         await super().__call__(scope, receive, send)
 
 
@@ -221,6 +228,7 @@ def create_app(
         door: Any = mcp
         for path in ("/mcp", "/mcp/{store}", "/.well-known/oauth-protected-resource{rest:path}"):
             app.router.add_route(path, door, include_in_schema=False)
+        app.mcp_door = door
 
     app.rpc_handler = a2m.rpc
     return app
