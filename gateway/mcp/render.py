@@ -71,7 +71,11 @@ def _cut(text: str, n: int) -> str:
 
 def _snippet(content: str, n: int) -> str:
     # Only the head is read: collapsing the whitespace of a whole long document per result
-    # was most of a search's own CPU.
+    # was most of a search's own CPU. Collapsing a prefix gives a prefix of the longer
+    # head's collapse, so when the short head already runs past n the cut is the same.
+    short = _collapse(content[: n + 64])
+    if len(short) > n:
+        return _cut(short, n)
     head = content[: 2 * n + 64]
     text = _cut(_collapse(head), n)
     if len(head) < len(content) and not text.endswith(ELLIPSIS):

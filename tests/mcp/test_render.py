@@ -6,6 +6,8 @@ import re
 
 import orjson
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from gateway.mcp import render
@@ -102,3 +104,26 @@ def test_a_title_is_the_first_non_blank_line_wherever_it_starts() -> None:
     for expected, content in cases.items():
         assert render.title_of({"id": 1, "content": content}) == expected.lstrip("# ")
     assert render.title_of({"id": 1, "content": "\n \n" * 3000, "key": "k"}) == "k"
+
+
+@settings(max_examples=400, deadline=None)
+@example("a" + " " * 64 + "b", 1)  # the short head's collapse is exactly n long
+@example("w" * 7 + "\n" * 70 + "more", 7)
+@given(
+    st.lists(
+        st.sampled_from(["a", "bc", "word ", " ", "  ", "\n", "\t", "\u2028", "\xa0"]),
+        max_size=700,
+    ).map("".join),
+    st.sampled_from([1, 2, 7, 40, 300]),
+)
+def test_a_snippet_is_the_cut_of_the_collapsed_head(content: str, n: int) -> None:
+    # The snippet reads a short head first; it must cut as reading 2n + 64 characters does.
+    head = content[: 2 * n + 64]
+    collapsed = " ".join(head.split())
+    if len(collapsed) > n or len(head) < len(content):
+        expected = collapsed[: n - 1].rstrip() + render.ELLIPSIS
+    else:
+        expected = collapsed
+    budget = render.Budget(max_chars=10**6, snippet_chars=n, text_format="compact")
+    (r,) = render.listing([record(1, content)], "d", False, budget)["results"]
+    assert r["snippet"] == expected
