@@ -10,6 +10,9 @@ Ways:
 - ``opensearch-gateway``: the client as the gateway builds it (its connection class,
   orjson), called the way the connector calls it (``OpenSearchDialect.request``).
 - ``elasticsearch-gateway``: the same for ``AsyncElasticsearch`` (``ElasticsearchDialect``).
+- ``opensearch-gateway-traced``: ``opensearch-gateway`` with an aiohttp client
+  ``TraceConfig`` on its session (two receivers): what aiohttp's client tracing costs a
+  call, every trace signal of the request run whether anyone listens or not.
 - ``aiohttp``: a raw aiohttp session, orjson both ways: no engine client at all.
 - ``pyreqwest``: a raw pyreqwest (Rust) client, orjson both ways (needs ``pip install
   pyreqwest``; skipped when it is absent).
@@ -18,6 +21,7 @@ Ways:
   classes' Retry-After, resend, TLS or error-mapping work).
 
     python -m bench.http_clients --calls 3000
+    python -m bench.http_clients --engine-url http://127.0.0.1:9200 --index scifact  # a real node
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ HITS = [
     }
     for i in range(10)
 ]
+_INDEX = ["idx"]
+"""The index every way searches (``--index`` with ``--engine-url``)."""
 ANSWER = orjson.dumps({"took": 1, "timed_out": False, "hits": {"hits": HITS}})
 RESPONSE = (
     b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-elastic-product: Elasticsearch\r\n"
@@ -101,14 +107,14 @@ def _spec(backend: str, url: str) -> Any:
     from connectors.spec import ConnectionSpec, ConnectorSpec
 
     connection = ConnectionSpec(hosts=(url,), pool_maxsize=64)
-    return ConnectorSpec(backend=backend, index="idx", connection=connection)  # type: ignore[arg-type]
+    return ConnectorSpec(backend=backend, index=_INDEX[0], connection=connection)  # type: ignore[arg-type]
 
 
 async def _opensearch_py(url: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
     from opensearchpy import AsyncOpenSearch
 
     client = AsyncOpenSearch(hosts=[url], maxsize=64)
-    return lambda: client.search(index="idx", body=BODY), client.close
+    return lambda: client.search(index=_INDEX[0], body=BODY), client.close
 
 
 async def _gateway(backend: str, url: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
@@ -117,9 +123,35 @@ async def _gateway(backend: str, url: str) -> tuple[Call, Callable[[], Awaitable
     dialect = dialect_for(backend)
     client = await dialect.make_client(_spec(backend, url))
     return (
-        lambda: dialect.request(client, "POST", "/idx/_search", seconds=5.0, body=BODY),
+        lambda: dialect.request(client, "POST", f"/{_INDEX[0]}/_search", seconds=5.0, body=BODY),
         lambda: dialect.close_client(client),
     )
+
+
+async def _traced(url: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
+    import aiohttp
+
+    from connectors.lucene.connector import dialect_for
+
+    dialect = dialect_for("opensearch")
+    client = await dialect.make_client(_spec("opensearch", url))
+
+    async def call() -> Any:
+        return await dialect.request(
+            client, "POST", f"/{_INDEX[0]}/_search", seconds=5.0, body=BODY
+        )
+
+    async def noted(session: Any, ctx: Any, params: Any) -> None:
+        return None
+
+    config = aiohttp.TraceConfig()
+    config.on_connection_reuseconn.append(noted)
+    config.on_connection_create_end.append(noted)
+    config.freeze()
+    await call()  # the client makes its session on the first request
+    for connection in client.transport.connection_pool.connections:
+        connection.session.trace_configs.append(config)
+    return call, lambda: dialect.close_client(client)
 
 
 async def _aiohttp(url: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
@@ -130,7 +162,7 @@ async def _aiohttp(url: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
 
     async def call() -> Any:
         async with session.post(
-            f"{url}/idx/_search", data=orjson.dumps(BODY), headers=headers
+            f"{url}/{_INDEX[0]}/_search", data=orjson.dumps(BODY), headers=headers
         ) as r:
             return orjson.loads(await r.read())
 
@@ -141,7 +173,7 @@ async def _pyreqwest(url: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
     from pyreqwest.client import ClientBuilder
 
     client = ClientBuilder().max_connections(64).build()
-    target = f"{url}/idx/_search"
+    target = f"{url}/{_INDEX[0]}/_search"
 
     async def call() -> Any:
         request = client.post(target).header("content-type", "application/json")
@@ -196,7 +228,7 @@ async def _opensearch_pyreqwest(url: str) -> tuple[Call, Callable[[], Awaitable[
     dialect = OpenSearchDialect(connection_class=_pyreqwest_connection())
     client = await dialect.make_client(_spec("opensearch", url))
     return (
-        lambda: dialect.request(client, "POST", "/idx/_search", seconds=5.0, body=BODY),
+        lambda: dialect.request(client, "POST", f"/{_INDEX[0]}/_search", seconds=5.0, body=BODY),
         lambda: dialect.close_client(client),
     )
 
@@ -216,11 +248,14 @@ async def _measure(call: Call, calls: int, concurrency: int) -> float:
     return (time.process_time() - start) * 1000 / (per_worker * concurrency)
 
 
-async def run(calls: int, rounds: int) -> dict[str, dict[int, float]]:
+async def run(
+    calls: int, rounds: int, engine_url: str | None = None
+) -> dict[str, dict[int, float]]:
     ways: dict[str, Callable[[str], Awaitable[tuple[Call, Callable[[], Awaitable[None]]]]]] = {
         "opensearch-py": _opensearch_py,
         "opensearch-gateway": lambda url: _gateway("opensearch", url),
         "elasticsearch-gateway": lambda url: _gateway("elasticsearch", url),
+        "opensearch-gateway-traced": _traced,
         "aiohttp": _aiohttp,
     }
     try:
@@ -230,8 +265,11 @@ async def run(calls: int, rounds: int) -> dict[str, dict[int, float]]:
         ways["opensearch-pyreqwest"] = _opensearch_pyreqwest
     except ImportError:
         pass
+    if engine_url is not None:  # a real OpenSearch node: the Elasticsearch client would refuse it
+        ways.pop("elasticsearch-gateway")
     results: dict[str, dict[int, float]] = {name: {} for name in ways}
-    with canned_engine() as url:
+    engine = contextlib.nullcontext(engine_url) if engine_url else canned_engine()
+    with engine as url:
         for concurrency in (1, 32):
             for _ in range(rounds):  # interleaved rounds: drift hits every way alike
                 for name, make in ways.items():
@@ -249,8 +287,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=3000, help="calls per way and round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds; the best is kept")
+    parser.add_argument(
+        "--engine-url",
+        help="a real OpenSearch node instead of the canned engine (its answers "
+        "arrive as a real node sends them)",
+    )
+    parser.add_argument("--index", default="idx", help="the index searched, with --engine-url")
     args = parser.parse_args()
-    results = asyncio.run(run(args.calls, args.rounds))
+    _INDEX[0] = args.index
+    results = asyncio.run(run(args.calls, args.rounds, args.engine_url))
     print(f"client CPU per call, ms (best of {args.rounds} rounds of {args.calls} calls)")
     print(f"{'way':<24}{'c=1':>8}{'c=32':>8}")
     for name, by_c in results.items():
