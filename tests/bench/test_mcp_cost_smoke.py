@@ -1,4 +1,4 @@
-"""``python -m bench.mcp_cost`` still runs: both ways answer the same records, the profile prints."""
+"""``python -m bench.mcp_cost`` still runs: both ways answer the same records, it profiles."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+ARGS = ("-n", "20", "--rounds", "1", "--warmup", "5", "--profile")
 
 
 def test_mcp_cost_runs_both_ways_and_profiles() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "bench.mcp_cost", "-n", "20", "--rounds", "1", "--warmup", "5"]
-        + ["--profile"],
+        [sys.executable, "-m", "bench.mcp_cost", *ARGS],
         cwd=REPO,
         capture_output=True,
         text=True,
