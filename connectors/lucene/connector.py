@@ -22,8 +22,9 @@ import orjson
 from connectors.base import EngineInfo, Filter, Hit, OrderedRequest, SearchRequest, VectorInfo
 from connectors.errors import EngineConfigError, EngineRejected
 from connectors.fusion import normalise_by_max
-from connectors.lucene.client import LuceneClient, msearch_responses
+from connectors.lucene.client import LuceneClient
 from connectors.lucene.dialect import Dialect, KnnScore
+from connectors.lucene.failures import msearch_responses
 from connectors.lucene.hybrid import (
     HybridPlanner,
     knn_depth,

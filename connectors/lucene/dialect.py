@@ -18,7 +18,7 @@ from connectors.base import VectorInfo
 from connectors.lucene.order import EngineIdOrder
 
 if TYPE_CHECKING:
-    from connectors.lucene.client import EngineFailure
+    from connectors.lucene.failures import EngineFailure
     from connectors.lucene.query import Body
     from connectors.spec import ConnectorSpec
 

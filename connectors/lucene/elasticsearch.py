@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 from connectors.base import Metric, VectorInfo
 from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
-from connectors.lucene.client import EngineFailure, error_causes, retry_after_ms
 from connectors.lucene.dialect import KnnScore, PitCalls, VersionCall
+from connectors.lucene.failures import EngineFailure, error_causes, retry_after_ms
 from connectors.lucene.order import ES_ENGINE_ID_ORDER
 from connectors.lucene.query import Body
 from connectors.pooled import resending

@@ -30,8 +30,8 @@ import orjson
 from connectors.base import Metric, VectorInfo
 from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
-from connectors.lucene.client import EngineFailure, error_causes
 from connectors.lucene.dialect import KnnScore, PitCalls, VersionCall
+from connectors.lucene.failures import EngineFailure, error_causes
 from connectors.lucene.opensearch_http import connection_class
 from connectors.lucene.order import EngineIdOrder
 from connectors.lucene.query import Body

@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping
 from functools import cache
 from typing import Any
 
-from connectors.lucene.client import retry_after_ms
+from connectors.lucene.failures import retry_after_ms
 from connectors.pooled import ResendOnDeadConnection
 
 HINTED = frozenset({429, 503})

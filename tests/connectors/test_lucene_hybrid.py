@@ -9,8 +9,8 @@ import pytest
 from connectors.base import Condition, Filter, Hit, SearchRequest
 from connectors.errors import EngineRejected, EngineUnavailable, QueryTooLarge
 from connectors.fusion import clamp01
-from connectors.lucene.client import LegFailed, msearch_responses
 from connectors.lucene.connector import dialect_for, knn_body
+from connectors.lucene.failures import LegFailed, msearch_responses
 from connectors.lucene.hybrid import (
     HybridPlanner,
     leg_depth,

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from connectors.errors import EngineUnavailable, QueryTooLarge
-from connectors.lucene.client import EngineFailure, error_causes
+from connectors.lucene.failures import EngineFailure, error_causes
 from gateway.a2m.errors import ErrorCode
 from tests.security.acl_corpus import ROUTING_INDEX, acl_subset, collision_store, load_collisions
 from tests.security.acl_corpus import load_index as load_acl_index
