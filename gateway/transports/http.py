@@ -163,23 +163,27 @@ class _A2MApp(Starlette):
                 return
         handler = self.rpc_handler
         if handler is not None and scope["method"] == "POST":
-            path: str = scope["path"]
-            store: str | None = None
-            hit = path == "/a2m"
-            if not hit and path.startswith("/a2m/"):
-                store = path[5:]
-                hit = bool(store) and "/" not in store
+            hit, store = _door_path(scope["path"], "/a2m")
             if hit:
                 response = await handler(Request(scope, receive), store)
                 await response(scope, receive, send)
                 return
         door = self.mcp_door
-        if door is not None:
-            path = scope["path"]
-            if path == "/mcp" or (path.startswith("/mcp/") and path[5:] and "/" not in path[5:]):
-                await door(scope, receive, send)  # every method: the door answers each
-                return
+        if door is not None and _door_path(scope["path"], "/mcp")[0]:
+            await door(scope, receive, send)  # every method: the door answers each
+            return
         await super().__call__(scope, receive, send)
+
+
+def _door_path(path: str, prefix: str) -> tuple[bool, str | None]:
+    """Whether `path` is `prefix` or `prefix/{store}` as the router matches it (one
+    non-empty segment), and the store it names (None: the bare prefix)."""
+    if path == prefix:
+        return True, None
+    if not path.startswith(prefix) or path[len(prefix) : len(prefix) + 1] != "/":
+        return False, None
+    store = path[len(prefix) + 1 :]
+    return bool(store) and "/" not in store, store
 
 
 def create_app(
