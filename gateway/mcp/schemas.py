@@ -198,10 +198,6 @@ def _property(
     raise AssertionError(f"no schema for the argument {name!r}")
 
 
-REQUIRED = ("query", "id")
-"""Arguments a call must give (the others have defaults)."""
-
-
 def input_schema(
     tool: Tool, sources: Sequence[Source], multi: bool, examples: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
@@ -218,7 +214,8 @@ def input_schema(
     return {
         "type": "object",
         "properties": props,
-        "required": [n for n in REQUIRED if n in props],
+        # Those the arguments model has no default for (query, fetch's id).
+        "required": [n for n, f in tool.args.model_fields.items() if f.is_required()],
         "additionalProperties": False,
     }
 
