@@ -117,40 +117,33 @@ async def _opensearch_py(url: str) -> tuple[Call, Callable[[], Awaitable[None]]]
     return lambda: client.search(index=_INDEX[0], body=BODY), client.close
 
 
-async def _gateway(backend: str, url: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
+async def _gateway(
+    backend: str, url: str, *, traced: bool = False
+) -> tuple[Call, Callable[[], Awaitable[None]]]:
+    """The client as the gateway builds it; `traced`: with an aiohttp TraceConfig on its
+    sessions (two receivers, as a client that listens for connection reuse would add)."""
     from connectors.lucene.connector import dialect_for
 
     dialect = dialect_for(backend)
     client = await dialect.make_client(_spec(backend, url))
-    return (
-        lambda: dialect.request(client, "POST", f"/{_INDEX[0]}/_search", seconds=5.0, body=BODY),
-        lambda: dialect.close_client(client),
-    )
-
-
-async def _traced(url: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
-    import aiohttp
-
-    from connectors.lucene.connector import dialect_for
-
-    dialect = dialect_for("opensearch")
-    client = await dialect.make_client(_spec("opensearch", url))
 
     async def call() -> Any:
-        return await dialect.request(
-            client, "POST", f"/{_INDEX[0]}/_search", seconds=5.0, body=BODY
-        )
+        path = f"/{_INDEX[0]}/_search"
+        return await dialect.request(client, "POST", path, seconds=5.0, body=BODY)
 
-    async def noted(session: Any, ctx: Any, params: Any) -> None:
-        return None
+    if traced:
+        import aiohttp
 
-    config = aiohttp.TraceConfig()
-    config.on_connection_reuseconn.append(noted)
-    config.on_connection_create_end.append(noted)
-    config.freeze()
-    await call()  # the client makes its session on the first request
-    for connection in client.transport.connection_pool.connections:
-        connection.session.trace_configs.append(config)
+        async def noted(session: Any, ctx: Any, params: Any) -> None:
+            return None
+
+        config = aiohttp.TraceConfig()
+        config.on_connection_reuseconn.append(noted)
+        config.on_connection_create_end.append(noted)
+        config.freeze()
+        await call()  # the client makes its session on the first request
+        for connection in client.transport.connection_pool.connections:
+            connection.session.trace_configs.append(config)
     return call, lambda: dialect.close_client(client)
 
 
@@ -255,7 +248,7 @@ async def run(
         "opensearch-py": _opensearch_py,
         "opensearch-gateway": lambda url: _gateway("opensearch", url),
         "elasticsearch-gateway": lambda url: _gateway("elasticsearch", url),
-        "opensearch-gateway-traced": _traced,
+        "opensearch-gateway-traced": lambda url: _gateway("opensearch", url, traced=True),
         "aiohttp": _aiohttp,
     }
     try:

@@ -31,9 +31,10 @@ from typing import Any
 import orjson
 
 from bench import machine
+from bench.inprocess import StubConnector, post
 from bench.latency.harness import MCP_VERSION, MODERN_HEADERS
 from bench.quality.harness import SCIFACT
-from connectors.base import EngineInfo, Filter, Hit, OrderedRequest, SearchRequest
+from connectors.base import Hit, SearchRequest
 from gateway.config import parse_config
 from gateway.observability.metrics import Metrics
 from gateway.runtime import Gateway
@@ -43,31 +44,6 @@ from tests.support.scifact import load_scifact
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = 10
 QUERY = "vitamin D deficiency and bone density"
-
-
-class StubConnector:
-    """The same ten hits for every search, as a Lucene connector maps them."""
-
-    def __init__(self, hits: list[Hit]) -> None:
-        self._hits = hits
-
-    async def open(self) -> EngineInfo:
-        return EngineInfo(engine="stub", lexical=True)
-
-    async def close(self) -> None:
-        return None
-
-    async def ping(self) -> bool:
-        return True
-
-    async def search(self, request: SearchRequest) -> list[Hit]:
-        return [Hit(h.id, dict(h.source), h.score) for h in self._hits[: request.limit]]
-
-    async def ordered(self, request: OrderedRequest) -> list[Hit]:
-        return []
-
-    async def fetch(self, flt: Filter, with_vectors: bool = False) -> Hit | None:
-        return None
 
 
 def _hits(scifact_dir: Path) -> list[Hit]:
@@ -88,7 +64,11 @@ def _gateway(hits: list[Hit]) -> Gateway:
         "search": {"mode": "lexical", "text_fields": ["title", "text"]},
     }
     gateway = Gateway(parse_config({"stores": {"s": store}}))
-    gateway.stores["s"].connector = StubConnector(hits)
+
+    async def search(request: SearchRequest) -> list[Hit]:
+        return [Hit(h.id, dict(h.source), h.score) for h in hits[: request.limit]]
+
+    gateway.stores["s"].connector = StubConnector(search)
     return gateway
 
 
@@ -129,47 +109,10 @@ WAYS: dict[str, tuple[str, dict[str, str], bytes]] = {
 
 
 async def _call(app: Any, path: str, headers: dict[str, str], body: bytes) -> bytes:
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "server": ("127.0.0.1", 8080),
-        "client": ("127.0.0.1", 50000),
-        "headers": [
-            (b"host", b"127.0.0.1:8080"),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            *((k.encode(), v.encode()) for k, v in headers.items()),
-        ],
-    }
-    sent = False
-    status = 0
-    out: list[bytes] = []
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if sent:
-            await asyncio.sleep(3600)  # the client stays connected until the answer
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = int(message["status"])
-        elif message["type"] == "http.response.body":
-            out.append(message.get("body", b""))
-
-    await app(scope, receive, send)
+    status, answer = await post(app, path, body, headers)
     if status != 200:
-        raise SystemExit(f"{path} answered HTTP {status}: {b''.join(out)[:300]!r}")
-    return b"".join(out)
+        raise SystemExit(f"{path} answered HTTP {status}: {answer[:300]!r}")
+    return answer
 
 
 async def _block(app: Any, way: str, n: int) -> float:

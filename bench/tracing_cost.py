@@ -25,7 +25,8 @@ from typing import Any
 import orjson
 
 from bench import machine
-from connectors.base import EngineInfo, Filter, Hit, OrderedRequest, SearchRequest
+from bench.inprocess import StubConnector, post
+from connectors.base import Hit, SearchRequest
 from connectors.tracing import traced_client
 from gateway.config import parse_config
 from gateway.observability import telemetry
@@ -44,32 +45,6 @@ class _Engine:
         ]
 
 
-class StubConnector:
-    """Ten hits per search, through one (traced when on) client call."""
-
-    def __init__(self) -> None:
-        self._engine = _Engine()
-
-    async def open(self) -> EngineInfo:
-        return EngineInfo(engine="stub", lexical=True)
-
-    async def close(self) -> None:
-        return None
-
-    async def ping(self) -> bool:
-        return True
-
-    async def search(self, request: SearchRequest) -> list[Hit]:
-        engine = traced_client(self._engine, "opensearch", INDEX)
-        return await engine.search(request.limit)
-
-    async def ordered(self, request: OrderedRequest) -> list[Hit]:
-        return []
-
-    async def fetch(self, flt: Filter, with_vectors: bool = False) -> Hit | None:
-        return None
-
-
 def _gateway() -> Gateway:
     store = {
         "backend": "opensearch",
@@ -79,47 +54,20 @@ def _gateway() -> Gateway:
         "search": {"mode": "lexical", "text_fields": ["body"]},
     }
     gateway = Gateway(parse_config({"stores": {"s": store}}))
-    gateway.stores["s"].connector = StubConnector()
+    engine = _Engine()
+
+    async def search(request: SearchRequest) -> list[Hit]:
+        # Through one client call, traced when tracing is on: an engine span per search.
+        return await traced_client(engine, "opensearch", INDEX).search(request.limit)
+
+    gateway.stores["s"].connector = StubConnector(search)
     return gateway
 
 
 async def _call(app: Any, body: bytes) -> int:
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/a2m/s",
-        "raw_path": b"/a2m/s",
-        "query_string": b"",
-        "root_path": "",
-        "server": ("127.0.0.1", 8080),
-        "client": ("127.0.0.1", 50000),
-        "headers": [
-            (b"host", b"127.0.0.1:8080"),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            # A caller's sampled trace, a new one per call (traceidratio samples by trace id).
-            (b"traceparent", f"00-{random.getrandbits(128):032x}-00f067aa0ba902b7-01".encode()),
-        ],
-    }
-    sent = False
-    status = 0
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = int(message["status"])
-
-    await app(scope, receive, send)
+    # A caller's sampled trace, a new one per call (traceidratio samples by trace id).
+    traceparent = f"00-{random.getrandbits(128):032x}-00f067aa0ba902b7-01"
+    status, _ = await post(app, "/a2m/s", body, {"traceparent": traceparent})
     return status
 
 
