@@ -1,23 +1,25 @@
-"""Dead pooled connections never fail a request: it is sent again at once on the next one.
+"""Dead pooled connections never fail a SigV4-signed OpenSearch request: it is sent again.
 
-Both Lucene clients send their requests through aiohttp, which keeps idle keep-alive
+The Lucene clients send through the gateway's own HTTP client (connectors/http1.py),
+which resends a request that met a dead reused connection itself. A store signing its
+requests with SigV4 uses opensearch-py's ``AsyncHttpConnection`` instead (it calls the
+signer per request), and that one sends through aiohttp, which keeps idle keep-alive
 connections in a pool. A connection can die there without aiohttp noticing: a load
 balancer or proxy in front of the engine keeps the client's side open while the node
 behind it restarts, or the peer's close crosses the next request on the wire. The
 request then fails at once (the peer closes or resets the connection) although the
 engine never saw it and may be perfectly healthy.
 
-:class:`ResendOnDeadConnection` sits over the client's own connection class (the
-opensearch-py connection, the elastic-transport node): a request that fails that way on
-a *reused* pooled connection is sent again at once. aiohttp discards the failed
-connection, so each resend takes the next idle connection, and once the idle ones are
-spent, a fresh one: a request is never failed by a dead pooled connection, at most one
-resend per dead connection. A request that fails on a fresh connection raises as
-before, and counts against the engine. Whether a connection was reused is learnt where
-aiohttp picks it, its connector's ``connect``: a connection whose protocol the connector
-has handed out before is a pooled one. (aiohttp's client tracing says the same, but a
-session with a trace config runs every trace signal of every request, about 0.1 ms of
-CPU per engine call.)
+:class:`ResendOnDeadConnection` sits over that connection class: a request that fails
+that way on a *reused* pooled connection is sent again at once. aiohttp discards the
+failed connection, so each resend takes the next idle connection, and once the idle
+ones are spent, a fresh one: a request is never failed by a dead pooled connection, at
+most one resend per dead connection. A request that fails on a fresh connection raises
+as before, and counts against the engine. Whether a connection was reused is learnt
+where aiohttp picks it, its connector's ``connect``: a connection whose protocol the
+connector has handed out before is a pooled one. (aiohttp's client tracing says the
+same, but a session with a trace config runs every trace signal of every request,
+about 0.1 ms of CPU per engine call.)
 """
 
 from __future__ import annotations
@@ -29,8 +31,7 @@ from contextvars import ContextVar
 from functools import cache
 from typing import Any
 
-MAX_RESENDS = 64
-"""A bound on the resends of one request (each spends one dead pooled connection)."""
+from connectors.http1 import MAX_RESENDS
 
 
 class _Attempt:
@@ -92,7 +93,7 @@ def dead_connection(exc: BaseException) -> bool:
 
 
 class ResendOnDeadConnection:
-    """Mixin over an aiohttp-based connection class of an engine client."""
+    """Mixin over an aiohttp-based connection class of an engine client (opensearch-py's)."""
 
     session: Any
 
