@@ -28,7 +28,6 @@ import inspect
 import weakref
 from collections.abc import Iterator
 from contextvars import ContextVar
-from functools import cache
 from typing import Any
 
 from connectors.http1 import MAX_RESENDS
@@ -116,9 +115,3 @@ class ResendOnDeadConnection:
             finally:
                 _attempt.reset(token)
         return await super().perform_request(*args, **kwargs)  # type: ignore[misc]
-
-
-@cache
-def resending(base: type) -> type:
-    """``base`` (an aiohttp-based connection or node class) with :class:`ResendOnDeadConnection`."""
-    return type(f"Resending{base.__name__}", (ResendOnDeadConnection, base), {})

@@ -27,10 +27,10 @@ from connectors.base import Metric, VectorInfo
 from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
 from connectors.lucene.dialect import KnnScore, PitCalls, VersionCall
+from connectors.lucene.elasticsearch_http import node_class as engine_node_class
 from connectors.lucene.failures import EngineFailure, error_causes, retry_after_ms
 from connectors.lucene.order import ES_ENGINE_ID_ORDER
 from connectors.lucene.query import Body
-from connectors.pooled import resending
 
 if TYPE_CHECKING:
     from elasticsearch import AsyncElasticsearch
@@ -59,8 +59,7 @@ def _node_version(answer: Mapping[str, Any]) -> str | None:
 
 def client_options(spec: ConnectorSpec, node_class: type | None = None) -> dict[str, Any]:
     """``AsyncElasticsearch`` keyword arguments for ``connection:`` (no I/O); the HTTP
-    node class is aiohttp's, resending on a dead pooled connection, unless given."""
-    from elastic_transport import AiohttpHttpNode
+    node class is the gateway's (:mod:`connectors.lucene.elasticsearch_http`) unless given."""
     from elasticsearch.serializer import OrjsonSerializer
 
     timeout_s = spec.connection.timeout_ms / 1000
@@ -74,8 +73,7 @@ def client_options(spec: ConnectorSpec, node_class: type | None = None) -> dict[
         "verify_certs": c.verify_certs,
         # A timed-out or unreachable node is marked dead either way (1 s, doubling
         # to 30 s), so the connector's next attempt goes to another node.
-        # aiohttp, as by default, resending a request that met a dead pooled connection.
-        "node_class": node_class or resending(AiohttpHttpNode),
+        "node_class": node_class or engine_node_class(),
     }
     if c.sniff:
         # Learn the nodes at start, after a failure, and (checked before a request)
