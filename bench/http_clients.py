@@ -7,12 +7,13 @@ time (``time.process_time``) this process spends per call, at concurrency 1 and 
 Ways:
 
 - ``opensearch-py``: ``AsyncOpenSearch`` as shipped (``client.search``, stock json).
-- ``opensearch-gateway``: the client as the gateway builds it (its connection class,
-  orjson), called the way the connector calls it (``OpenSearchDialect.request``).
+- ``opensearch-gateway``: the client as the gateway builds it (its connection class over
+  the gateway's HTTP client, connectors/http1.py; orjson), called the way the connector
+  calls it (``OpenSearchDialect.request``).
 - ``elasticsearch-gateway``: the same for ``AsyncElasticsearch`` (``ElasticsearchDialect``).
-- ``opensearch-gateway-traced``: ``opensearch-gateway`` with an aiohttp client
-  ``TraceConfig`` on its session (two receivers): what aiohttp's client tracing costs a
-  call, every trace signal of the request run whether anyone listens or not.
+- ``opensearch-gateway-aiohttp``, ``elasticsearch-gateway-aiohttp``: the same clients
+  over the libraries' own aiohttp connection and node: what the gateway's HTTP client
+  saves.
 - ``aiohttp``: a raw aiohttp session, orjson both ways: no engine client at all.
 - ``pyreqwest``: a raw pyreqwest (Rust) client, orjson both ways (needs ``pip install
   pyreqwest``; skipped when it is absent).
@@ -118,32 +119,28 @@ async def _opensearch_py(url: str) -> tuple[Call, Callable[[], Awaitable[None]]]
 
 
 async def _gateway(
-    backend: str, url: str, *, traced: bool = False
+    backend: str, url: str, *, library_http: bool = False
 ) -> tuple[Call, Callable[[], Awaitable[None]]]:
-    """The client as the gateway builds it; `traced`: with an aiohttp TraceConfig on its
-    sessions (two receivers, as a client that listens for connection reuse would add)."""
-    from connectors.lucene.connector import dialect_for
+    """The client as the gateway builds it; `library_http`: over the client library's own
+    aiohttp connection or node instead of the gateway's HTTP client (connectors/http1.py)."""
+    from connectors.lucene.elasticsearch import ElasticsearchDialect
+    from connectors.lucene.opensearch import OpenSearchDialect
 
-    dialect = dialect_for(backend)
+    dialect: Any
+    if backend == "opensearch":
+        from opensearchpy import AIOHttpConnection
+
+        dialect = OpenSearchDialect(AIOHttpConnection if library_http else None)
+    else:
+        from elastic_transport import AiohttpHttpNode
+
+        dialect = ElasticsearchDialect(AiohttpHttpNode if library_http else None)
     client = await dialect.make_client(_spec(backend, url))
 
     async def call() -> Any:
         path = f"/{_INDEX[0]}/_search"
         return await dialect.request(client, "POST", path, seconds=5.0, body=BODY)
 
-    if traced:
-        import aiohttp
-
-        async def noted(session: Any, ctx: Any, params: Any) -> None:
-            return None
-
-        config = aiohttp.TraceConfig()
-        config.on_connection_reuseconn.append(noted)
-        config.on_connection_create_end.append(noted)
-        config.freeze()
-        await call()  # the client makes its session on the first request
-        for connection in client.transport.connection_pool.connections:
-            connection.session.trace_configs.append(config)
     return call, lambda: dialect.close_client(client)
 
 
@@ -247,8 +244,11 @@ async def run(
     ways: dict[str, Callable[[str], Awaitable[tuple[Call, Callable[[], Awaitable[None]]]]]] = {
         "opensearch-py": _opensearch_py,
         "opensearch-gateway": lambda url: _gateway("opensearch", url),
+        "opensearch-gateway-aiohttp": lambda url: _gateway("opensearch", url, library_http=True),
         "elasticsearch-gateway": lambda url: _gateway("elasticsearch", url),
-        "opensearch-gateway-traced": lambda url: _gateway("opensearch", url, traced=True),
+        "elasticsearch-gateway-aiohttp": lambda url: _gateway(
+            "elasticsearch", url, library_http=True
+        ),
         "aiohttp": _aiohttp,
     }
     try:
@@ -260,6 +260,7 @@ async def run(
         pass
     if engine_url is not None:  # a real OpenSearch node: the Elasticsearch client would refuse it
         ways.pop("elasticsearch-gateway")
+        ways.pop("elasticsearch-gateway-aiohttp")
     results: dict[str, dict[int, float]] = {name: {} for name in ways}
     engine = contextlib.nullcontext(engine_url) if engine_url else canned_engine()
     with engine as url:
@@ -290,9 +291,9 @@ def main() -> None:
     _INDEX[0] = args.index
     results = asyncio.run(run(args.calls, args.rounds, args.engine_url))
     print(f"client CPU per call, ms (best of {args.rounds} rounds of {args.calls} calls)")
-    print(f"{'way':<24}{'c=1':>8}{'c=32':>8}")
+    print(f"{'way':<32}{'c=1':>8}{'c=32':>8}")
     for name, by_c in results.items():
-        print(f"{name:<24}{by_c[1]:>8.3f}{by_c[32]:>8.3f}")
+        print(f"{name:<32}{by_c[1]:>8.3f}{by_c[32]:>8.3f}")
 
 
 if __name__ == "__main__":

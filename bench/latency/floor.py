@@ -4,20 +4,22 @@ A bare ASGI app (no FastAPI, no validation, auth, scope, metrics, logging or
 retries) under the gateway's own server settings (uvicorn, uvloop, httptools)
 that answers the benchmark's ``memory/recall`` POST by sending the body the
 gateway's connector would send to OpenSearch and returning the hits as records.
-Two engine clients:
+The engine client:
 
-- ``official``: opensearch-py's ``AsyncOpenSearch`` as the gateway's connector
-  builds it (its connection class, its orjson serializer) and called the way the
-  connector calls it: one transport request per search
-  (:class:`connectors.lucene.opensearch.OpenSearchDialect`), so the floor's
-  engine client is exactly the gateway's;
+- ``official``: opensearch-py's ``AsyncOpenSearch`` with the library's own HTTP layer
+  (its default aiohttp connection), configured (orjson serializer, pool size) and
+  called as the gateway's connector calls it: one transport request per search
+  (:class:`connectors.lucene.opensearch.OpenSearchDialect`);
+- ``gateway-http``: the same client over the gateway's own HTTP layer beneath it
+  (``connectors.lucene.opensearch_http``, :mod:`connectors.http1`), so the engine
+  client is exactly the gateway's and the difference is the gateway's logic alone;
 - ``raw``: one ``aiohttp`` session posting pre-encoded bytes, no engine client;
 - ``none``: no engine call at all, the first engine answer replayed (the server's
   share alone: HTTP in and out, JSON, the records).
 
-``python -m bench.latency --ways direct gateway floor floor-raw floor-none`` runs them side
-by side; each floor's CPU per request is what this stack costs before any of
-the gateway's own work.
+``python -m bench.latency --ways direct gateway floor floor-gateway-http floor-raw floor-none``
+runs them side by side; each floor's CPU per request is what this stack costs before
+any of the gateway's own work.
 
     python -m bench.latency.floor --port P --opensearch-url URL --index I --client official
 """
@@ -88,11 +90,13 @@ def make_app(
     url: str, index: str, client: str
 ) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
     search: Search
-    if client == "official":
+    if client in ("official", "gateway-http"):
+        from opensearchpy import AIOHttpConnection
+
         from connectors.lucene.opensearch import OpenSearchDialect
         from connectors.spec import ConnectionSpec, ConnectorSpec
 
-        dialect = OpenSearchDialect()
+        dialect = OpenSearchDialect(AIOHttpConnection if client != "gateway-http" else None)
         spec = ConnectorSpec(
             backend="opensearch",
             index=index,
@@ -166,7 +170,9 @@ def main() -> None:
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--opensearch-url", required=True)
     p.add_argument("--index", required=True)
-    p.add_argument("--client", choices=("official", "raw", "none"), default="official")
+    p.add_argument(
+        "--client", choices=("official", "gateway-http", "raw", "none"), default="official"
+    )
     args = p.parse_args()
     app = make_app(args.opensearch_url, args.index, args.client)
     uvicorn.run(

@@ -55,7 +55,12 @@ SOURCE = ["text", "key", "title"]
 """``mapping.source_fields()`` of the store below: the only fields either side fetches."""
 TEXT_FIELDS = ["title", "text"]
 JSON_HEADERS = {"content-type": "application/json"}
-FLOORS = {"floor": "official", "floor-raw": "raw", "floor-none": "none"}
+FLOORS = {
+    "floor": "official",
+    "floor-gateway-http": "gateway-http",
+    "floor-raw": "raw",
+    "floor-none": "none",
+}
 """The floor ways (bench/latency/floor.py) and the engine client each uses."""
 MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 MCP_VERSION = "2026-07-28"
@@ -409,6 +414,33 @@ def _span(values: Sequence[float], fmt: str) -> str:
     return f"{format(med, fmt)} ({format(min(values), fmt)}..{format(max(values), fmt)})"
 
 
+CPU_PAIRS = (("gateway", "floor"), ("gateway", "floor-gateway-http"), ("mcp", "gateway"))
+"""CPU per request compared: the gateway against the floor with the client's own HTTP
+layer and with the gateway's, and an MCP tool call against an A2M recall."""
+
+
+def _cpu_ratios(report: Report) -> list[str]:
+    def front(way: str) -> str:
+        return way if way in FLOORS else "gateway"
+
+    rows = []
+    for num, den in CPU_PAIRS:
+        if num not in report.ways or den not in report.ways:
+            continue
+        top, bottom = front(num), front(den)
+
+        def ratio(a: Block, d: Block, top: str = top, bottom: str = bottom) -> float:
+            return a.cpu_ms.get(top, 0.0) / max(d.cpu_ms.get(bottom, 0.0), 1e-9)
+
+        for c in report.concurrency:
+            ratios = [r for r in _paired(report, num, den, c, ratio) if r > 0]
+            rows.append(f"| {num} / {den} | {c} | {_span(ratios, '.2f')} |")
+    if not rows:
+        return []
+    head = ["", "CPU per request, ratios within each round (median, and min-max over rounds):"]
+    return [*head, "", "| pair | concurrency | CPU ratio |", "| --- | ---: | ---: |", *rows]
+
+
 def markdown(report: Report) -> str:
     lines = [
         "| way | concurrency | p50 ms | p99 ms | throughput req/s | requests | errors "
@@ -452,6 +484,7 @@ def markdown(report: Report) -> str:
                 f"| {num} / {den} | {c} | {_span(added, '+.2f')} | {_span(ratio, '.2f')} | "
                 f"{_span(tputs, '.2f')} |"
             )
+    lines += _cpu_ratios(report)
     rss = f"{report.gateway_rss_mib:.0f} MiB" if report.gateway_rss_mib else "n/a"
     lines += [
         "",

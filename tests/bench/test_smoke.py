@@ -114,7 +114,7 @@ def test_quality_harness_builds_the_opensearch_index_stemmed(
 def test_latency_harness_direct_gateway_mcp_and_the_floors(
     tmp_path: Path, scifact_dir: Path, opensearch_url: str
 ) -> None:
-    ways = ("direct", "gateway", "mcp", "floor", "floor-raw", "floor-none")
+    ways = ("direct", "gateway", "mcp", "floor", "floor-gateway-http", "floor-raw", "floor-none")
     report, table = _run(
         [
             "bench.latency",
@@ -155,9 +155,11 @@ def test_latency_harness_direct_gateway_mcp_and_the_floors(
     assert "| mcp / gateway | 4 |" in table
     # Each floor is its own server process, measured on its own (a few calls may cost
     # less than one 10 ms /proc tick: zero is a measurement, a missing key is not).
-    for floor in ("floor", "floor-raw", "floor-none"):
+    for floor in ("floor", "floor-gateway-http", "floor-raw", "floor-none"):
         assert blocks[(floor, 4)]["cpu_ms"][floor] >= 0
         assert f"| {floor} | 4 |" in table
+    for pair in ("gateway / floor", "gateway / floor-gateway-http", "mcp / gateway"):
+        assert f"| {pair} | 4 |" in table.split("CPU per request, ratios")[1]
 
 
 @pytest.mark.integration
