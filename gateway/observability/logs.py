@@ -34,9 +34,35 @@ _SECRET_PATTERNS = [
 _MAYBE_SECRET = re.compile(r"(?i)authorization|api[-_]?key|password|token|secret|bearer|basic|@")
 
 
+def may_hold_secret(text: str) -> bool:
+    """Whether `text` has a keyword of :data:`_MAYBE_SECRET`. For ASCII text, lower-casing
+    makes it exact substring tests, a tenth of the regex's cost on an audit line; other
+    text keeps the regex, whose case folding (the Kelvin sign is a k) lower() does not."""
+    if not text.isascii():
+        return _MAYBE_SECRET.search(text) is not None
+    low = text.lower()
+    return (
+        "@" in low
+        or "token" in low
+        or "secret" in low
+        or "password" in low
+        or "authorization" in low
+        or "bearer" in low
+        or "basic" in low
+        or "apikey" in low
+        or "api-key" in low
+        or "api_key" in low
+    )
+
+
 def scrub(text: str) -> str:
-    if _MAYBE_SECRET.search(text) is None:
-        return text
+    """`text` with credentials redacted (:func:`redact`), after a cheap check that most
+    lines pass untouched."""
+    return redact(text) if may_hold_secret(text) else text
+
+
+def redact(text: str) -> str:
+    """`text` with what looks like a credential replaced by ``[redacted]``."""
     text = _SECRET_PATTERNS[0].sub(lambda m: f"{m.group(1)}{m.group(2)}[redacted]", text)
     text = _SECRET_PATTERNS[1].sub(lambda m: f"{m.group(1)} [redacted]", text)
     return _SECRET_PATTERNS[2].sub(lambda m: f"{m.group(1)}[redacted]@", text)

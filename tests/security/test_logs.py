@@ -22,8 +22,10 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from gateway.observability.logs import JsonFormatter, TextFormatter
+from gateway.observability.logs import JsonFormatter, TextFormatter, redact, scrub
 from tests.security.support import (
     AUDIENCE,
     BOB_KEY,
@@ -379,3 +381,30 @@ def test_start_up_lines_are_not_named_error_and_mcp_posts_log_nothing() -> None:
     assert "uvicorn.error" not in out
     assert "Terminating session" not in out
     assert "a real SDK warning" in out
+
+
+_SECRETISH = st.sampled_from(
+    [
+        "Authorization: Basic dXNlcjpwYXNz",
+        "api_key=abcdef123",
+        "API-KEY: zz",
+        "x-api-key=0123456789",
+        "https://user:pw@host/",
+        "TOKEN",
+        "Bearer abcdefghij",
+        "password='s3cret'",
+        "\u212aey",  # the Kelvin sign: a k to a case-insensitive regex, not to str.lower()
+        "api\u212aey=abcdefgh",
+        "pa\u017fsword=x",  # the long s
+        "@",
+    ]
+)
+
+
+@settings(max_examples=400, derandomize=True, deadline=None)
+@given(st.lists(st.one_of(_SECRETISH, st.text(max_size=12)), max_size=6).map("".join))
+@example("principal=anonymous code=0 results=10 latency_ms=2.345")
+@example("Api_Key: abcdefgh")
+def test_the_quick_secret_check_never_lets_a_redaction_through(text: str) -> None:
+    """scrub skips the redaction only where it would change nothing."""
+    assert scrub(text) == redact(text)
