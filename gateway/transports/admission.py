@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 
 import orjson
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from gateway.a2m.jsonrpc import error_body
@@ -189,8 +189,19 @@ class Admission:
             if int(length) > max_body:
                 return plain(413, f"body larger than {max_body} bytes")
         body = bytearray()
+        receive = request.receive  # the ASGI messages themselves: no async generator per call
         try:
-            async for chunk in request.stream():
+            more = True
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientDisconnect
+                if message["type"] != "http.request":
+                    continue
+                more = message.get("more_body", False)
+                chunk = message.get("body", b"")
+                if not chunk:
+                    continue
                 if not self.budget.take(len(chunk)):
                     return plain(503, "server busy", headers={"Retry-After": "1"})
                 body += chunk
