@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
+from types import TracebackType
 from typing import TypeVar
 
 from tenacity import (
@@ -53,21 +53,36 @@ def remaining(default: float = 30.0) -> float:
     return max(0.0, dl - time.monotonic())
 
 
-@asynccontextmanager
-async def deadline_scope(seconds: float) -> AsyncIterator[None]:
+class deadline_scope:
     """Run the block under a deadline; overrunning it raises EngineTimeout.
+
+    A class rather than an ``asynccontextmanager``: no async generator per engine read.
 
     Raises:
         EngineTimeout: the block did not finish within ``seconds``.
     """
-    token = _deadline.set(time.monotonic() + seconds)
-    try:
-        async with asyncio.timeout(seconds):
-            yield
-    except TimeoutError:
-        raise EngineTimeout("deadline exceeded") from None
-    finally:
-        _deadline.reset(token)
+
+    __slots__ = ("_seconds", "_timeout", "_token")
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+
+    async def __aenter__(self) -> None:
+        self._token = _deadline.set(time.monotonic() + self._seconds)
+        self._timeout = asyncio.timeout(self._seconds)
+        await self._timeout.__aenter__()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            await self._timeout.__aexit__(kind, exc, tb)
+        except TimeoutError:
+            raise EngineTimeout("deadline exceeded") from None
+        finally:
+            _deadline.reset(self._token)
+        if kind is not None and issubclass(kind, TimeoutError):
+            raise EngineTimeout("deadline exceeded") from None
 
 
 def _deadline_reached() -> bool:

@@ -140,7 +140,10 @@ def node_connection() -> type:
             if not (200 <= status < 300) and status not in ignore:
                 self.log_request_fail(method, target, path, body, loop.time() - start, status, raw)
                 self._raise_error(status, raw, answer.headers.get("content-type"))
-            if log.isEnabledFor(logging.INFO) or trace.isEnabledFor(logging.INFO):
+            # What log_request_success would write: an INFO line, or a trace with a handler.
+            if log.isEnabledFor(logging.INFO) or (
+                trace.handlers and trace.isEnabledFor(logging.INFO)
+            ):
                 self.log_request_success(
                     method, target, path, body, status, raw, loop.time() - start
                 )
