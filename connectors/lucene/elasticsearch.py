@@ -27,7 +27,6 @@ from connectors.base import Metric, VectorInfo
 from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
 from connectors.lucene.dialect import KnnScore, PitCalls, VersionCall
-from connectors.lucene.elasticsearch_http import node_class as engine_node_class
 from connectors.lucene.failures import EngineFailure, error_causes, retry_after_ms
 from connectors.lucene.order import ES_ENGINE_ID_ORDER
 from connectors.lucene.query import Body
@@ -61,6 +60,8 @@ def client_options(spec: ConnectorSpec, node_class: type | None = None) -> dict[
     """``AsyncElasticsearch`` keyword arguments for ``connection:`` (no I/O); the HTTP
     node class is the gateway's (:mod:`connectors.lucene.elasticsearch_http`) unless given."""
     from elasticsearch.serializer import OrjsonSerializer
+
+    from connectors.lucene.elasticsearch_http import node_class as engine_node_class
 
     timeout_s = spec.connection.timeout_ms / 1000
     c = spec.connection

@@ -32,7 +32,6 @@ from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
 from connectors.lucene.dialect import KnnScore, PitCalls, VersionCall
 from connectors.lucene.failures import EngineFailure, error_causes
-from connectors.lucene.opensearch_http import connection_class
 from connectors.lucene.order import EngineIdOrder
 from connectors.lucene.query import Body
 
@@ -69,6 +68,8 @@ def client_options(
     Raises:
         EngineConfigError: cloud_id is set, or aws_sigv4 has no credentials.
     """
+    from connectors.lucene.opensearch_http import connection_class
+
     c = spec.connection
     if c.cloud_id is not None:
         raise EngineConfigError("connection.cloud_id applies to Elasticsearch only; use hosts")
