@@ -9,9 +9,12 @@ Two figures, each over ``--runs`` starts:
   indexes, later ones reuse the collection), the first run of each paying the imports.
 
     python -m bench.demo_startup [--runs 5] [--root OTHER_CHECKOUT]
+    python -m bench.demo_startup --config gateway.yaml [--runs 5]
 
 ``--root`` (or ``A2M_BENCH_GATEWAY_ROOT``) runs the ``process`` figure on another checkout,
-e.g. one from before the demo moved into memory, for comparison.
+e.g. one from before the demo moved into memory, for comparison. ``--config`` times the
+``process`` figure of that config's ``serve`` instead of the demo's (its stores opened on
+their engines before ``/readyz`` answers 200), and skips the ``open`` figures.
 """
 
 from __future__ import annotations
@@ -27,11 +30,11 @@ from gateway.demo import default_demo_config
 from gateway.runtime import Gateway
 
 
-def process_starts(runs: int, root: str | None) -> list[float]:
+def process_starts(runs: int, root: str | None, config: Path | None = None) -> list[float]:
     data = Path(tempfile.mkdtemp(prefix="a2m-demo-startup-"))
     out = []
     for _ in range(runs):
-        server = start_gateway(None, data, data / "serve.log", root=root)
+        server = start_gateway(config, data, data / "serve.log", root=root)
         out.append(server.ready_after_s)
         stop_server(server.proc)
     return out
@@ -61,8 +64,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--root", help="checkout to run `serve` from (default: this one)")
+    parser.add_argument("--config", type=Path, help="a gateway config to start instead of the demo")
     args = parser.parse_args()
-    print(f"process to /readyz, s: {_fmt(process_starts(args.runs, args.root))}")
+    print(f"process to /readyz, s: {_fmt(process_starts(args.runs, args.root, args.config))}")
+    if args.config is not None:
+        return
     memory, disk = asyncio.run(opens(args.runs))
     print(f"open in memory, s:    {_fmt(memory)}")
     print(f"open on disk, s:      {_fmt(disk)}  (first indexes, the rest reuse)")
