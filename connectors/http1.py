@@ -32,6 +32,10 @@ import httptools
 MAX_RESENDS = 64
 """A bound on the resends of one request (each spends one dead pooled connection)."""
 
+IDLE_S = 15.0
+"""A connection idle longer is closed, not reused (aiohttp's keep-alive default): a NAT or
+load balancer may have dropped it without a word, and a request on it would only time out."""
+
 
 class BadResponse(ConnectionError):
     """The engine's bytes are not an HTTP/1.1 response."""
@@ -55,6 +59,7 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.reusable = False
+        self.idle_since = 0.0
         self._parser = httptools.HttpResponseParser(self)
         self._waiter: asyncio.Future[Response] | None = None
         self._answered = False
@@ -166,11 +171,13 @@ class HostPool:
         *,
         tls: ssl.SSLContext | None = None,
         limit: int = 10,
+        idle_s: float = IDLE_S,
     ) -> None:
         self._host = host
         self._port = port
         self._tls = tls
         self._limit = max(1, limit)
+        self._idle_s = idle_s
         self._idle: deque[_Connection] = deque()
         self._open = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
@@ -203,9 +210,15 @@ class HostPool:
             self._idle.pop().close()
 
     async def _acquire(self, deadline: float) -> tuple[_Connection, bool]:
+        idle = self._idle
         while True:
-            while self._idle:
-                connection = self._idle.pop()  # the latest used is the likeliest alive
+            if idle:
+                stale = asyncio.get_running_loop().time() - self._idle_s
+                while idle and idle[0].idle_since < stale:  # the oldest first
+                    idle.popleft().close()
+                    self._open -= 1
+            while idle:
+                connection = idle.pop()  # the latest used is the likeliest alive
                 if not connection.closed:
                     return connection, True
                 self._open -= 1
@@ -233,6 +246,10 @@ class HostPool:
         try:
             async with asyncio.timeout_at(deadline):
                 await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self._wake_one()  # woken, then cancelled or late: the room goes to the next
+            raise
         finally:
             if not waiter.done():
                 waiter.cancel()
@@ -241,6 +258,7 @@ class HostPool:
 
     def _release(self, connection: _Connection) -> None:
         if connection.reusable and not connection.closed and not self._closed:
+            connection.idle_since = asyncio.get_running_loop().time()
             self._idle.append(connection)
         else:
             connection.close()

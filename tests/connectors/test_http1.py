@@ -277,3 +277,13 @@ def test_a_head_that_would_split_the_request_is_refused(
 def test_fixed_headers_that_would_split_the_request_are_refused() -> None:
     with pytest.raises(ValueError, match="line break"):
         RequestHead("node:9200", {"authorization": "Bearer a\r\nx-admin: 1"})
+
+
+async def test_a_connection_idle_too_long_is_not_reused(keep_alive: RawPeer) -> None:
+    pool = HostPool("127.0.0.1", keep_alive.port, idle_s=0.05)
+    assert (await pool.request(GET, 5.0)).status == 200
+    assert (await pool.request(GET, 5.0)).status == 200  # at once: the same connection
+    await asyncio.sleep(0.1)
+    assert (await pool.request(GET, 5.0)).status == 200
+    await pool.close()
+    assert keep_alive.accepted == 2
