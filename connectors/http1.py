@@ -87,6 +87,10 @@ class _Connection(asyncio.Protocol):
             timer.cancel()
             self._waiter = None
 
+    def alive(self) -> bool:
+        """Not closed, nor closing: a peer's close can be read before it is reported lost."""
+        return not self.closed and self.transport is not None and not self.transport.is_closing()
+
     def close(self) -> None:
         self.closed = True
         if self.transport is not None:
@@ -219,8 +223,9 @@ class HostPool:
                     self._open -= 1
             while idle:
                 connection = idle.pop()  # the latest used is the likeliest alive
-                if not connection.closed:
+                if connection.alive():
                     return connection, True
+                connection.close()
                 self._open -= 1
             if self._open < self._limit:
                 return await self._connect(deadline), False

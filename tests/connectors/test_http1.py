@@ -287,3 +287,21 @@ async def test_a_connection_idle_too_long_is_not_reused(keep_alive: RawPeer) -> 
     assert (await pool.request(GET, 5.0)).status == 200
     await pool.close()
     assert keep_alive.accepted == 2
+
+
+async def test_a_connection_the_engine_closed_while_idle_is_replaced() -> None:
+    closed = threading.Event()
+
+    def answer_once_then_close(conn: Connection) -> None:
+        conn.read_head()
+        conn.send(head("200 OK", 2) + b"{}")  # keep-alive by default, then a close anyway
+        conn.sock.close()
+        closed.set()
+
+    with _peer(answer_once_then_close) as peer:
+        pool = _pool(peer)
+        assert (await pool.request(GET, 5.0)).status == 200
+        await asyncio.to_thread(closed.wait, 10.0)
+        assert (await pool.request(GET, 5.0)).status == 200  # the close read or met: no error
+        await pool.close()
+        assert peer.accepted == 2
