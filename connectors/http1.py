@@ -278,6 +278,12 @@ class HostPool:
                 return
 
 
+def host_header(host: str, port: int, *, tls: bool) -> str:
+    """The Host header's value for ``host:port``: IPv6 in brackets, the scheme's port left out."""
+    name = f"[{host}]" if ":" in host else host
+    return name if port == (443 if tls else 80) else f"{name}:{port}"
+
+
 class RequestHead:
     """The request heads sent to one node: its fixed lines encoded once, the rest per call."""
 

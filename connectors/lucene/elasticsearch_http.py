@@ -29,7 +29,7 @@ from elastic_transport import ConnectionError as TransportConnectionError
 from elastic_transport._models import DEFAULT
 from elastic_transport._node import NodeApiResponse
 
-from connectors.http1 import HostPool, RequestHead
+from connectors.http1 import HostPool, RequestHead, host_header
 
 
 class EngineNode(AiohttpHttpNode):
@@ -41,12 +41,8 @@ class EngineNode(AiohttpHttpNode):
         super().__init__(config)
         if config.ssl_assert_fingerprint:
             raise ValueError("ssl_assert_fingerprint is not supported")
-        default_port = 443 if self.scheme == "https" else 80
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        self._head = RequestHead(
-            host if self.port == default_port else f"{host}:{self.port}",
-            dict(self.headers.items()),
-        )
+        host = host_header(self.host, self.port, tls=self.scheme == "https")
+        self._head = RequestHead(host, dict(self.headers.items()))
 
     async def perform_request(  # type: ignore[override]
         self,

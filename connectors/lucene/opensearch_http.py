@@ -29,7 +29,7 @@ from opensearchpy import AIOHttpConnection, AsyncHttpConnection
 from opensearchpy.exceptions import ConnectionError as ClientConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, SSLError
 
-from connectors.http1 import HostPool, RequestHead
+from connectors.http1 import HostPool, RequestHead, host_header
 from connectors.lucene.failures import retry_after_ms
 from connectors.pooled import ResendOnDeadConnection
 
@@ -74,11 +74,8 @@ class NodeConnection(AIOHttpConnection):
         super().__init__(*args, **kwargs)
         if self.ssl_assert_fingerprint:
             raise ValueError("ssl_assert_fingerprint is not supported")
-        default_port = 443 if self.use_ssl else 80
-        host = f"[{self.hostname}]" if ":" in self.hostname else self.hostname
-        self._head = RequestHead(
-            host if self.port == default_port else f"{host}:{self.port}", self.headers
-        )
+        host = host_header(self.hostname, self.port, tls=self.use_ssl)
+        self._head = RequestHead(host, self.headers)
 
     async def perform_request(
         self,

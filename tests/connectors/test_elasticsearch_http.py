@@ -9,7 +9,6 @@ classes for a timeout and a refused connection. The whole client runs over it to
 from __future__ import annotations
 
 import gzip
-import socket
 from typing import Any
 
 import elastic_transport
@@ -17,6 +16,7 @@ import pytest
 from elastic_transport import ConnectionTimeout, HttpHeaders, NodeConfig
 
 from connectors.lucene.elasticsearch_http import node_class
+from tests.connectors.conftest import free_port
 from tests.support.http_peer import HttpPeer, PeerReply, PeerRequest, StartPeer
 
 PRODUCT = {"x-elastic-product": "Elasticsearch"}
@@ -73,10 +73,7 @@ async def test_a_hung_node_is_a_connection_timeout(http_peer: StartPeer) -> None
 
 
 async def test_a_refused_connection_is_a_connection_error() -> None:
-    with socket.socket() as s:  # a port nothing listens on once this closes
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    node = _node(port=port)
+    node = _node(port=free_port())
     with pytest.raises(elastic_transport.ConnectionError) as raised:
         await node.perform_request("GET", "/")
     await node.close()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.http1 import BadResponse, HostPool, RequestHead
+from connectors.http1 import BadResponse, HostPool, RequestHead, host_header
 from tests.support.certs import write_self_signed
 from tests.support.raw_peer import Connection, RawPeer, head
 
@@ -305,3 +305,19 @@ async def test_a_connection_the_engine_closed_while_idle_is_replaced() -> None:
         assert (await pool.request(GET, 5.0)).status == 200  # the close read or met: no error
         await pool.close()
         assert peer.accepted == 2
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "tls", "value"),
+    [
+        ("node", 9200, False, "node:9200"),
+        ("node", 80, False, "node"),
+        ("node", 443, True, "node"),
+        ("node", 80, True, "node:80"),
+        ("::1", 9200, False, "[::1]:9200"),
+    ],
+)
+def test_the_host_header_leaves_out_the_schemes_port(
+    host: str, port: int, tls: bool, value: str
+) -> None:
+    assert host_header(host, port, tls=tls) == value

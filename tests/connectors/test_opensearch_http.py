@@ -9,7 +9,6 @@ with its body); keep a busy node's ``Retry-After``.
 from __future__ import annotations
 
 import gzip
-import socket
 from typing import Any
 
 import opensearchpy
@@ -18,6 +17,7 @@ from opensearchpy.exceptions import ConnectionError as ClientConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, TransportError
 
 from connectors.lucene.opensearch_http import connection_class
+from tests.connectors.conftest import free_port
 from tests.support.http_peer import HttpPeer, PeerReply, PeerRequest, StartPeer
 
 OK = PeerReply.json({"acknowledged": True})
@@ -98,10 +98,7 @@ async def test_a_hung_node_is_a_connection_timeout(http_peer: StartPeer) -> None
 
 
 async def test_a_refused_connection_is_a_connection_error() -> None:
-    with socket.socket() as s:  # a port nothing listens on once this closes
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    conn = _connection(port=port)
+    conn = _connection(port=free_port())
     with pytest.raises(ClientConnectionError) as raised:
         await conn.perform_request("GET", "/")
     await conn.close()
