@@ -34,7 +34,15 @@ def public_id(store: str, record_id: str, qualified: bool) -> str:
 
 def _collapse(text: str) -> str:
     """Runs of whitespace as one space, stripped: ``str.split`` splits on exactly what the
-    regex ``\\s+`` matches, at about an eighth of its CPU (it ran for every result)."""
+    regex ``\\s+`` matches, at about an eighth of its CPU (it ran for every result).
+
+    Every whitespace character but the ASCII space is a Unicode separator or control
+    character, which ``isprintable`` refuses; so in printable text without a double space
+    the only whitespace is single spaces, and stripping the ends collapses it, at about
+    half the split and join's CPU.
+    """
+    if "  " not in text and text.isprintable():
+        return text.strip(" ")
     return " ".join(text.split())
 
 
@@ -139,12 +147,13 @@ def text_of(structured: dict[str, Any], budget: Budget) -> str:
     return _document_text(structured) if "text" in structured else _listing_text(structured)
 
 
-def _size(structured: dict[str, Any], budget: Budget) -> int:
-    """The larger of the text block and the JSON of structuredContent, in characters."""
-    as_json = len(orjson.dumps(structured).decode())
+def _measure(structured: dict[str, Any], budget: Budget) -> tuple[int, str]:
+    """The text block, and the larger of its length and that of structuredContent's JSON."""
+    as_json = orjson.dumps(structured).decode()
     if budget.text_format == "json":
-        return as_json  # the text block is that JSON
-    return max(as_json, len(text_of(structured, budget)))
+        return len(as_json), as_json  # the text block is that JSON
+    text = _document_text(structured) if "text" in structured else _listing_text(structured)
+    return max(len(as_json), len(text)), text
 
 
 def listing(
@@ -158,16 +167,27 @@ def listing(
 
     left_out: a federation's members that did not answer (its A2M result's `left_out`).
     """
+    return rendered_listing(records, store, qualified, budget, left_out)[0]
+
+
+def rendered_listing(
+    records: list[dict[str, Any]],
+    store: str,
+    qualified: bool,
+    budget: Budget,
+    left_out: list[dict[str, Any]] | None = None,
+) -> tuple[dict[str, Any], str]:
+    """:func:`listing` and its text block (measuring the listing made the text already)."""
     results = [_result(r, store, i + 1, qualified, budget) for i, r in enumerate(records)]
     out: dict[str, Any] = {"results": results, "truncated": False, "omitted": 0}
     if left_out:
         out["left_out"] = [{"member": m["member"], "reason": m["reason"]} for m in left_out]
-    size = _size(out, budget)
+    size, text = _measure(out, budget)
     while size > budget.max_chars and len(results) > 1:
         results.pop()
         out["omitted"] += 1
         out["truncated"] = True
-        size = _size(out, budget)
+        size, text = _measure(out, budget)
     if results and size > budget.max_chars:
         # One result alone is too long: cut its snippet to what is left.
         excess = size - budget.max_chars
@@ -175,11 +195,19 @@ def listing(
             results[0]["snippet"], max(len(results[0]["snippet"]) - excess, 0)
         )
         out["truncated"] = True
-    return out
+        text = text_of(out, budget)
+    return out, text
 
 
 def document(record: dict[str, Any], store: str, qualified: bool, budget: Budget) -> dict[str, Any]:
     """The structured result of fetch: the record's full text, cut only past the budget."""
+    return rendered_document(record, store, qualified, budget)[0]
+
+
+def rendered_document(
+    record: dict[str, Any], store: str, qualified: bool, budget: Budget
+) -> tuple[dict[str, Any], str]:
+    """:func:`document` and its text block."""
     out: dict[str, Any] = {
         "id": public_id(store, str(record["id"]), qualified),
         "cite": "[1]",
@@ -196,13 +224,16 @@ def document(record: dict[str, Any], store: str, qualified: bool, budget: Budget
     for name in ("group", "role", "owner", "media_type", "created_at", "updated_at"):
         if record.get(name) is not None:
             out["metadata"][name] = record[name]
-    size = _size(out, budget)
+    size, text = _measure(out, budget)
     if size > budget.max_chars:
         out["truncated"] = True
         # The JSON form escapes some characters, so cut once more if the first cut fell short.
         for _ in range(3):
-            excess = _size(out, budget) - budget.max_chars
+            size, text = _measure(out, budget)
+            excess = size - budget.max_chars
             if excess <= 0:
                 break
             out["text"] = _cut(out["text"], max(len(out["text"]) - excess - 1, 0))
-    return out
+        else:
+            text = text_of(out, budget)
+    return out, text

@@ -174,9 +174,9 @@ class McpTools:
             span.store(source.name)
             _check_limit(args, source)
             if isinstance(args, FetchArgs):
-                structured = await self._fetch(tool, source, qualified, args, caller)
+                rendered = await self._fetch(tool, source, qualified, args, caller)
             else:
-                structured = await self._read(tool, source, qualified, args, caller)
+                rendered = await self._read(tool, source, qualified, args, caller)
         except ValidationError as exc:
             span.failed(int(ErrorCode.INVALID_PARAMS))
             return _error(_describe_invalid(exc))
@@ -189,9 +189,9 @@ class McpTools:
             err = to_a2m_error(exc)
             span.failed(int(err.code))
             return _error(_describe_a2m(err))
+        structured, text = rendered
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=render.text_of(structured, self._budget))],
-            structured_content=structured,
+            content=[types.TextContent(type="text", text=text)], structured_content=structured
         )
 
     def _resolve(self, endpoint: Endpoint, args: Any) -> tuple[Source, bool, Any]:
@@ -223,17 +223,17 @@ class McpTools:
 
     async def _read(
         self, tool: Tool, store: Source, qualified: bool, args: Any, caller: Caller
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], str]:
         """search and timeline: the tool's A2M method with the arguments it passes through."""
         params = {n: v for n in tool.passes if (v := getattr(args, n)) is not None}
         result = await self._dispatchers[store.name].dispatch(tool.method.name, params, caller)
-        return render.listing(
+        return render.rendered_listing(
             result["records"], store.name, qualified, self._budget, result.get("left_out")
         )
 
     async def _fetch(
         self, tool: Tool, store: Source, qualified: bool, args: FetchArgs, caller: Caller
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], str]:
         dispatcher = self._dispatchers[store.name]
         result = await dispatcher.dispatch(
             tool.method.name, {"where": {"id": args.id}, "limit": 1}, caller
@@ -247,7 +247,7 @@ class McpTools:
                 f"No record with id or key {args.id[:200]!r} in the store {store.name!r} "
                 "(or it is not visible to this caller)"
             )
-        return render.document(record, store.name, qualified, self._budget)
+        return render.rendered_document(record, store.name, qualified, self._budget)
 
 
 def _what(sources: list[Source], endpoint: Endpoint) -> str:

@@ -93,6 +93,18 @@ def test_every_kind_of_whitespace_collapses_to_one_space_in_titles_and_snippets(
     assert (r["title"], r["snippet"]) == (expected, expected)
 
 
+@settings(max_examples=500, deadline=None)
+@example("a b")
+@example(" a b ")
+@example("a\u2009b")
+@given(st.text(min_size=1, max_size=60))
+def test_a_metadata_title_is_its_text_with_whitespace_collapsed(title: str) -> None:
+    # Over any code points: the collapse's shortcut for single-spaced text changes nothing.
+    collapsed = " ".join(title.split())
+    got = render.title_of({"id": 1, "metadata": {"title": title}, "key": "k"})
+    assert got == (collapsed if collapsed else "k")
+
+
 def test_a_title_is_the_first_non_blank_line_wherever_it_starts() -> None:
     head = render.TITLE_SCAN_CHARS
     cases = {
