@@ -4,5 +4,6 @@
 ``schemas`` builds the tools' input and output schemas from each store's
 mapping, ``render`` shapes records into results within a character budget,
 ``server`` serves them over Streamable HTTP (``/mcp``, ``/mcp/<store>``) and
-stdio. See docs/mcp.md.
+stdio, ``single_call`` answers a well-formed 2026-07-28 ``tools/call`` without
+the SDK's per-request machinery. See docs/mcp.md.
 """

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
@@ -37,6 +37,7 @@ from gateway import __version__
 from gateway.a2m.errors import A2MError, InternalError, InvalidRequest, ParseError
 from gateway.a2m.jsonrpc import error_body
 from gateway.config import ServerConfig
+from gateway.mcp.single_call import SingleCall
 from gateway.mcp.tools import Endpoint, McpTools
 from gateway.observability.telemetry import active as active_tracing
 from gateway.runtime import Gateway
@@ -82,13 +83,8 @@ def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         endpoint, caller = context(ctx)
-        tracing = active_tracing()
-        if tracing is None:
-            return await tools.call(endpoint, params.name, params.arguments, caller)
         headers = ctx.request.headers if ctx.request is not None else None
-        # The message's own _meta traceparent wins over the HTTP request's (MCP's context).
-        with tracing.incoming(ctx.meta, headers):
-            return await tools.call(endpoint, params.name, params.arguments, caller)
+        return await call_tool(tools, endpoint, caller, params, headers)
 
     def no_header_params(name: str) -> None:
         # No tool argument is declared `x-mcp-header`, so there are no Mcp-Param-* headers to
@@ -112,6 +108,22 @@ def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
     return server
 
 
+async def call_tool(
+    tools: McpTools,
+    endpoint: Endpoint,
+    caller: Caller,
+    params: types.CallToolRequestParams,
+    headers: Mapping[str, str] | None,
+) -> types.CallToolResult:
+    """One tool call, in the trace context of its message or else of its HTTP request."""
+    tracing = active_tracing()
+    if tracing is None:
+        return await tools.call(endpoint, params.name, params.arguments, caller)
+    # The message's own _meta traceparent wins over the HTTP request's (MCP's context).
+    with tracing.incoming(params.meta, headers):
+        return await tools.call(endpoint, params.name, params.arguments, caller)
+
+
 class McpHttpApp:
     """ASGI app of `/mcp`, `/mcp/<store>` and the protected resource metadata."""
 
@@ -125,12 +137,15 @@ class McpHttpApp:
         self._server_name = server.name
         self._max_body = server.max_body_bytes
         self._body_timeout_s = server.body_timeout_ms / 1000
+        self._tools = McpTools(gateway, server.mcp)
+        sdk_server = build_server(self._tools)
         self._manager = StreamableHTTPSessionManager(
-            app=build_server(McpTools(gateway, server.mcp)),
+            app=sdk_server,
             json_response=True,
             stateless=True,
             max_request_body_size=server.max_body_bytes,
         )
+        self._single = SingleCall(sdk_server.server_info_stamp)
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
@@ -211,9 +226,16 @@ class McpHttpApp:
         if isinstance(raw, Response):
             await as_rpc_refusal(raw)(scope, receive, send)
             return
-        body = await self._envelope(raw, send)
-        if body is None:
+        message = await self._envelope(raw, send)
+        if message is None:
             return
+        accepted = self._single.accepts(request, message)
+        if accepted is not None:
+            version, params = accepted
+            result = call_tool(self._tools, endpoint, caller, params, request.headers)
+            await self._single.serve(version, message["id"], result, send)
+            return
+        body = bytes(raw)
         replayed = False
 
         async def replay() -> Message:
@@ -234,8 +256,8 @@ class McpHttpApp:
         if self._resource(scope, path) not in auds and self._resource(scope, "/mcp") not in auds:
             raise AuthenticationError("JWT audience does not name this MCP resource")
 
-    async def _envelope(self, body: bytes, send: Send) -> bytes | None:
-        """The body, once it is one JSON-RPC message; else answered here and None.
+    async def _envelope(self, body: bytes, send: Send) -> dict[str, Any] | None:
+        """The body's message, once it is one JSON-RPC message; else answered here and None.
 
         The SDK's own envelope errors quote pydantic's text (and the input); ours
         name the problem only, as A2M's do.
@@ -250,7 +272,8 @@ class McpHttpApp:
                 send, InvalidRequest("Invalid request: not one JSON-RPC 2.0 message object")
             )
             return None
-        return bytes(body)
+        message: dict[str, Any] = msg
+        return message
 
     async def _metadata(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         """RFC 9728 protected resource metadata of /mcp or /mcp/<store>."""

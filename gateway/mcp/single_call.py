@@ -1,0 +1,116 @@
+"""A 2026-07-28 ``tools/call`` served in one step, with the SDK's own checks and shapes.
+
+A well-formed 2026-07-28 tool call is one POST whose answer depends on nothing
+but the call, yet the SDK's single-exchange entry builds a connection, a
+session, a context and a middleware chain for it, dumps and re-validates the
+result twice and encodes it with the stdlib: about half an MCP call's CPU.
+This module answers such a call directly. Every test that can refuse it is the
+SDK's own function, run in the SDK's order (Accept, the routing headers, the
+envelope ladder, the params surface, the handler's params model); a request
+that fails any of them is left to the SDK, which answers it exactly as before,
+so every refusal on the wire is still the SDK's. The result is shaped as the
+SDK shapes it (the version's result surface, ``resultType``, the ``serverInfo``
+stamp) and a handler exception is mapped by the SDK's own ladder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping
+from typing import Any
+
+import mcp_types as types
+import orjson
+from mcp.server.runner import modern_error_data
+from mcp.server.streamable_http import check_accept_headers
+from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    MCP_PROTOCOL_VERSION_HEADER,
+    InboundModernRoute,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+)
+from mcp_types import INTERNAL_ERROR, SERVER_INFO_META_KEY
+from mcp_types import methods as surface
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.types import Send
+
+METHOD = "tools/call"
+_VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower()
+
+
+class SingleCall:
+    """Answers the tool calls it can answer exactly as the SDK would; declines the rest."""
+
+    def __init__(self, server_info: Mapping[str, Any]) -> None:
+        self._server_info = dict(server_info)
+
+    def accepts(self, request: Request, message: Mapping[str, Any]) -> tuple[str, Any] | None:
+        """(version, typed params) of a call this serves; None leaves it to the SDK."""
+        if message.get("method") != METHOD or "id" not in message:
+            return None
+        version = request.headers.get(_VERSION_HEADER)
+        if version not in MODERN_PROTOCOL_VERSIONS:
+            return None
+        content_type = request.headers.get("content-type", "")
+        if not content_type.lower().startswith("application/json"):
+            return None
+        if not check_accept_headers(request)[0]:
+            return None
+        if find_duplicated_routing_header(request.headers.items()) is not None:
+            return None
+        try:
+            types.JSONRPCRequest.model_validate(message)
+        except ValidationError:
+            return None
+        route = classify_inbound_request(message, headers=dict(request.headers))
+        if not isinstance(route, InboundModernRoute) or route.protocol_version != version:
+            return None
+        params = message.get("params")
+        try:
+            surface.validate_client_request(METHOD, version, params)
+            typed = types.CallToolRequestParams.model_validate(
+                {} if params is None else params, by_name=False
+            )
+        except (ValidationError, KeyError, ValueError):
+            return None
+        return version, typed
+
+    async def serve(
+        self,
+        version: str,
+        request_id: Any,
+        result: Awaitable[types.CallToolResult],
+        send: Send,
+    ) -> None:
+        """Await the handler's `result` and send it, or its exception, as the SDK would."""
+        try:
+            body: dict[str, Any] = {"result": self._shape(version, await result)}
+            status = 200
+        except Exception as exc:  # the SDK's exception-to-wire ladder
+            error = modern_error_data(exc)
+            body = {"error": error.model_dump(by_alias=True, mode="json", exclude_none=True)}
+            status = ERROR_CODE_HTTP_STATUS.get(error.code, 200)
+        raw = orjson.dumps({"jsonrpc": "2.0", "id": request_id, **body})
+        head = [(b"content-length", str(len(raw)).encode()), (b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": status, "headers": head})
+        await send({"type": "http.response.body", "body": raw})
+
+    def _shape(self, version: str, result: types.CallToolResult) -> dict[str, Any]:
+        """The result as the SDK's runner puts it on the wire."""
+        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        try:
+            dumped = surface.serialize_server_result(METHOD, version, dumped)
+        except ValidationError:
+            message = "Handler returned an invalid result"
+            raise MCPError(code=INTERNAL_ERROR, message=message) from None
+        if dumped.get("resultType") is None:
+            dumped["resultType"] = "complete"
+        meta = dumped.get("_meta")
+        if meta is None:
+            dumped["_meta"] = {SERVER_INFO_META_KEY: self._server_info}
+        elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
+            dumped["_meta"] = {**meta, SERVER_INFO_META_KEY: self._server_info}
+        return dumped
