@@ -149,11 +149,15 @@ def text_of(structured: dict[str, Any], budget: Budget) -> str:
 
 def _measure(structured: dict[str, Any], budget: Budget) -> tuple[int, str]:
     """The text block, and the larger of its length and that of structuredContent's JSON."""
-    as_json = orjson.dumps(structured).decode()
+    raw = orjson.dumps(structured)
     if budget.text_format == "json":
+        as_json = raw.decode()
         return len(as_json), as_json  # the text block is that JSON
     text = _document_text(structured) if "text" in structured else _listing_text(structured)
-    return max(len(as_json), len(text)), text
+    # UTF-8 is at least one byte a character: within the budget in bytes is within it in
+    # characters, and only a longer one needs decoding to be counted.
+    json_chars = len(raw) if len(raw) <= budget.max_chars else len(raw.decode())
+    return max(json_chars, len(text)), text
 
 
 def listing(
