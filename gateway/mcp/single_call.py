@@ -99,13 +99,24 @@ class SingleCall:
         await send({"type": "http.response.body", "body": raw})
 
     def _shape(self, version: str, result: types.CallToolResult) -> dict[str, Any]:
-        """The result as the SDK's runner puts it on the wire."""
-        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        """The result as the SDK's runner puts it on the wire.
+
+        ``structuredContent`` (an object of any JSON values) passes the surface's
+        ``dict[str, Any]`` unchanged, so the surface checks and dumps the rest of the
+        result and the listing is put back as it is: the SDK's two walks of it would
+        each give the same dict back, the tools build it from JSON values only.
+        """
+        structured = result.structured_content
+        dumped = result.model_dump(
+            by_alias=True, mode="json", exclude_none=True, exclude={"structured_content"}
+        )
         try:
             dumped = surface.serialize_server_result(METHOD, version, dumped)
         except ValidationError:
             message = "Handler returned an invalid result"
             raise MCPError(code=INTERNAL_ERROR, message=message) from None
+        if structured is not None:
+            dumped["structuredContent"] = structured
         if dumped.get("resultType") is None:
             dumped["resultType"] = "complete"
         meta = dumped.get("_meta")
