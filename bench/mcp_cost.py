@@ -5,8 +5,8 @@ client, no socket, no server), and the store's connector is a stub answering
 ten SciFact documents, title and text, as an OpenSearch store would map them.
 So the process's CPU time is the gateway's own work on each side: the A2M door
 (admission, JSON-RPC, dispatcher, front, store, mapping, the wire result) and
-the MCP door (the same admission and dispatch, plus the MCP SDK's request
-handling and the tool's rendering). The engine client and the HTTP server,
+the MCP door (the same admission and dispatch, plus the MCP request handling,
+the SDK's or the one-step path's, and the tool's rendering). The engine client and the HTTP server,
 the same on both sides, are what ``python -m bench.latency`` adds. Rounds
 alternate the two ways so a shared machine's drift hits both alike.
 
@@ -163,13 +163,13 @@ def _cumulative(stats: pstats.Stats, file_part: str, function: str) -> float:
     )
 
 
-def _sdk_share(stats: pstats.Stats) -> float:
-    """The share of the profiled time inside the SDK's request handling, but outside
-    the gateway's tool handler (which the SDK calls)."""
+def _door_share(stats: pstats.Stats) -> float:
+    """The share of the profiled time in the MCP door but outside the tool it calls:
+    admission, the envelope, and the SDK's request handling or the one-step path."""
     total: float = stats.total_tt  # type: ignore[attr-defined]
-    sdk = _cumulative(stats, "mcp/server/streamable_http_manager.py", "handle_request")
-    tool = _cumulative(stats, "gateway/mcp/server.py", "on_call_tool")
-    return (sdk - tool) / total if total else 0.0
+    door = _cumulative(stats, "gateway/mcp/server.py", "__call__")
+    tool = _cumulative(stats, "gateway/mcp/tools.py", "call")
+    return (door - tool) / total if total else 0.0
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -206,10 +206,10 @@ async def main(args: argparse.Namespace) -> None:
     if args.profile:
         stats = pstats.Stats(profile)
         mcp = statistics.median(cpu["mcp"])
-        share = _sdk_share(stats)
+        share = _door_share(stats)
         print(
-            f"\nThe MCP SDK's own request handling (its handle_request, less the gateway's "
-            f"tool handler): {100 * share:.0f} % of an MCP call, about {share * mcp:.3f} ms"
+            f"\nThe MCP door's own work (its ASGI app less the tool it calls): "
+            f"{100 * share:.0f} % of an MCP call, about {share * mcp:.3f} ms"
         )
         print("\nMCP calls, self CPU by package (cProfile, which inflates call-heavy code):")
         for name, pkg_share in _by_package(stats):

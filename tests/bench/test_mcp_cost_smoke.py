@@ -24,5 +24,5 @@ def test_mcp_cost_runs_both_ways_and_profiles() -> None:
     assert [r.split("|")[1].strip() for r in rows[2:]] == ["a2m", "mcp"]
     for row in rows[2:]:
         assert float(row.split("|")[2]) > 0, row
-    assert "The MCP SDK's own request handling" in done.stdout
+    assert "The MCP door's own work" in done.stdout
     assert "gateway/mcp" in done.stdout  # the tool's own code shows in the profile
