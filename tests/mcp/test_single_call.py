@@ -99,6 +99,7 @@ CASES: dict[str, tuple[Any, dict[str, str]]] = {
         call({"query": "scores"}),
         {"content-type": "application/json; charset=utf-8"},
     ),
+    "a +json content type": (call({"query": "scores"}), {"content-type": "application/x+json"}),
     "an Mcp-Param header": (call({"query": "scores"}), {"mcp-param-query": "scores"}),
     "no Mcp-Method header": (call({"query": "x"}), {"mcp-method": ""}),
     "an Mcp-Name header naming another tool": (call({"query": "x"}), {"mcp-name": "fetch"}),
@@ -128,7 +129,8 @@ async def demo() -> AsyncIterator[httpx.AsyncClient]:
 async def _answer(client: httpx.AsyncClient, body: Any, headers: dict[str, str]) -> Answer:
     sent = {k: v for k, v in {**HEADERS, **headers}.items() if v}
     response = await client.post("/mcp/demo", content=orjson.dumps(body), headers=sent)
-    decoded = orjson.loads(response.content) if response.content else None
+    json = response.headers.get("content-type", "").startswith("application/json")
+    decoded = orjson.loads(response.content) if json and response.content else response.text
     return response.status_code, response.headers.get("content-type", ""), decoded
 
 
