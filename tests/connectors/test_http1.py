@@ -207,6 +207,24 @@ async def test_the_pool_never_opens_more_than_its_limit() -> None:
         assert live[1] == 2
 
 
+async def test_room_given_to_a_waiter_cancelled_before_it_ran_goes_to_the_next(
+    keep_alive: RawPeer,
+) -> None:
+    pool = _pool(keep_alive, limit=1)
+    first = asyncio.ensure_future(pool.request(GET, 5.0))
+    second = asyncio.ensure_future(pool.request(GET, 2.0))
+    # This request opens the only connection; while it connects, both tasks queue for it.
+    own = await pool.request(GET, 5.0)
+    # Its release has just handed the room to `first`, which has not run yet.
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    answer = await second  # without the hand-on it would wait for its deadline
+    await pool.close()
+    assert (own.status, answer.status) == (200, 200)
+    assert keep_alive.accepted == 1
+
+
 async def test_a_cancelled_request_leaves_its_connection_unused() -> None:
     served = threading.Event()
 
