@@ -41,9 +41,21 @@ def _collapse(text: str) -> str:
     the only whitespace is single spaces, and stripping the ends collapses it, at about
     half the split and join's CPU.
     """
-    if "  " not in text and text.isprintable():
+    if "  " not in text and _printable(text):
         return text.strip(" ")
     return " ".join(text.split())
+
+
+_CONTROL = bytes(range(32)) + b"\x7f"
+"""The ASCII characters ``str.isprintable`` refuses."""
+
+
+def _printable(text: str) -> bool:
+    """``text.isprintable()``; for ASCII text, by deleting control bytes at half its CPU."""
+    if text.isascii():
+        raw = text.encode("ascii")
+        return len(raw.translate(None, _CONTROL)) == len(raw)
+    return text.isprintable()
 
 
 def title_of(record: dict[str, Any]) -> str:

@@ -97,6 +97,8 @@ def test_every_kind_of_whitespace_collapses_to_one_space_in_titles_and_snippets(
 @example("a b")
 @example(" a b ")
 @example("a\u2009b")
+@example("a\x1cb c")  # an ASCII control character str.split splits on
+@example("a\x7fb c")  # and one it does not
 @given(st.text(min_size=1, max_size=60))
 def test_a_metadata_title_is_its_text_with_whitespace_collapsed(title: str) -> None:
     # Over any code points: the collapse's shortcut for single-spaced text changes nothing.
