@@ -46,6 +46,7 @@ class SingleCall:
 
     def __init__(self, server_info: Mapping[str, Any]) -> None:
         self._server_info = dict(server_info)
+        self._shapes: dict[tuple[str, bool], dict[str, Any]] = {}
 
     def accepts(self, request: Request, message: Mapping[str, Any]) -> tuple[str, Any] | None:
         """(version, typed params) of a call this serves; None leaves it to the SDK."""
@@ -104,9 +105,28 @@ class SingleCall:
         ``structuredContent`` (an object of any JSON values) passes the surface's
         ``dict[str, Any]`` unchanged, so the surface checks and dumps the rest of the
         result and the listing is put back as it is: the SDK's two walks of it would
-        each give the same dict back, the tools build it from JSON values only.
+        each give the same dict back, the tools build it from JSON values only. A
+        result of one text block, as every tool answers, is the same again: its
+        shape is checked once per version and error flag, and only its text, a
+        string the surface keeps as it is, differs from call to call.
         """
-        structured = result.structured_content
+        text = _only_text(result)
+        if text is None:
+            dumped = self._sieved(version, result)
+        else:
+            key = (version, result.is_error)
+            shape = self._shapes.get(key)
+            if shape is None:
+                blank = [types.TextContent(type="text", text="")]
+                empty = types.CallToolResult(content=blank, is_error=result.is_error)
+                shape = self._shapes[key] = self._sieved(version, empty)
+            dumped = {**shape, "content": [{**shape["content"][0], "text": text}]}
+        if result.structured_content is not None:
+            dumped["structuredContent"] = result.structured_content
+        return dumped
+
+    def _sieved(self, version: str, result: types.CallToolResult) -> dict[str, Any]:
+        """The result but its structuredContent through the version's result surface."""
         dumped = result.model_dump(
             by_alias=True, mode="json", exclude_none=True, exclude={"structured_content"}
         )
@@ -115,8 +135,6 @@ class SingleCall:
         except ValidationError:
             message = "Handler returned an invalid result"
             raise MCPError(code=INTERNAL_ERROR, message=message) from None
-        if structured is not None:
-            dumped["structuredContent"] = structured
         if dumped.get("resultType") is None:
             dumped["resultType"] = "complete"
         meta = dumped.get("_meta")
@@ -125,3 +143,16 @@ class SingleCall:
         elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
             dumped["_meta"] = {**meta, SERVER_INFO_META_KEY: self._server_info}
         return dumped
+
+
+_ONLY_TEXT_FIELDS = frozenset({"content", "structured_content", "is_error"})
+
+
+def _only_text(result: types.CallToolResult) -> str | None:
+    """The text of a result that is one plain text block (and structuredContent); else None."""
+    if not result.model_fields_set <= _ONLY_TEXT_FIELDS or len(result.content) != 1:
+        return None
+    block = result.content[0]
+    if type(block) is not types.TextContent or not block.model_fields_set <= {"type", "text"}:
+        return None
+    return block.text
