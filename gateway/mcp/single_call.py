@@ -7,7 +7,8 @@ result twice and encodes it with the stdlib: about half an MCP call's CPU.
 This module answers such a call directly. Every test that can refuse it is the
 SDK's own function, run in the SDK's order (Accept, the routing headers, the
 envelope ladder, the params surface, the handler's params model); a request
-that fails any of them is left to the SDK, which answers it exactly as before,
+that fails any of them, or carries ``Mcp-Param-*`` headers (the SDK checks
+those against the tool's schema), is left to the SDK, which answers it exactly as before,
 so every refusal on the wire is still the SDK's. The result is shaped as the
 SDK shapes it (the version's result surface, ``resultType``, the ``serverInfo``
 stamp) and a handler exception is mapped by the SDK's own ladder.
@@ -15,6 +16,7 @@ stamp) and a handler exception is mapped by the SDK's own ladder.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
@@ -25,6 +27,7 @@ from mcp.server.streamable_http import check_accept_headers
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
+    MCP_PARAM_HEADER_PREFIX,
     MCP_PROTOCOL_VERSION_HEADER,
     InboundModernRoute,
     classify_inbound_request,
@@ -37,8 +40,11 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import Send
 
+log = logging.getLogger(__name__)
+
 METHOD = "tools/call"
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower()
+_PARAM_HEADER_PREFIX = MCP_PARAM_HEADER_PREFIX.lower()
 
 
 class SingleCall:
@@ -60,8 +66,11 @@ class SingleCall:
             return None
         if not check_accept_headers(request)[0]:
             return None
-        if find_duplicated_routing_header(request.headers.items()) is not None:
+        headers = request.headers.items()
+        if find_duplicated_routing_header(headers) is not None:
             return None
+        if any(name.startswith(_PARAM_HEADER_PREFIX) for name, _ in headers):
+            return None  # the SDK validates Mcp-Param-* headers against the tool's schema
         try:
             types.JSONRPCRequest.model_validate(message)
         except ValidationError:
@@ -133,6 +142,8 @@ class SingleCall:
         try:
             dumped = surface.serialize_server_result(METHOD, version, dumped)
         except ValidationError:
+            # A server bug, logged as the SDK logs it; pydantic's text echoes the result.
+            log.exception("handler for %r returned an invalid result", METHOD)
             message = "Handler returned an invalid result"
             raise MCPError(code=INTERNAL_ERROR, message=message) from None
         if dumped.get("resultType") is None:
