@@ -6,7 +6,9 @@ client's ``initialize`` is answered on its own POST with every later call
 served without a session, so any replica can answer any request. Before the
 SDK sees a request, :class:`McpHttpApp` applies the gateway's Origin check
 and bearer authentication and puts the endpoint and caller on the ASGI scope,
-where the tool handler reads them.
+where the tool handler reads them; a well-formed 2026-07-28 ``tools/call`` is
+answered by :mod:`gateway.mcp.single_call` with the SDK's checks and shaping,
+without its per-request machinery.
 
 Authentication follows the MCP authorization spec: a 401 carries
 ``WWW-Authenticate: Bearer ... resource_metadata="..."`` pointing at the RFC
