@@ -165,7 +165,7 @@ def _measure(structured: dict[str, Any], budget: Budget) -> tuple[int, str]:
     if budget.text_format == "json":
         as_json = raw.decode()
         return len(as_json), as_json  # the text block is that JSON
-    text = _document_text(structured) if "text" in structured else _listing_text(structured)
+    text = text_of(structured, budget)
     # UTF-8 is at least one byte a character: within the budget in bytes is within it in
     # characters, and only a longer one needs decoding to be counted.
     json_chars = len(raw) if len(raw) <= budget.max_chars else len(raw.decode())

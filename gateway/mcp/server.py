@@ -237,14 +237,13 @@ class McpHttpApp:
             result = call_tool(self._tools, endpoint, caller, params, request.headers)
             await self._single.serve(version, message["id"], result, send)
             return
-        body = bytes(raw)
         replayed = False
 
         async def replay() -> Message:
             nonlocal replayed
             if not replayed:
                 replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
+                return {"type": "http.request", "body": raw, "more_body": False}
             return await receive()
 
         await self._manager.handle_request({**scope, SCOPE_KEY: (endpoint, caller)}, replay, send)

@@ -54,7 +54,9 @@ class SingleCall:
         self._server_info = dict(server_info)
         self._shapes: dict[tuple[str, bool], dict[str, Any]] = {}
 
-    def accepts(self, request: Request, message: Mapping[str, Any]) -> tuple[str, Any] | None:
+    def accepts(
+        self, request: Request, message: Mapping[str, Any]
+    ) -> tuple[str, types.CallToolRequestParams] | None:
         """(version, typed params) of a call this serves; None leaves it to the SDK."""
         if message.get("method") != METHOD or "id" not in message:
             return None
