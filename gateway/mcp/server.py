@@ -45,7 +45,7 @@ from gateway.observability.telemetry import active as active_tracing
 from gateway.runtime import Gateway
 from gateway.security.credential import AuthenticationError
 from gateway.security.scopes import LOCAL, Caller, Principal
-from gateway.transports.admission import Admission
+from gateway.transports.admission import Admission, RequestHead
 
 log = logging.getLogger(__name__)
 audit = logging.getLogger("a2m.audit")
@@ -199,10 +199,12 @@ class McpHttpApp:
             return f', resource_metadata="{self._metadata_url(self._resource(scope, path))}"'
 
         # The same admission as the A2M door (gateway.transports.admission).
+        head = RequestHead(scope["headers"])
         caller = await self._admission.admit(
             request,
             audience=partial(self._check_audience, scope, path),
             challenge_extra=resource_metadata,
+            head=head,
         )
         if isinstance(caller, Response):
             await as_rpc_refusal(caller)(scope, receive, send)
@@ -215,7 +217,7 @@ class McpHttpApp:
             # Stateless, JSON responses: no standalone SSE stream and no session to delete.
             await _rpc_error(send, InvalidRequest("method not allowed"), 405, {"allow": "POST"})
             return
-        ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        ctype = head.media_type()
         if ctype != "application/json" and not ctype.endswith("+json"):
             error = InvalidRequest("Content-Type must be application/json")
             await _rpc_error(send, error, 415)
@@ -224,7 +226,7 @@ class McpHttpApp:
         if refused is not None:
             await refused(scope, receive, send)
             return
-        raw = await self._admission.read_body(request)
+        raw = await self._admission.read_body(request, head)
         if isinstance(raw, Response):
             await as_rpc_refusal(raw)(scope, receive, send)
             return

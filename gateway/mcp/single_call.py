@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 METHOD = "tools/call"
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower()
 _PARAM_HEADER_PREFIX = MCP_PARAM_HEADER_PREFIX.lower()
+_ACCEPT_VALUES_KEPT = 64
 
 
 class SingleCall:
@@ -53,6 +54,7 @@ class SingleCall:
     def __init__(self, server_info: Mapping[str, Any]) -> None:
         self._server_info = dict(server_info)
         self._shapes: dict[tuple[str, bool], dict[str, Any]] = {}
+        self._accept_verdicts: dict[str, bool] = {}
 
     def accepts(
         self, request: Request, message: Mapping[str, Any]
@@ -60,24 +62,25 @@ class SingleCall:
         """(version, typed params) of a call this serves; None leaves it to the SDK."""
         if message.get("method") != METHOD or "id" not in message:
             return None
-        version = request.headers.get(_VERSION_HEADER)
+        # Starlette's Headers, once: its items() and, as a dict, each name's first value.
+        pairs = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
+        first = dict(reversed(pairs))
+        version = first.get(_VERSION_HEADER)
         if version not in MODERN_PROTOCOL_VERSIONS:
             return None
-        content_type = request.headers.get("content-type", "")
-        if not content_type.lower().startswith("application/json"):
+        if not first.get("content-type", "").lower().startswith("application/json"):
             return None
-        if not check_accept_headers(request)[0]:
+        if not self._accepts_json(first.get("accept", ""), request):
             return None
-        headers = request.headers.items()
-        if find_duplicated_routing_header(headers) is not None:
+        if find_duplicated_routing_header(pairs) is not None:
             return None
-        if any(name.startswith(_PARAM_HEADER_PREFIX) for name, _ in headers):
+        if any(name.startswith(_PARAM_HEADER_PREFIX) for name in first):
             return None  # the SDK validates Mcp-Param-* headers against the tool's schema
         try:
             types.JSONRPCRequest.model_validate(message)
         except ValidationError:
             return None
-        route = classify_inbound_request(message, headers=dict(request.headers))
+        route = classify_inbound_request(message, headers=first)
         if not isinstance(route, InboundModernRoute) or route.protocol_version != version:
             return None
         params = message.get("params")
@@ -89,6 +92,16 @@ class SingleCall:
         except (ValidationError, KeyError, ValueError):
             return None
         return version, typed
+
+    def _accepts_json(self, accept: str, request: Request) -> bool:
+        """The SDK's Accept verdict (JSON acceptable), kept per Accept value: a client
+        sends the same one on every call."""
+        verdict = self._accept_verdicts.get(accept)
+        if verdict is None:
+            if len(self._accept_verdicts) >= _ACCEPT_VALUES_KEPT:
+                self._accept_verdicts.clear()
+            verdict = self._accept_verdicts[accept] = check_accept_headers(request)[0]
+        return verdict
 
     async def serve(
         self,

@@ -107,6 +107,22 @@ def test_a_metadata_title_is_its_text_with_whitespace_collapsed(title: str) -> N
     assert got == (collapsed if collapsed else "k")
 
 
+@settings(max_examples=500, deadline=None)
+@example("a  \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f b")
+@example(" " * 1000 + "a" + " " * 3 + "b" + " " * 17)
+@given(st.text(alphabet=st.characters(max_codepoint=127), min_size=1, max_size=200))
+def test_an_ascii_title_is_its_text_with_whitespace_collapsed(title: str) -> None:
+    # ASCII text takes the byte-level printability check: it must agree with split and join.
+    collapsed = " ".join(title.split())
+    got = render.title_of({"id": 1, "metadata": {"title": title}, "key": "k"})
+    assert got == (_cut(collapsed) if collapsed else "k")
+
+
+def _cut(text: str) -> str:
+    n = render.TITLE_CHARS
+    return text if len(text) <= n else text[: n - 1].rstrip() + render.ELLIPSIS
+
+
 def test_a_title_is_the_first_non_blank_line_wherever_it_starts() -> None:
     head = render.TITLE_SCAN_CHARS
     cases = {

@@ -49,7 +49,7 @@ def with_params(body: Any, **params: Any) -> Any:
     return body
 
 
-CASES: dict[str, tuple[Any, dict[str, str]]] = {
+CASES: dict[str, tuple[Any, dict[str, str] | list[tuple[str, str]]]] = {
     "a search": (call({"query": "how are scores normalised?"}), {}),
     "a search with a limit and a string id": (call({"query": "scores", "limit": 2}, rid="a"), {}),
     "a search answering nothing": (call({"query": "zzzqqqxxx"}, rid=0), {}),
@@ -104,6 +104,12 @@ CASES: dict[str, tuple[Any, dict[str, str]]] = {
     "no Mcp-Method header": (call({"query": "x"}), {"mcp-method": ""}),
     "an Mcp-Name header naming another tool": (call({"query": "x"}), {"mcp-name": "fetch"}),
     "Accept without JSON": (call({"query": "x"}), {"accept": "text/event-stream"}),
+    "a wildcard Accept": (call({"query": "x"}), {"accept": "*/*"}),
+    "Accept with a quality on JSON": (call({"query": "x"}), {"accept": "Application/JSON;q=0.5"}),
+    "Accept naming only other types": (call({"query": "x"}), {"accept": "text/html, image/*"}),
+    "a second Mcp-Name header": (call({"query": "x"}), [("mcp-name", "search")]),
+    "a second, different Mcp-Method header": (call({"query": "x"}), [("Mcp-Method", "tools/list")]),
+    "a second Accept header, without JSON": (call({"query": "x"}), [("accept", "text/html")]),
     "a notification": (
         {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "search"}},
         {},
@@ -126,8 +132,16 @@ async def demo() -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-async def _answer(client: httpx.AsyncClient, body: Any, headers: dict[str, str]) -> Answer:
-    sent = {k: v for k, v in {**HEADERS, **headers}.items() if v}
+async def _answer(
+    client: httpx.AsyncClient, body: Any, headers: dict[str, str] | list[tuple[str, str]]
+) -> Answer:
+    """`headers`: a dict replaces (an empty value drops) those of HEADERS; pairs are sent
+    after HEADERS, repeating a name."""
+    sent: list[tuple[str, str]]
+    if isinstance(headers, dict):
+        sent = [(k, v) for k, v in {**HEADERS, **headers}.items() if v]
+    else:
+        sent = [*HEADERS.items(), *headers]
     response = await client.post("/mcp/demo", content=orjson.dumps(body), headers=sent)
     json = response.headers.get("content-type", "").startswith("application/json")
     decoded = orjson.loads(response.content) if json and response.content else response.text
