@@ -239,16 +239,20 @@ class McpHttpApp:
             result = call_tool(self._tools, endpoint, caller, params, request.headers)
             await self._single.serve(version, message["id"], result, send)
             return
+        await self._to_sdk({**scope, SCOPE_KEY: (endpoint, caller)}, raw, receive, send)
+
+    async def _to_sdk(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        """The SDK's Streamable HTTP entry, given the body admission has already read."""
         replayed = False
 
         async def replay() -> Message:
             nonlocal replayed
             if not replayed:
                 replayed = True
-                return {"type": "http.request", "body": raw, "more_body": False}
+                return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        await self._manager.handle_request({**scope, SCOPE_KEY: (endpoint, caller)}, replay, send)
+        await self._manager.handle_request(scope, replay, send)
 
     def _check_audience(self, scope: Scope, path: str, principal: Principal) -> None:
         """Raises: AuthenticationError: a JWT whose audience names neither this path nor /mcp."""
