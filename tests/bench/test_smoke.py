@@ -221,3 +221,28 @@ def test_loop_block_harness_on_the_demo() -> None:
     }
     assert "errors: 0;" in result.stdout
     assert "loop " in result.stdout.split("by thread")[1]
+
+
+@pytest.mark.integration
+@pytest.mark.opensearch
+def test_door_pair_interleaves_both_doors_of_two_gateways(
+    tmp_path: Path, scifact_dir: Path, opensearch_url: str
+) -> None:
+    args = ["--slices", "3", "--per-slice", "8", "--concurrency", "1", "3"]
+    rows, table = _run(
+        [
+            "bench.door_pair",
+            *args,
+            *("--index", "a2m-test-scifact", "--opensearch-url", opensearch_url),
+            *("--root", str(REPO)),  # a second gateway, from a checkout given by path
+        ],
+        tmp_path / "pair.json",
+        scifact_dir,
+    )
+    got = {(r["gateway"], r["concurrency"]) for r in rows}
+    assert got == {(g, c) for g in ("this tree", f"root {REPO}") for c in (1, 3)}
+    for row in rows:
+        assert row["calls"] == {"a2m": [8, 8, 8], "mcp": [8, 8, 8]}
+        assert all(cpu >= 0 for way in ("a2m", "mcp") for cpu in row["cpu_s"][way])
+    assert f"| root {REPO} | 3 |" in table
+    assert "| this tree | 1 |" in table
