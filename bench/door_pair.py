@@ -210,13 +210,14 @@ def run(args: argparse.Namespace) -> str:
     return report(results, args, f"{load_before} before, {machine.load_text()} after")
 
 
-def as_json(results: dict[int, dict[str, Tally]]) -> list[dict[str, object]]:
+def as_json(results: dict[int, dict[str, Tally]]) -> dict[str, object]:
     """One row per gateway and concurrency: each slice's CPU seconds and calls, per way."""
-    return [
+    rows = [
         {"gateway": name, "concurrency": c, "cpu_s": t.cpu, "calls": t.calls, "ratio": t.ratio()}
         for c, tallies in results.items()
         for name, t in tallies.items()
     ]
+    return {"rows": rows}
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

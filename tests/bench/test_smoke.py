@@ -229,7 +229,7 @@ def test_door_pair_interleaves_both_doors_of_two_gateways(
     tmp_path: Path, scifact_dir: Path, opensearch_url: str
 ) -> None:
     args = ["--slices", "3", "--per-slice", "8", "--concurrency", "1", "3"]
-    rows, table = _run(
+    report, table = _run(
         [
             "bench.door_pair",
             *args,
@@ -239,6 +239,7 @@ def test_door_pair_interleaves_both_doors_of_two_gateways(
         tmp_path / "pair.json",
         scifact_dir,
     )
+    rows = report["rows"]
     got = {(r["gateway"], r["concurrency"]) for r in rows}
     assert got == {(g, c) for g in ("this tree", f"root {REPO}") for c in (1, 3)}
     for row in rows:
