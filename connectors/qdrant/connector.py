@@ -73,7 +73,7 @@ from connectors.errors import EngineConfigError
 from connectors.qdrant.connect import server_client
 from connectors.qdrant.layout import METRICS, inspect_collection
 from connectors.qdrant.local import LocalClient, open_local
-from connectors.qdrant.query import MatchesNothing, translate_filter
+from connectors.qdrant.query import UnsatisfiableFilter, translate_filter
 from connectors.qdrant.search import vector_of
 from connectors.qdrant.searcher import ENCODE_INLINE_CHARS, QdrantSearcher
 from connectors.retry import remaining
@@ -198,7 +198,7 @@ class QdrantConnector(QdrantSearcher):
         """
         try:
             tr = translate_filter(request.filter)
-        except MatchesNothing:
+        except UnsatisfiableFilter:
             return []
         if request.limit <= 0:
             return []
@@ -220,7 +220,7 @@ class QdrantConnector(QdrantSearcher):
         """
         try:
             tr = translate_filter(flt)
-        except MatchesNothing:
+        except UnsatisfiableFilter:
             return None
         records = await self._first_by_id(tr, 1, with_vectors)
         return self._hit(records[0], with_vectors) if records else None

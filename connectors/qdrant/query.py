@@ -28,7 +28,7 @@ _WORD: Final = re.compile(r"[^\W_]+")
 _SAFE_SEPARATORS: Final = re.compile(r"[\s/\-#|()\[\]{}<>=&?!*+~]+")
 
 
-class MatchesNothing(Exception):
+class UnsatisfiableFilter(Exception):
     """A filter that no point can satisfy (an id that is not a Qdrant id, an empty any-of)."""
 
 
@@ -43,7 +43,7 @@ def translate_filter(flt: Filter) -> Translated:
     """A conjunction of equality conditions (+ key prefix) as a Qdrant payload filter.
 
     Raises:
-        MatchesNothing: no point can satisfy the filter.
+        UnsatisfiableFilter: no point can satisfy the filter.
         EngineRejected: a value the client's models refuse (pydantic validation).
     """
     try:
@@ -85,11 +85,11 @@ def _condition(cond: Condition) -> Any:
     from qdrant_client.http import models
 
     if not cond.values:
-        raise MatchesNothing
+        raise UnsatisfiableFilter
     if cond.field == ID_FIELD:
         ids = [i for i in (point_id(v) for v in cond.values) if i is not None]
         if not ids:
-            raise MatchesNothing
+            raise UnsatisfiableFilter
         return models.HasIdCondition(has_id=ids)
     values = list(dict.fromkeys(cond.values))
     if len(values) == 1:
@@ -110,7 +110,7 @@ def _time_windows(times: TimeWindows) -> Any:
         for gte, lt in times.windows
     ]
     if not ranges:
-        raise MatchesNothing
+        raise UnsatisfiableFilter
     return ranges[0] if len(ranges) == 1 else models.Filter(should=ranges)
 
 

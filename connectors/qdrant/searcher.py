@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Final
 from connectors.base import Hit, SearchRequest, SparseVector
 from connectors.fusion import fuse
 from connectors.qdrant.query import (
-    MatchesNothing,
     Translated,
+    UnsatisfiableFilter,
     has_prefix,
     translate_filter,
     with_ids,
@@ -61,7 +61,7 @@ class QdrantSearcher(QdrantReader):
         """
         try:
             tr = translate_filter(request.filter)
-        except MatchesNothing:
+        except UnsatisfiableFilter:
             return []
         check_legs(request, self._layout)
         ranked_legs = legs(request, await self._sparse(request), self._layout)

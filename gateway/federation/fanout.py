@@ -60,7 +60,9 @@ class Member:
 
 
 @dataclass(slots=True)
-class Outcome:
+class MemberAnswer:
+    """What one member gave the fan-out: its result, or why it was left out or refused."""
+
     member: Member
     result: Any = None
     trouble: EngineTroubleError | None = None
@@ -109,7 +111,7 @@ class FanOut:
         members: Sequence[Member],
         *,
         observe: bool = True,
-    ) -> list[Outcome]:
+    ) -> list[MemberAnswer]:
         """Run `call` on every member; engine trouble and overruns become left-out outcomes.
 
         Raises:
@@ -117,16 +119,16 @@ class FanOut:
                 first in config order, raised after every member finished.
         """
 
-        async def one(member: Member) -> Outcome:
+        async def one(member: Member) -> MemberAnswer:
             try:
                 async with asyncio.timeout(self.deadline_s):
                     await member.store.ensure_started()
-                    return Outcome(member, result=await call(member))
+                    return MemberAnswer(member, result=await call(member))
             except TimeoutError:
-                outcome = Outcome(member, trouble=BackendTimeout())
+                outcome = MemberAnswer(member, trouble=BackendTimeout())
             except A2MError as exc:
                 # Held, not raised, so the other members finish and no task is orphaned.
-                return Outcome(member, refusal=exc)
+                return MemberAnswer(member, refusal=exc)
             except Exception as exc:
                 outcome = left_out(member, exc)
             if observe:
@@ -147,7 +149,7 @@ class FanOut:
 
     async def answered(
         self, call: Callable[[Member], Awaitable[Any]], members: Sequence[Member]
-    ) -> tuple[list[Outcome], list[dict[str, Any]] | None]:
+    ) -> tuple[list[MemberAnswer], list[dict[str, Any]] | None]:
         """Fan out; the members that answered, and `left_out` (None when every one did).
 
         Raises:
@@ -162,7 +164,7 @@ class FanOut:
         return ok, (left or None)
 
 
-def left_out(member: Member, exc: Exception) -> Outcome:
+def left_out(member: Member, exc: Exception) -> MemberAnswer:
     """A member's failure as a left-out outcome: any engine or embedder trouble.
 
     Raises:
@@ -171,16 +173,16 @@ def left_out(member: Member, exc: Exception) -> Outcome:
     trouble = engine_trouble(exc)
     if trouble is not None:
         wait = None if isinstance(trouble, BackendTimeout) else trouble.data["retry_after_ms"]
-        return Outcome(member, trouble=trouble, wait_ms=wait)
+        return MemberAnswer(member, trouble=trouble, wait_ms=wait)
     if isinstance(exc, EmbedderUnavailable):
         # A member that cannot embed the query is left out like an unavailable engine.
-        return Outcome(member, trouble=BackendUnavailable(), wait_ms=exc.retry_after_ms)
+        return MemberAnswer(member, trouble=BackendUnavailable(), wait_ms=exc.retry_after_ms)
     if isinstance(exc, ConnectorError):
-        return Outcome(member, trouble=BackendUnavailable())
+        return MemberAnswer(member, trouble=BackendUnavailable())
     raise exc
 
 
-def all_failed(outcomes: Sequence[Outcome]) -> Exception:
+def all_failed(outcomes: Sequence[MemberAnswer]) -> Exception:
     """The engine-trouble error of a call no member answered."""
     troubles = [o.trouble for o in outcomes if o.trouble is not None]
     if troubles and all(isinstance(t, BackendTimeout) for t in troubles):

@@ -36,7 +36,7 @@ from gateway.federation.fanout import (
     FanOut,
     LeftOutObserver,
     Member,
-    Outcome,
+    MemberAnswer,
     all_failed,
     decode_id,
     encode_id,
@@ -226,7 +226,7 @@ class Federation:
         return Answer([], left)
 
 
-def _ranked(ok: Sequence[Outcome]) -> Ranked:
+def _ranked(ok: Sequence[MemberAnswer]) -> Ranked:
     return [(encoded(o.member.name, o.result.records), o.member.weight) for o in ok]
 
 
