@@ -221,6 +221,22 @@ async def test_pipelined_requests_are_answered_in_order(protocol: str) -> None:
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_websocket_upgrade_is_answered_as_plain_http(protocol: str) -> None:
+    # No door speaks WebSocket: the handshake is one more GET, which the MCP door refuses.
+    async with served({}, protocol) as (port, _):
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        w.write(
+            b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+            b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            b"Sec-WebSocket-Version: 13\r\n\r\n"
+        )
+        head, body = await read_response(r)
+        assert head.startswith(b"HTTP/1.1 405")
+        assert body["error"]["message"] == "method not allowed"
+        w.close()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_connections_beyond_the_cap_are_answered_503(protocol: str) -> None:
     async with served({"http": {"max_connections": 3, "header_timeout_ms": 60_000}}, protocol) as (
         port,
