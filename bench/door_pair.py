@@ -30,17 +30,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
-import orjson
 import yaml
 
 from bench import machine
+from bench.latency import peer as peer_mod
 from bench.latency.harness import (
     JSON_HEADERS,
     MCP_HEADERS,
     MODERN_HEADERS,
     Item,
     mcp_search,
-    recall_params,
+    recall_call,
+    recall_ok,
     store_config,
     workload,
 )
@@ -103,21 +104,11 @@ class Door:
         async def worker() -> None:
             while queue:
                 i, item = queue.pop()
-                body = (
-                    mcp_search(item, i)
-                    if way == "mcp"
-                    else orjson.dumps(
-                        {
-                            "jsonrpc": "2.0",
-                            "id": i,
-                            "method": "memory/recall",
-                            "params": recall_params(item),
-                        }
-                    )
-                )
+                body = mcp_search(item, i) if way == "mcp" else recall_call(item, i)
                 async with session.post(url, data=body, headers=headers) as r:
                     raw = await r.read()
-                if r.status != 200 or b'"error"' in raw[:200] or b'"isError":true' in raw:
+                ok = peer_mod.answer_ok(raw) if way == "mcp" else recall_ok(raw)
+                if r.status != 200 or not ok:
                     raise RuntimeError(f"{way} call failed: {r.status} {raw[:200]!r}")
 
         before = machine.cpu_seconds(self.pid)

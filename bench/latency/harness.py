@@ -132,6 +132,24 @@ def recall_params(item: Item) -> dict[str, Any]:
     return {"embedding": item.vector, "limit": LIMIT}
 
 
+def recall_call(item: Item, request_id: int) -> bytes:
+    """One A2M ``memory/recall`` request."""
+    return orjson.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "memory/recall",
+            "params": recall_params(item),
+        }
+    )
+
+
+def recall_ok(raw: bytes) -> bool:
+    """Whether an A2M answer carries a result (not an error)."""
+    answer = orjson.loads(raw)
+    return isinstance(answer, dict) and "result" in answer
+
+
 def mcp_search(item: Item, request_id: int) -> bytes:
     """One stateless 2026-07-28 ``tools/call search`` (the envelope the SDK's client sends)."""
     meta = {
@@ -265,17 +283,10 @@ class Ways:
                 url = self.floor_urls[way] if way in FLOORS else f"{self.gateway_url}/a2m/{store}"
 
                 async def call(i: int, item: Item) -> bool:
-                    body = orjson.dumps(
-                        {
-                            "jsonrpc": "2.0",
-                            "id": i,
-                            "method": "memory/recall",
-                            "params": recall_params(item),
-                        }
-                    )
+                    body = recall_call(item, i)
                     async with http.post(url, data=body, headers=JSON_HEADERS) as r:
-                        answer = orjson.loads(await r.read())
-                    return r.status == 200 and "result" in answer
+                        raw = await r.read()
+                    return r.status == 200 and recall_ok(raw)
 
             elif way == "mcp":
                 url = f"{self.gateway_url}/mcp/opensearch"
