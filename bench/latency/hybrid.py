@@ -104,7 +104,7 @@ async def _drive(
     return latencies, time.perf_counter() - start, errors
 
 
-def _node_pid(url: str) -> int | None:
+def node_pid(url: str) -> int | None:
     """The node's pid: from /_nodes/_local (the node must run on this machine)."""
     r = httpx.get(f"{url}/_nodes/_local/process", timeout=10)
     r.raise_for_status()
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> str:
     pick = [rng.choice(qids) for _ in range(args.requests + args.warmup)]
     items = [(split.sf.queries[q], split.sf.query_vector(q)) for q in pick]
     warm, timed = items[: args.warmup], items[args.warmup :]
-    engine_pid = _node_pid(args.url)
+    engine_pid = node_pid(args.url)
     load_before = machine.load_text()
     blocks: list[Block] = []
     with (

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import machine
-from bench.latency.hybrid import _node_pid
+from bench.latency.hybrid import node_pid
 from bench.quality.collection import load_split
 from bench.quality.harness import SCIFACT
 from tests.support import lucene_loader
@@ -134,7 +134,7 @@ async def measure(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     qids = [rng.choice(list(split.query_ids)) for _ in range(args.requests)]
     items = [(split.sf.queries[q], split.sf.query_vector(q)) for q in qids]
-    pid = _node_pid(args.url)
+    pid = node_pid(args.url)
     if pid is None:
         raise SystemExit("the node does not run on this machine: no CPU figure")
     client = _client(args.engine, args.url)

@@ -40,7 +40,7 @@ from bench.process import start_gateway, stop_server
 from bench.quality.collection import Split, load_split
 from bench.quality.engines import Loaded, Tuning, load_lucene, load_qdrant
 from bench.quality.evaluate import evaluate
-from bench.quality.harness import MODES, SCIFACT, _recall_all, _restrict, subset_split
+from bench.quality.harness import MODES, SCIFACT, recall_all, restrict, subset_split
 
 SHARDS = {"es": "elasticsearch", "os": "opensearch", "qd": "qdrant"}
 FEDERATION = "federated"
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> tuple[list[Row], str]:
         Path(args.corpus), Path(args.queries), Path(args.qrels), limit_queries=args.limit_queries
     )
     if args.sample_docs is not None:
-        split = _restrict(split, args.sample_docs)
+        split = restrict(split, args.sample_docs)
     fp = split.fingerprint()
     n = len(split.sf.corpus_ids)
     stores: dict[str, dict[str, Any]] = {}
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> tuple[list[Row], str]:
                     if args.only_federation and store != FEDERATION:
                         continue
                     rankings, latencies, errors = asyncio.run(
-                        _recall_all(server.base_url, store, mode, split, args.concurrency)
+                        recall_all(server.base_url, store, mode, split, args.concurrency)
                     )
                     scores = evaluate(split.qrels, rankings, split.query_ids)
                     row = Row(

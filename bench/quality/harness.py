@@ -109,7 +109,7 @@ class Report:
     """Results asked per call (R@100 needs 100; tuning ``candidates`` needs an agent's 10)."""
 
 
-def _params(mode: str, text: str, vector: list[float], limit: int = LIMIT) -> dict[str, Any]:
+def mode_params(mode: str, text: str, vector: list[float], limit: int = LIMIT) -> dict[str, Any]:
     if mode == "bm25" or mode in EMBEDDED:
         return {"query": text, "limit": limit}
     if mode == "dense":
@@ -117,7 +117,7 @@ def _params(mode: str, text: str, vector: list[float], limit: int = LIMIT) -> di
     return {"query": text, "embedding": vector, "limit": limit}
 
 
-async def _recall_all(
+async def recall_all(
     base_url: str,
     store: str,
     mode: str,
@@ -142,7 +142,7 @@ async def _recall_all(
                     qid = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                params = _params(mode, split.sf.queries[qid], split.sf.query_vector(qid), limit)
+                params = mode_params(mode, split.sf.queries[qid], split.sf.query_vector(qid), limit)
                 body = {"jsonrpc": "2.0", "id": qid, "method": "memory/recall", "params": params}
                 start = time.perf_counter()
                 try:
@@ -160,7 +160,7 @@ async def _recall_all(
     return rankings, latencies, errors
 
 
-def _restrict(split: Split, others: int) -> Split:
+def restrict(split: Split, others: int) -> Split:
     """The judged documents of the evaluated queries plus ``others`` unjudged ones."""
     sf = split.sf
     keep = {d for q in split.query_ids for d in split.qrels[q] if d in sf._doc_row}
@@ -264,7 +264,7 @@ def run(args: argparse.Namespace) -> Report:
         compute_vectors=args.embed,
     )
     if args.sample_docs is not None:
-        split = _restrict(split, args.sample_docs)
+        split = restrict(split, args.sample_docs)
     report = Report(
         corpus=str(args.corpus),
         queries=str(args.queries),
@@ -294,7 +294,7 @@ def run(args: argparse.Namespace) -> Report:
             for item in loaded:
                 for mode in modes:
                     rankings, latencies, errors = asyncio.run(
-                        _recall_all(
+                        recall_all(
                             server.base_url,
                             store_name(item.engine, mode),
                             mode,

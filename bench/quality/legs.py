@@ -29,7 +29,7 @@ from bench import machine
 from bench.process import start_gateway, stop_server
 from bench.quality.collection import Split, load_split
 from bench.quality.engines import Tuning, doc_id_of
-from bench.quality.harness import LIMIT, _params, gateway_config, load_engines, parse_args
+from bench.quality.harness import LIMIT, gateway_config, load_engines, mode_params, parse_args
 
 Ranked = list[tuple[str, float]]
 """(document id, score) best first."""
@@ -47,7 +47,7 @@ async def _leg(
         async def worker() -> None:
             while not queue.empty():
                 qid = queue.get_nowait()
-                params = _params(mode, split.sf.queries[qid], split.sf.query_vector(qid), LIMIT)
+                params = mode_params(mode, split.sf.queries[qid], split.sf.query_vector(qid), LIMIT)
                 body = {"jsonrpc": "2.0", "id": qid, "method": "memory/recall", "params": params}
                 answer = (await http.post(f"/a2m/{store}", json=body)).json()
                 records = answer.get("result", {}).get("records", [])

@@ -196,13 +196,13 @@ async def ensure_demo_index(store: StoreConfig, connector: Connector | None = No
         client = connector.local_client()
         if await _is_current(client, store.index, len(items), sha):
             return 0
-        await _index(client, store, items, sha)
+        await index_chunks(client, store, items, sha)
         return len(items)
     client = open_local(c.path)
     try:
         if await _is_current(client, store.index, len(items), sha):
             return 0
-        await _index(client, store, items, sha)
+        await index_chunks(client, store, items, sha)
         log.info("demo corpus indexed: %d chunks into %s", len(items), store.index)
         return len(items)
     finally:
@@ -218,7 +218,7 @@ async def _is_current(client: AsyncQdrantClient, index: str, count: int, sha: st
     return bool(records) and (records[0].payload or {}).get(_FINGERPRINT) == sha
 
 
-async def _index(
+async def index_chunks(
     client: AsyncQdrantClient, store: QdrantStoreConfig, items: list[Chunk], sha: str
 ) -> None:
     from qdrant_client import models
@@ -253,7 +253,7 @@ async def _index(
     encoder = LexicalSparseEncoder(
         avgdl=LexicalSparseEncoder.average_length(texts, analyzer), analyzer=analyzer
     )
-    dense_vectors = await _embed(store, texts, sha) if dense_name else None
+    dense_vectors = await embed_chunks(store, texts, sha) if dense_name else None
     points = []
     for i, (c, text) in enumerate(zip(items, texts, strict=True), start=1):
         payload: dict[str, Any] = {
@@ -276,7 +276,7 @@ async def _index(
     await client.upsert(store.index, points=points)
 
 
-async def _embed(store: QdrantStoreConfig, texts: list[str], sha: str) -> Any:
+async def embed_chunks(store: QdrantStoreConfig, texts: list[str], sha: str) -> Any:
     """The chunks' all-MiniLM-L6-v2 vectors, computed off the event loop, cached per corpus.
 
     Every process indexes the in-memory demo at start, so the vectors of one corpus

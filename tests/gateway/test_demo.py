@@ -311,7 +311,7 @@ async def test_the_first_hybrid_start_says_what_it_embeds_and_where_it_caches(
 
     import numpy as np
 
-    from gateway.demo import _embed
+    from gateway.demo import embed_chunks
     from gateway.embedders import minilm
 
     class Encoder:
@@ -324,7 +324,7 @@ async def test_the_first_hybrid_start_says_what_it_embeds_and_where_it_caches(
     assert isinstance(store, QdrantStoreConfig)
     texts = [c.content for c in chunks()]
     with caplog.at_level(logging.INFO, logger="gateway.demo"):
-        await _embed(store, texts, "sha")
+        await embed_chunks(store, texts, "sha")
     lines = [r.getMessage() for r in caplog.records if r.name == "gateway.demo"]
     assert lines[0].startswith(f"demo store: embedding {len(texts)} chunks with all-MiniLM")
     assert str(tmp_path / "cache") in lines[0]
@@ -332,5 +332,5 @@ async def test_the_first_hybrid_start_says_what_it_embeds_and_where_it_caches(
     assert list((tmp_path / "cache").iterdir())  # the cache it named is where they went
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="gateway.demo"):
-        await _embed(store, texts, "sha")
+        await embed_chunks(store, texts, "sha")
     assert not [r for r in caplog.records if "embedding" in r.getMessage()]

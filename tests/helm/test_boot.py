@@ -27,10 +27,10 @@ import yaml
 from tests.helm.test_chart import (
     CONFIG_PATH,
     SECRET_DIR,
-    _run_hook_script,
     config_of,
     gateway_container,
     helm,  # noqa: F401  (the fixture)
+    run_hook_script,
     template,
 )
 
@@ -157,6 +157,6 @@ def test_metrics_count_calls(booted: tuple[str, Any]) -> None:
 
 def test_helm_test_hook_round_trips_against_the_real_gateway(booted: tuple[str, Any]) -> None:
     base, render = booted
-    proc = _run_hook_script(render, base)
+    proc = run_hook_script(render, base)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASS describe + recall on 1 store(s)" in proc.stdout

@@ -1015,7 +1015,7 @@ def fake_gateway(http_peer: StartPeer) -> FakeGateway:
     return FakeGateway(http_peer)
 
 
-def _run_hook_script(render: Render, base_url: str) -> subprocess.CompletedProcess[str]:
+def run_hook_script(render: Render, base_url: str) -> subprocess.CompletedProcess[str]:
     (container,) = hook_pod(render)["spec"]["containers"]
     env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
     env["A2M_BASE_URL"] = base_url
@@ -1043,7 +1043,7 @@ def test_hook_script_makes_the_round_trip(helm: str, fake_gateway: FakeGateway) 
             "config.stores.wiki.search.text_fields[0]=body",
         ],
     )
-    proc = _run_hook_script(render, base_url)
+    proc = run_hook_script(render, base_url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASS describe + recall on 2 store(s)" in proc.stdout
     assert handler.seen == [
@@ -1058,14 +1058,14 @@ def test_hook_script_makes_the_round_trip(helm: str, fake_gateway: FakeGateway) 
 def test_hook_script_fails_on_a_json_rpc_error(helm: str, fake_gateway: FakeGateway) -> None:
     base_url, handler = fake_gateway.url, fake_gateway
     handler.recall_error = True
-    proc = _run_hook_script(rendered(helm, None), base_url)
+    proc = run_hook_script(rendered(helm, None), base_url)
     assert proc.returncode == 1
     assert "FAIL demo memory/recall: JSON-RPC error" in proc.stdout
     assert "-32603" in proc.stdout
 
 
 def test_hook_script_fails_when_nothing_listens(helm: str) -> None:
-    proc = _run_hook_script(rendered(helm, None), "http://127.0.0.1:9")
+    proc = run_hook_script(rendered(helm, None), "http://127.0.0.1:9")
     assert proc.returncode != 0
 
 

@@ -229,7 +229,7 @@ def qdrant_demo_store(server: Any, *, grpc: bool) -> dict[str, Any]:
     from qdrant_client import AsyncQdrantClient
 
     from gateway.config import QdrantStoreConfig
-    from gateway.demo import _index, fingerprint
+    from gateway.demo import fingerprint, index_chunks
 
     demo = default_demo_config(Path("/nonexistent")).stores["demo"]
     assert isinstance(demo, QdrantStoreConfig)
@@ -248,7 +248,7 @@ def qdrant_demo_store(server: Any, *, grpc: bool) -> dict[str, Any]:
             )
         try:
             items = chunks()
-            await _index(client, demo, items, fingerprint(items, demo.search.sparse_analyzer))
+            await index_chunks(client, demo, items, fingerprint(items, demo.search.sparse_analyzer))
             for field, schema in QDRANT_DEMO_INDEXES.items():
                 await client.create_payload_index(QDRANT_DEMO_COLLECTION, field, schema, wait=True)
         finally:
