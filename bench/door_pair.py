@@ -11,8 +11,15 @@ ratio is that of the sums, with a bootstrap interval over the slices.
 ``--root DIR`` adds a gateway run from another checkout (e.g. a pinned main), its
 slices interleaved with this tree's, so a before / after pair shares the same minutes.
 
+``--floor`` and ``--direct`` add two more ways to the same slices: the A2M recall sent
+to the floor server (bench/latency/floor.py: opensearch-py as the connector calls it,
+no gateway logic, its own process) and the engine search sent straight to OpenSearch
+with opensearch-py from this process. Each gateway's row then gives the per-call
+budget's A2M figures with intervals over the same slices: gateway / floor CPU, the p50
+added over direct, and throughput against direct.
+
     python -m bench.door_pair --opensearch-url URL [--concurrency 1 32] [--slices 40]
-                              [--per-slice 200] [--root DIR]
+                              [--per-slice 200] [--root DIR] [--floor] [--direct]
 """
 
 from __future__ import annotations
@@ -25,8 +32,9 @@ import os
 import random
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import aiohttp
@@ -40,8 +48,11 @@ from bench.latency.harness import (
     MODERN_HEADERS,
     Item,
     mcp_search,
+    opensearch_body,
+    percentile,
     recall_call,
     recall_ok,
+    start_floor,
     store_config,
     workload,
 )
@@ -51,94 +62,178 @@ from bench.quality.harness import SCIFACT
 from tests.support import lucene_loader
 
 WAYS = ("a2m", "mcp")
+SHARED = ("floor", "direct")
+"""Ways every gateway's row is compared with: one floor server, and the engine itself."""
+
+Picks = Sequence[int] | None
 
 
 @dataclass
 class Tally:
-    """One gateway at one concurrency: CPU seconds and calls per slice, per way."""
+    """One gateway at one concurrency, per way and slice: server CPU seconds, calls, wall
+    seconds and each call's latency. A way with no server of its own (direct) has no CPU."""
 
     cpu: dict[str, list[float]] = field(default_factory=lambda: {w: [] for w in WAYS})
     calls: dict[str, list[int]] = field(default_factory=lambda: {w: [] for w in WAYS})
+    wall: dict[str, list[float]] = field(default_factory=dict)
+    latencies: dict[str, list[list[float]]] = field(default_factory=dict)
 
-    def per_call_ms(self, way: str, picks: Sequence[int] | None = None) -> float:
-        idx = range(len(self.cpu[way])) if picks is None else picks
+    def add(self, way: str, cpu: float | None, latencies: list[float], wall: float) -> None:
+        if cpu is not None:
+            self.cpu.setdefault(way, []).append(cpu)
+        self.calls.setdefault(way, []).append(len(latencies))
+        self.wall.setdefault(way, []).append(wall)
+        self.latencies.setdefault(way, []).append(latencies)
+
+    def _picks(self, way: str, picks: Picks) -> Sequence[int]:
+        return range(len(self.calls[way])) if picks is None else picks
+
+    def per_call_ms(self, way: str, picks: Picks = None) -> float:
+        idx = self._picks(way, picks)
         return 1000 * sum(self.cpu[way][i] for i in idx) / sum(self.calls[way][i] for i in idx)
 
-    def ratio(self, picks: Sequence[int] | None = None) -> float:
-        """MCP / A2M CPU per call; NaN when the A2M slices took no /proc tick at all."""
-        a2m = self.per_call_ms("a2m", picks)
-        return self.per_call_ms("mcp", picks) / a2m if a2m > 0 else math.nan
+    def ratio(self, picks: Picks = None, num: str = "mcp", den: str = "a2m") -> float:
+        """``num`` / ``den`` CPU per call (default MCP / A2M); NaN when the ``den`` slices
+        took no /proc tick at all."""
+        low = self.per_call_ms(den, picks)
+        return self.per_call_ms(num, picks) / low if low > 0 else math.nan
 
-    def interval(self, rng: random.Random, draws: int = 2000) -> tuple[float, float]:
-        """The 2.5th and 97.5th percentiles of the ratio over slices drawn with replacement."""
+    def p50_ms(self, way: str, picks: Picks = None) -> float:
+        idx = self._picks(way, picks)
+        return percentile([x for i in idx for x in self.latencies[way][i]], 50)
+
+    def added_p50_ms(self, picks: Picks = None) -> float:
+        """The A2M recall's p50 less the direct engine search's, over the same slices."""
+        return self.p50_ms("a2m", picks) - self.p50_ms("direct", picks)
+
+    def throughput(self, way: str, picks: Picks = None) -> float:
+        idx = self._picks(way, picks)
+        return sum(self.calls[way][i] for i in idx) / sum(self.wall[way][i] for i in idx)
+
+    def throughput_ratio(self, picks: Picks = None) -> float:
+        """A2M recalls per second over direct searches per second, over the same slices."""
+        return self.throughput("a2m", picks) / self.throughput("direct", picks)
+
+    def interval(
+        self,
+        rng: random.Random,
+        draws: int = 2000,
+        figure: Callable[[Picks], float] | None = None,
+    ) -> tuple[float, float]:
+        """The 2.5th and 97.5th percentiles of ``figure`` (default: the CPU ratio) over
+        slices drawn with replacement; every way is drawn at the same slices."""
         n = len(self.cpu["a2m"])
-        drawn = (self.ratio([rng.randrange(n) for _ in range(n)]) for _ in range(draws))
-        ratios = sorted(r for r in drawn if math.isfinite(r))
-        if not ratios:
+        of = figure or self.ratio
+        drawn = (of([rng.randrange(n) for _ in range(n)]) for _ in range(draws))
+        values = sorted(v for v in drawn if math.isfinite(v))
+        if not values:
             return math.nan, math.nan
-        return ratios[int(0.025 * len(ratios))], ratios[int(0.975 * len(ratios)) - 1]
+        return values[int(0.025 * len(values))], values[int(0.975 * len(values)) - 1]
 
 
-class Door:
-    """One gateway's two doors, each over a session of its own kept open across slices."""
+Call = Callable[[int, Item], Awaitable[bool]]
 
-    def __init__(self, base_url: str, pid: int, concurrency: int) -> None:
-        self.pid = pid
-        self._urls = {"a2m": f"{base_url}/a2m/opensearch", "mcp": f"{base_url}/mcp/opensearch"}
-        self._headers = {"a2m": JSON_HEADERS, "mcp": {**MCP_HEADERS, **MODERN_HEADERS}}
-        self._sessions = {
-            w: aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency))
-            for w in WAYS
-        }
-        self._concurrency = concurrency
 
-    async def close(self) -> None:
-        for session in self._sessions.values():
-            await session.close()
+@dataclass
+class Lane:
+    """One way of sending the workload: its call, and the process whose CPU it costs."""
 
-    async def slice(self, way: str, items: Sequence[Item], first_id: int) -> float:
-        """Send `items` with the concurrency's workers; the gateway's CPU seconds meanwhile."""
-        session, url, headers = self._sessions[way], self._urls[way], self._headers[way]
+    way: str
+    call: Call
+    pid: int | None
+    close: Callable[[], Awaitable[None]]
+
+    async def slice(
+        self, items: Sequence[Item], first_id: int, concurrency: int
+    ) -> tuple[float | None, list[float], float]:
+        """Send `items` with `concurrency` workers: (server CPU seconds, latencies, wall)."""
         queue = list(enumerate(items, first_id))
+        latencies: list[float] = []
 
         async def worker() -> None:
             while queue:
                 i, item = queue.pop()
-                body = mcp_search(item, i) if way == "mcp" else recall_call(item, i)
-                async with session.post(url, data=body, headers=headers) as r:
-                    raw = await r.read()
-                ok = peer_mod.answer_ok(raw) if way == "mcp" else recall_ok(raw)
-                if r.status != 200 or not ok:
-                    raise RuntimeError(f"{way} call failed: {r.status} {raw[:200]!r}")
+                start = time.perf_counter()
+                ok = await self.call(i, item)
+                latencies.append(time.perf_counter() - start)
+                if not ok:
+                    raise RuntimeError(f"a {self.way} call failed")
 
-        before = machine.cpu_seconds(self.pid)
-        await asyncio.gather(*(worker() for _ in range(self._concurrency)))
-        after = machine.cpu_seconds(self.pid)
-        if before is None or after is None:
-            raise SystemExit("the gateway's CPU time is read from /proc: Linux only")
-        return after - before
+        before = self._cpu()
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        wall = time.perf_counter() - start
+        after = self._cpu()
+        cpu = None if before is None or after is None else after - before
+        return cpu, latencies, wall
+
+    def _cpu(self) -> float | None:
+        if self.pid is None:
+            return None
+        seconds = machine.cpu_seconds(self.pid)
+        if seconds is None:
+            raise SystemExit("a server's CPU time is read from /proc: Linux only")
+        return seconds
+
+
+def http_lane(way: str, url: str, pid: int, concurrency: int) -> Lane:
+    """A2M recall (a gateway's or the floor's) or MCP search over a session kept open."""
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency))
+    mcp = way == "mcp"
+    headers = {**MCP_HEADERS, **MODERN_HEADERS} if mcp else JSON_HEADERS
+
+    async def call(i: int, item: Item) -> bool:
+        body = mcp_search(item, i) if mcp else recall_call(item, i)
+        async with session.post(url, data=body, headers=headers) as r:
+            raw = await r.read()
+        ok = peer_mod.answer_ok(raw) if mcp else recall_ok(raw)
+        if r.status != 200 or not ok:
+            raise RuntimeError(f"{way} call failed: {r.status} {raw[:200]!r}")
+        return True
+
+    return Lane(way, call, pid, session.close)
+
+
+def direct_lane(opensearch_url: str, index: str, concurrency: int) -> Lane:
+    """The engine search the connector would send, with opensearch-py from this process."""
+    from opensearchpy import AsyncOpenSearch
+
+    client = AsyncOpenSearch(hosts=[opensearch_url], maxsize=max(concurrency, 10), timeout=30)
+
+    async def call(i: int, item: Item) -> bool:
+        return "hits" in await client.search(index=index, body=opensearch_body(item))
+
+    return Lane("direct", call, None, client.close)
 
 
 async def measure(
-    gateways: dict[str, GatewayProcess], items: Sequence[Item], args: argparse.Namespace, c: int
+    gateways: dict[str, GatewayProcess],
+    shared: dict[str, Callable[[int], Lane]],
+    items: Sequence[Item],
+    args: argparse.Namespace,
+    c: int,
 ) -> dict[str, Tally]:
-    doors = {name: Door(g.base_url, g.proc.pid, c) for name, g in gateways.items()}
+    """Every lane, slice after slice, the order reversed every other slice."""
+    lanes: list[tuple[str | None, Lane]] = [
+        (name, http_lane(way, f"{g.base_url}/{way}/opensearch", g.proc.pid, c))
+        for name, g in gateways.items()
+        for way in WAYS
+    ]
+    lanes += [(None, make(c)) for make in shared.values()]
     tallies = {name: Tally() for name in gateways}
     per = args.per_slice
     try:
-        for door in doors.values():  # warm both doors of every gateway
-            for way in WAYS:
-                await door.slice(way, items[:per], 0)
-        order = [(name, way) for name in doors for way in WAYS]
+        for _, lane in lanes:  # warm every lane
+            await lane.slice(items[:per], 0, c)
         for s in range(args.slices):
             chunk = [items[(s * per + k) % len(items)] for k in range(per)]
-            for name, way in order if s % 2 == 0 else reversed(order):
-                cpu = await doors[name].slice(way, chunk, s * per)
-                tallies[name].cpu[way].append(cpu)
-                tallies[name].calls[way].append(per)
+            for name, lane in lanes if s % 2 == 0 else reversed(lanes):
+                cpu, latencies, wall = await lane.slice(chunk, s * per, c)
+                for owner in tallies if name is None else (name,):
+                    tallies[owner].add(lane.way, cpu, latencies, wall)
     finally:
-        for door in doors.values():
-            await door.close()
+        for _, lane in lanes:
+            await lane.close()
     return tallies
 
 
@@ -156,6 +251,8 @@ def report(results: dict[int, dict[str, Tally]], args: argparse.Namespace, load:
                 f"| {name} | {c} | {t.per_call_ms('a2m'):.3f} | {t.per_call_ms('mcp'):.3f} "
                 f"| {t.ratio():.2f} | {low:.2f}-{high:.2f} |"
             )
+    if args.floor or args.direct:
+        lines += ["", *budget_table(results, rng)]
     lines.append("")
     lines.append(
         f"{args.slices} slices x {args.per_slice} calls per way, gateway and concurrency "
@@ -163,6 +260,38 @@ def report(results: dict[int, dict[str, Tally]], args: argparse.Namespace, load:
         f"on {machine.this_machine().describe()}; load average {load}."
     )
     return "\n".join(lines)
+
+
+def budget_table(results: dict[int, dict[str, Tally]], rng: random.Random) -> list[str]:
+    """The A2M recall against the floor (CPU) and the engine searched directly (p50 and
+    throughput), each figure with its 95 % interval over the same slices."""
+    lines = [
+        "| gateway | concurrency | floor CPU ms/call | gateway / floor | A2M p50 ms "
+        "| direct p50 ms | added p50 ms | throughput / direct |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+
+    def cell(t: Tally, figure: Callable[[Picks], float], fmt: str) -> str:
+        low, high = t.interval(rng, draws=1000, figure=figure)
+        return f"{figure(None):{fmt}} ({low:{fmt}}..{high:{fmt}})"
+
+    for c, tallies in results.items():
+        for name, t in tallies.items():
+            floor = direct = p50 = added = share = "-"
+            if "floor" in t.cpu:
+                floor = f"{t.per_call_ms('floor'):.3f}"
+                ratio = cell(t, partial(t.ratio, num="a2m", den="floor"), ".2f")
+            else:
+                ratio = "-"
+            if "direct" in t.calls:
+                p50 = f"{t.p50_ms('a2m'):.2f}"
+                direct = f"{t.p50_ms('direct'):.2f}"
+                added = cell(t, t.added_p50_ms, "+.2f")
+                share = cell(t, t.throughput_ratio, ".2f")
+            lines.append(
+                f"| {name} | {c} | {floor} | {ratio} | {p50} | {direct} | {added} | {share} |"
+            )
+    return lines
 
 
 def run(args: argparse.Namespace) -> str:
@@ -186,28 +315,55 @@ def run(args: argparse.Namespace) -> str:
         pinned = os.environ.get("A2M_BENCH_GATEWAY_ROOT")
         roots = {f"root {pinned}" if pinned else "this tree": None}
         roots.update({f"root {r}": r for r in args.root})
+        servers: list[GatewayProcess] = []
         gateways: dict[str, GatewayProcess] = {}
         try:
             for i, (name, root) in enumerate(roots.items()):
                 gateways[name] = start_gateway(
                     path, work / f"data{i}", work / f"gw{i}.log", root=root
                 )
-            results = {c: asyncio.run(measure(gateways, items, args, c)) for c in args.concurrency}
+                servers.append(gateways[name])
+            shared: dict[str, Callable[[int], Lane]] = {}
+            if args.floor:
+                floor = start_floor("floor", args.opensearch_url, index, work / "floor.log")
+                servers.append(floor)
+                url, pid = f"{floor.base_url}/a2m/opensearch", floor.proc.pid
+                shared["floor"] = lambda c: http_lane("floor", url, pid, c)
+            if args.direct:
+                shared["direct"] = lambda c: direct_lane(args.opensearch_url, index, c)
+            results = {
+                c: asyncio.run(measure(gateways, shared, items, args, c)) for c in args.concurrency
+            }
         finally:
-            for g in gateways.values():
-                stop_server(g.proc)
+            for server in servers:
+                stop_server(server.proc)
     if args.out:
         Path(args.out).write_text(json.dumps(as_json(results), indent=1))
     return report(results, args, f"{load_before} before, {machine.load_text()} after")
 
 
 def as_json(results: dict[int, dict[str, Tally]]) -> dict[str, object]:
-    """One row per gateway and concurrency: each slice's CPU seconds and calls, per way."""
-    rows = [
-        {"gateway": name, "concurrency": c, "cpu_s": t.cpu, "calls": t.calls, "ratio": t.ratio()}
-        for c, tallies in results.items()
-        for name, t in tallies.items()
-    ]
+    """One row per gateway and concurrency: each slice's CPU seconds and calls per way, and
+    with ``--floor`` / ``--direct`` its wall seconds and latencies too."""
+    rows = []
+    for c, tallies in results.items():
+        for name, t in tallies.items():
+            row: dict[str, object] = {
+                "gateway": name,
+                "concurrency": c,
+                "cpu_s": {w: t.cpu[w] for w in WAYS},
+                "calls": {w: t.calls[w] for w in WAYS},
+                "ratio": t.ratio(),
+            }
+            for way in SHARED:
+                if way in t.calls:
+                    row[way] = {
+                        "cpu_s": t.cpu.get(way),
+                        "calls": t.calls[way],
+                        "wall_s": t.wall[way],
+                        "latencies_s": t.latencies[way],
+                    }
+            rows.append(row)
     return {"rows": rows}
 
 
@@ -221,6 +377,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--per-slice", type=int, default=200, help="calls per slice")
     p.add_argument(
         "--root", action="append", default=[], help="also a gateway run from this checkout"
+    )
+    p.add_argument(
+        "--floor", action="store_true", help="also the A2M recall sent to the floor server"
+    )
+    p.add_argument(
+        "--direct", action="store_true", help="also the engine search sent straight to OpenSearch"
     )
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--index", help="index name (default: the quality benchmark's)")

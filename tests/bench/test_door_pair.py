@@ -1,9 +1,11 @@
-"""bench/door_pair.py's arithmetic: the ratio of summed CPU, its interval, a slice with no tick."""
+"""bench/door_pair.py's arithmetic: summed CPU ratios, paired intervals, p50 and throughput
+against direct, a slice with no tick."""
 
 from __future__ import annotations
 
 import math
 import random
+from functools import partial
 
 from bench.door_pair import Tally
 
@@ -46,3 +48,30 @@ def test_slices_that_took_no_tick_give_no_ratio_rather_than_an_error() -> None:
     low, high = some.interval(random.Random(2))  # draws of only the empty slice are left out
     assert math.isfinite(low)
     assert math.isfinite(high)
+
+
+def test_a_shared_way_is_drawn_at_the_same_slices_as_the_gateway() -> None:
+    # Slice 1 is slow for both: paired draws keep gateway / floor at 1.25 in every draw,
+    # where drawing each way's slices apart would spread it.
+    t = tally(a2m=[0.0125, 0.125], mcp=[0.015, 0.15])
+    t.cpu["floor"] = [0.01, 0.1]
+    t.calls["floor"] = [100, 100]
+    assert math.isclose(t.ratio(num="a2m", den="floor"), 1.25)
+    low, high = t.interval(random.Random(4), figure=partial(t.ratio, num="a2m", den="floor"))
+    assert math.isclose(low, 1.25)
+    assert math.isclose(high, 1.25)
+
+
+def test_added_p50_and_throughput_are_against_the_direct_way() -> None:
+    t = Tally()
+    t.add("a2m", 0.01, [0.002, 0.003, 0.004], wall=0.5)
+    t.add("a2m", 0.01, [0.002, 0.003, 0.010], wall=0.5)
+    t.add("direct", None, [0.001, 0.002, 0.003], wall=0.25)
+    t.add("direct", None, [0.001, 0.002, 0.009], wall=0.5)
+    assert "direct" not in t.cpu  # no server of its own: no CPU to count
+    assert math.isclose(t.p50_ms("a2m"), 3.0)
+    assert math.isclose(t.p50_ms("direct"), 2.0)
+    assert math.isclose(t.added_p50_ms(), 1.0)
+    assert math.isclose(t.throughput_ratio(), (6 / 1.0) / (6 / 0.75))
+    assert math.isclose(t.added_p50_ms([1, 1]), 1.0)
+    assert math.isclose(t.throughput_ratio([0]), 0.5)

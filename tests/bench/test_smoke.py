@@ -247,3 +247,32 @@ def test_door_pair_interleaves_both_doors_of_two_gateways(
         assert all(cpu >= 0 for way in ("a2m", "mcp") for cpu in row["cpu_s"][way])
     assert f"| root {REPO} | 3 |" in table
     assert "| this tree | 1 |" in table
+
+
+@pytest.mark.integration
+@pytest.mark.opensearch
+def test_door_pair_with_the_floor_and_direct_ways(
+    tmp_path: Path, scifact_dir: Path, opensearch_url: str
+) -> None:
+    report, table = _run(
+        [
+            "bench.door_pair",
+            *("--slices", "2", "--per-slice", "6", "--concurrency", "2", "--floor", "--direct"),
+            *("--index", "a2m-test-scifact", "--opensearch-url", opensearch_url),
+        ],
+        tmp_path / "pair.json",
+        scifact_dir,
+    )
+    (row,) = report["rows"]
+    assert row["calls"] == {"a2m": [6, 6], "mcp": [6, 6]}
+    assert row["floor"]["calls"] == [6, 6]
+    assert all(cpu >= 0 for cpu in row["floor"]["cpu_s"])
+    assert row["direct"]["cpu_s"] is None
+    assert [len(s) for s in row["direct"]["latencies_s"]] == [6, 6]
+    assert all(wall > 0 for wall in row["direct"]["wall_s"])
+    mcp_row, budget = (line for line in table.splitlines() if line.startswith("| this tree | 2 |"))
+    assert len(mcp_row.split("|")) == 8  # the MCP / A2M table comes first, as without the ways
+    cells = [c.strip() for c in budget.strip("|").split("|")]
+    assert len(cells) == 8
+    assert "-" not in cells  # every figure was computed
+    assert float(cells[2]) >= 0  # floor CPU ms per call
