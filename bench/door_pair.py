@@ -42,17 +42,17 @@ import yaml
 
 from bench import machine
 from bench.latency import peer as peer_mod
-from bench.latency.harness import (
+from bench.latency.report import percentile
+from bench.latency.ways import start_floor
+from bench.latency.workload import (
     JSON_HEADERS,
     MCP_HEADERS,
     MODERN_HEADERS,
     Item,
     mcp_search,
     opensearch_body,
-    percentile,
     recall_call,
     recall_ok,
-    start_floor,
     store_config,
     workload,
 )

@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from bench.latency.harness import KNN_DEPTH, LIMIT, SOURCE, TEXT_FIELDS
+from bench.latency.workload import KNN_DEPTH, LIMIT, SOURCE, TEXT_FIELDS
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

@@ -26,550 +26,61 @@ import argparse
 import asyncio
 import json
 import os
-import random
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-import orjson
 import yaml
 
 from bench import machine
 from bench.latency import peer as peer_mod
-from bench.process import GatewayProcess, spawn_until_ready, start_gateway, stop_server
+from bench.latency.report import Block, Report, chart, markdown
+from bench.latency.ways import FLOORS, Ways, start_floor
+from bench.latency.workload import Item, store_config, workload
+from bench.process import GatewayProcess, start_gateway, stop_server
 from bench.quality.collection import Split, load_split
 from bench.quality.harness import SCIFACT
 from tests.support import lucene_loader
 
-LIMIT = 10
-KNN_DEPTH = 100
-"""The gateway's default ``search.candidates``: its kNN depth (OS ``k``, ES num_candidates)."""
-SOURCE = ["text", "key", "title"]
-"""``mapping.source_fields()`` of the store below: the only fields either side fetches."""
-TEXT_FIELDS = ["title", "text"]
-JSON_HEADERS = {"content-type": "application/json"}
-FLOORS = {
-    "floor": "official",
-    "floor-gateway-http": "gateway-http",
-    "floor-raw": "raw",
-    "floor-none": "none",
-}
-"""The floor ways (bench/latency/floor.py) and the engine client each uses."""
-MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-MCP_VERSION = "2026-07-28"
-MODERN_HEADERS = {
-    "mcp-protocol-version": MCP_VERSION,
-    "mcp-method": "tools/call",
-    "mcp-name": "search",
-}
-
-
-@dataclass(frozen=True)
-class Item:
-    text: str | None
-    vector: list[float] | None
-    query: str = ""
-    """The query's text, also for a kNN item (what an MCP `search` sends)."""
-
 
 @dataclass
-class Block:
-    """One way at one concurrency in one round."""
-
-    way: str
-    concurrency: int
-    round: int
-    latencies_s: list[float]
-    wall_s: float
-    errors: int
-    load: float
-    cpu_ms: dict[str, float] = field(default_factory=dict)
-    """CPU milliseconds per request of each server process (gateway, peer, engine)."""
-
-    def percentile(self, q: float) -> float:
-        return percentile(self.latencies_s, q)
-
-    @property
-    def throughput(self) -> float:
-        return len(self.latencies_s) / self.wall_s if self.wall_s else 0.0
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile in milliseconds."""
-    ordered = sorted(values)
-    if not ordered:
-        return 0.0
-    rank = max(1, min(len(ordered), round(q / 100.0 * len(ordered) + 0.5)))
-    return ordered[rank - 1] * 1000.0
-
-
-# ---- the query mix and its three spellings
-
-
-def workload(split: Split, n: int, dense_share: float, seed: int) -> list[Item]:
-    rng = random.Random(seed)
-    qids = list(split.query_ids)
-    items = []
-    for _ in range(n):
-        qid = rng.choice(qids)
-        if rng.random() < dense_share:
-            items.append(Item(None, split.sf.query_vector(qid), split.sf.queries[qid]))
-        else:
-            items.append(Item(split.sf.queries[qid], None, split.sf.queries[qid]))
-    return items
-
-
-def recall_params(item: Item) -> dict[str, Any]:
-    if item.text is not None:
-        return {"query": item.text, "limit": LIMIT}
-    return {"embedding": item.vector, "limit": LIMIT}
-
-
-def recall_call(item: Item, request_id: int) -> bytes:
-    """One A2M ``memory/recall`` request."""
-    return orjson.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": request_id,
-            "method": "memory/recall",
-            "params": recall_params(item),
-        }
-    )
-
-
-def recall_ok(raw: bytes) -> bool:
-    """Whether an A2M answer carries a result (not an error)."""
-    answer = orjson.loads(raw)
-    return isinstance(answer, dict) and "result" in answer
-
-
-def mcp_search(item: Item, request_id: int) -> bytes:
-    """One stateless 2026-07-28 ``tools/call search`` (the envelope the SDK's client sends)."""
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MCP_VERSION,
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    return orjson.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": request_id,
-            "method": "tools/call",
-            "params": {
-                "name": "search",
-                "arguments": {"query": item.query, "limit": LIMIT},
-                "_meta": meta,
-            },
-        }
-    )
-
-
-def opensearch_body(item: Item) -> dict[str, Any]:
-    """The body the gateway's OpenSearch connector sends for the same recall."""
-    body: dict[str, Any] = {
-        "size": LIMIT,
-        "_source": {"includes": SOURCE},
-        "track_total_hits": False,
-    }
-    if item.text is not None:
-        body["query"] = {
-            "multi_match": {"query": item.text, "fields": TEXT_FIELDS, "type": "best_fields"}
-        }
-    else:
-        body["query"] = {"knn": {"embedding": {"vector": item.vector, "k": KNN_DEPTH}}}
-    return body
-
-
-def elasticsearch_body(item: Item) -> dict[str, Any]:
-    """The body the gateway's Elasticsearch connector sends for the same recall."""
-    if item.text is not None:
-        return opensearch_body(item)
-    return {
-        "size": LIMIT,
-        "_source": {"includes": SOURCE},
-        "track_total_hits": False,
-        "knn": {
-            "field": "embedding",
-            "query_vector": item.vector,
-            "k": LIMIT,
-            "num_candidates": KNN_DEPTH,
-        },
-    }
-
-
-def store_config(engine: str, url: str, index: str) -> dict[str, Any]:
-    return {
-        "backend": engine,
-        "index": index,
-        "connection": {"hosts": [url], "pool_maxsize": 64},
-        "mapping": {"content": "text", "key": "key", "metadata": ["title"]},
-        "search": {"mode": "lexical", "text_fields": TEXT_FIELDS, "vector_field": "embedding"},
-    }
-
-
-def start_floor(way: str, url: str, index: str, log: Path) -> GatewayProcess:
-    """A floor server (bench/latency/floor.py) with the way's engine client."""
-
-    def command(port: int) -> list[str]:
-        return [
-            *(sys.executable, "-m", "bench.latency.floor", "--port", str(port)),
-            *("--opensearch-url", url, "--index", index, "--client", FLOORS[way]),
-        ]
-
-    return spawn_until_ready(command, os.environ, log, health_path="/readyz", what=way)
-
-
-# ---- one way, one concurrency
-
-Call = Callable[[int, Item], Awaitable[bool]]
-
-
-async def drive(
-    call: Call, items: Sequence[Item], concurrency: int
-) -> tuple[list[float], float, int]:
-    """Send every item with ``concurrency`` workers: (latencies, wall seconds, errors)."""
-    next_index = 0
-    latencies: list[float] = []
-    errors = 0
-
-    async def worker() -> None:
-        nonlocal next_index, errors
-        while next_index < len(items):
-            i = next_index
-            next_index += 1
-            start = time.perf_counter()
-            try:
-                ok = await call(i, items[i])
-            except Exception:
-                ok = False
-            latencies.append(time.perf_counter() - start)
-            if not ok:
-                errors += 1
-
-    start = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return latencies, time.perf_counter() - start, errors
-
-
-class Ways:
-    """The clients of each way, opened once per block so every way pays the same setup."""
-
-    def __init__(
-        self, args: argparse.Namespace, index: str, gateway_url: str, peer_url: str | None
-    ) -> None:
-        self.args = args
-        self.index = index
-        self.gateway_url = gateway_url
-        self.peer_url = peer_url
-        self.floor_urls: dict[str, str] = {}
-        """The base URL of each floor server (bench/latency/floor.py) started."""
-
-    async def block(
-        self, way: str, items: Sequence[Item], warmup: Sequence[Item], concurrency: int
-    ) -> tuple[list[float], float, int]:
-        if way in ("direct", "es-direct"):
-            return await self._direct(way, items, warmup, concurrency)
-        connector = aiohttp.TCPConnector(limit=concurrency, force_close=False)
-        async with aiohttp.ClientSession(connector=connector) as http:
-            call: Call
-            if way in ("gateway", "es-gateway", *FLOORS):
-                store = "opensearch" if way != "es-gateway" else "elasticsearch"
-                url = self.floor_urls[way] if way in FLOORS else f"{self.gateway_url}/a2m/{store}"
-
-                async def call(i: int, item: Item) -> bool:
-                    body = recall_call(item, i)
-                    async with http.post(url, data=body, headers=JSON_HEADERS) as r:
-                        raw = await r.read()
-                    return r.status == 200 and recall_ok(raw)
-
-            elif way == "mcp":
-                url = f"{self.gateway_url}/mcp/opensearch"
-                headers = {**MCP_HEADERS, **MODERN_HEADERS}
-
-                async def call(i: int, item: Item) -> bool:
-                    body = mcp_search(item, i)
-                    async with http.post(url, data=body, headers=headers) as r:
-                        raw = await r.read()
-                    return r.status == 200 and peer_mod.answer_ok(raw)
-
-            elif way == "peer":
-                assert self.peer_url is not None
-                url = f"{self.peer_url}/mcp"
-
-                async def call(i: int, item: Item) -> bool:
-                    body = peer_mod.tool_call(self.index, opensearch_body(item), i)
-                    async with http.post(url, data=body, headers=MCP_HEADERS) as r:
-                        raw = await r.read()
-                    return r.status == 200 and peer_mod.answer_ok(raw)
-
-            else:
-                raise ValueError(way)
-            await drive(call, warmup, concurrency)
-            return await drive(call, items, concurrency)
-
-    async def _direct(
-        self, way: str, items: Sequence[Item], warmup: Sequence[Item], concurrency: int
-    ) -> tuple[list[float], float, int]:
-        client: Any
-        if way == "direct":
-            from opensearchpy import AsyncOpenSearch
-
-            client = AsyncOpenSearch(
-                hosts=[self.args.opensearch_url], maxsize=max(concurrency, 10), timeout=30
-            )
-            spell = opensearch_body
-        else:
-            from elasticsearch import AsyncElasticsearch
-
-            client = AsyncElasticsearch(
-                self.args.elasticsearch_url,
-                request_timeout=30,
-                connections_per_node=max(concurrency, 10),
-            )
-            spell = elasticsearch_body
-        try:
-
-            async def call(i: int, item: Item) -> bool:
-                response = await client.search(index=self.index, body=spell(item))
-                return "hits" in response
-
-            await drive(call, warmup, concurrency)
-            return await drive(call, items, concurrency)
-        finally:
-            await client.close()
-
-
-# ---- report
-
-
-@dataclass
-class Report:
-    machine: str
-    started: str
-    requests: int
-    rounds: int
-    dense_share: float
-    concurrency: list[int]
-    ways: list[str]
-    gateway_ready_s: float
-    gateway_rss_mib: float | None
-    peer_ready_s: float | None
-    peer_rss_mib: float | None
-    peer_version: str | None
-    load_before: str
-    load_after: str = ""
-    blocks: list[Block] = field(default_factory=list)
-    profile: str | None = None
-
-
-def _blocks(report: Report, way: str, c: int) -> list[Block]:
-    return [b for b in report.blocks if b.way == way and b.concurrency == c]
-
-
-def _pooled(blocks: Sequence[Block]) -> tuple[float, float, float, int, int, float]:
-    """(p50 ms, p99 ms, throughput, requests, errors, mean load) over a way's rounds."""
-    lat = [x for b in blocks for x in b.latencies_s]
-    wall = sum(b.wall_s for b in blocks)
-    return (
-        percentile(lat, 50),
-        percentile(lat, 99),
-        len(lat) / wall if wall else 0.0,
-        len(lat),
-        sum(b.errors for b in blocks),
-        statistics.fmean(b.load for b in blocks) if blocks else 0.0,
-    )
-
-
-def _paired(
-    report: Report, num: str, den: str, c: int, metric: Callable[[Block, Block], float]
-) -> list[float]:
-    a = {b.round: b for b in _blocks(report, num, c)}
-    d = {b.round: b for b in _blocks(report, den, c)}
-    return [metric(a[r], d[r]) for r in sorted(a) if r in d]
-
-
-def _cpu(blocks: Sequence[Block], way: str) -> str:
-    """Median CPU ms per request of the processes this way goes through: the server in
-    front of the engine (the gateway, or a floor server), the peer, the engine."""
-    engine = "elasticsearch" if way.startswith("es-") else "opensearch"
-    front = way if way in FLOORS else "gateway"
-    names = [front] if "gateway" in way or way in ("mcp", *FLOORS) else [way]
-    parts = []
-    for name in [front, "peer", engine]:
-        values = [b.cpu_ms[name] for b in blocks if name in b.cpu_ms]
-        if name in (front, "peer") and name not in names:
-            parts.append("-")
-        elif values:
-            part = f"{statistics.median(values):.2f}"
-            kernel = [b.cpu_ms["gateway-sys"] for b in blocks if "gateway-sys" in b.cpu_ms]
-            if name == "gateway" and kernel:
-                part += f" (sys {statistics.median(kernel):.2f})"
-            parts.append(part)
-        else:
-            parts.append("n/a")
-    return " / ".join(parts)
-
-
-def _span(values: Sequence[float], fmt: str) -> str:
-    if not values:
-        return "-"
-    med = statistics.median(values)
-    if len(values) == 1:
-        return format(med, fmt)
-    return f"{format(med, fmt)} ({format(min(values), fmt)}..{format(max(values), fmt)})"
-
-
-CPU_PAIRS = (("gateway", "floor"), ("gateway", "floor-gateway-http"), ("mcp", "gateway"))
-"""CPU per request compared: the gateway against the floor with the client's own HTTP
-layer and with the gateway's, and an MCP tool call against an A2M recall."""
-
-
-def _cpu_ratios(report: Report) -> list[str]:
-    def front(way: str) -> str:
-        return way if way in FLOORS else "gateway"
-
-    rows = []
-    for num, den in CPU_PAIRS:
-        if num not in report.ways or den not in report.ways:
-            continue
-        top, bottom = front(num), front(den)
-
-        def ratio(a: Block, d: Block, top: str = top, bottom: str = bottom) -> float:
-            return a.cpu_ms.get(top, 0.0) / max(d.cpu_ms.get(bottom, 0.0), 1e-9)
-
-        for c in report.concurrency:
-            ratios = [r for r in _paired(report, num, den, c, ratio) if r > 0]
-            rows.append(f"| {num} / {den} | {c} | {_span(ratios, '.2f')} |")
-    if not rows:
-        return []
-    head = ["", "CPU per request, ratios within each round (median, and min-max over rounds):"]
-    return [*head, "", "| pair | concurrency | CPU ratio |", "| --- | ---: | ---: |", *rows]
-
-
-def markdown(report: Report) -> str:
-    lines = [
-        "| way | concurrency | p50 ms | p99 ms | throughput req/s | requests | errors "
-        "| load (1 min) | CPU ms/req (gateway (kernel share) or floor / peer / engine) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
-    ]
-    for c in report.concurrency:
-        for way in report.ways:
-            blocks = _blocks(report, way, c)
-            if not blocks:
-                continue
-            p50, p99, tput, n, err, load = _pooled(blocks)
-            lines.append(
-                f"| {way} | {c} | {p50:.2f} | {p99:.2f} | {tput:.0f} | {n} | {err} | {load:.2f} "
-                f"| {_cpu(blocks, way)} |"
-            )
-    lines += ["", "Ratios, computed within each round (median, and min-max over rounds):", ""]
-    lines += [
-        "| pair | concurrency | p50 added ms | p50 ratio | throughput ratio |",
-        "| --- | ---: | ---: | ---: | ---: |",
-    ]
-    pairs = [
-        ("gateway", "direct"),
-        ("gateway", "peer"),
-        ("mcp", "peer"),
-        ("mcp", "gateway"),
-        ("es-gateway", "es-direct"),
-    ]
-    for num, den in pairs:
-        if num not in report.ways or den not in report.ways:
-            continue
-        for c in report.concurrency:
-            added = _paired(report, num, den, c, lambda a, d: a.percentile(50) - d.percentile(50))
-            ratio = _paired(
-                report, num, den, c, lambda a, d: a.percentile(50) / max(d.percentile(50), 1e-9)
-            )
-            tputs = _paired(
-                report, num, den, c, lambda a, d: a.throughput / max(d.throughput, 1e-9)
-            )
-            lines.append(
-                f"| {num} / {den} | {c} | {_span(added, '+.2f')} | {_span(ratio, '.2f')} | "
-                f"{_span(tputs, '.2f')} |"
-            )
-    lines += _cpu_ratios(report)
-    rss = f"{report.gateway_rss_mib:.0f} MiB" if report.gateway_rss_mib else "n/a"
-    lines += [
-        "",
-        f"Gateway: start to ready {report.gateway_ready_s:.2f} s, RSS after the runs {rss}.",
-    ]
-    if report.peer_ready_s is not None:
-        prss = f"{report.peer_rss_mib:.0f} MiB" if report.peer_rss_mib else "n/a"
-        lines.append(
-            f"Peer (opensearch-mcp-server-py {report.peer_version}): start to ready "
-            f"{report.peer_ready_s:.2f} s, RSS after the runs {prss}."
-        )
-    lines.append(
-        f"{report.rounds} round(s) x {report.requests} requests per way and concurrency "
-        f"({100 * report.dense_share:.0f}% kNN, the rest BM25; {LIMIT} results each). "
-        f"Run {report.started} on {report.machine}; the load generator, the gateway, the peer "
-        f"and the engine share the machine. Load average (1/5/15 min) {report.load_before} "
-        f"before, {report.load_after} after."
-    )
-    return "\n".join(lines)
-
-
-def chart(report: Report, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    colours = {
-        "direct": "#4C72B0",
-        "gateway": "#55A868",
-        "mcp": "#DD8452",
-        "peer": "#C44E52",
-        "es-direct": "#8172B2",
-        "es-gateway": "#64B5CD",
-    }
-    Stats = tuple[float, float, float, int, int, float]
-    panels: list[tuple[str, Callable[[Stats], float]]] = [
-        ("p50 latency (ms)", lambda st: st[0]),
-        ("p99 latency (ms)", lambda st: st[1]),
-        ("throughput (req/s)", lambda st: st[2]),
-    ]
-    for ax, (title, pick) in zip(axes, panels, strict=True):
-        ways = [w for w in report.ways]
-        width = 0.8 / max(1, len(ways))
-        for j, way in enumerate(ways):
-            xs, ys = [], []
-            for i, c in enumerate(report.concurrency):
-                blocks = _blocks(report, way, c)
-                if blocks:
-                    xs.append(i + (j - (len(ways) - 1) / 2) * width)
-                    ys.append(pick(_pooled(blocks)))
-            bars = ax.bar(xs, ys, width * 0.95, label=way, color=colours.get(way))
-            ax.bar_label(bars, fmt="%.1f" if "ms" in title else "%.0f", fontsize=7, padding=1)
-        ax.set_xticks(
-            range(len(report.concurrency)), [f"concurrency {c}" for c in report.concurrency]
-        )
-        if "ms" in title:
-            ax.set_yscale("log")  # the peer is 10-20x slower: a linear axis hides the rest
-        ax.set_title(title + (", log scale" if "ms" in title else ""), fontsize=10)
-        ax.grid(axis="y", alpha=0.3)
-    axes[0].legend(fontsize=8)
-    fig.suptitle(
-        "Same queries against one OpenSearch node: direct client, A2M gateway, "
-        "opensearch-mcp-server-py",
-        fontsize=10,
-    )
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-# ---- profile
+class Servers:
+    """The processes a run starts: the gateway, the peer when asked for, one per floor way."""
+
+    gateway: GatewayProcess
+    peer: peer_mod.PeerServer | None = None
+    floors: dict[str, GatewayProcess] = field(default_factory=dict)
+
+    def pids(self) -> dict[str, int]:
+        """Each process's pid, by the name its CPU is reported under."""
+        pids = {"gateway": self.gateway.proc.pid}
+        if self.peer is not None:
+            pids["peer"] = self.peer.proc.pid
+        for way, floor in self.floors.items():
+            pids[way] = floor.proc.pid
+        return pids
+
+    def stop(self) -> None:
+        stop_server(self.gateway.proc)
+        if self.peer is not None:
+            stop_server(self.peer.proc)
+        for floor in self.floors.values():
+            stop_server(floor.proc)
+
+
+def engine_pids(es: bool) -> dict[str, int]:
+    """The engines' pids, where they can be found (their CPU per request is reported too)."""
+    pids = {}
+    for engine in ("opensearch", "elasticsearch") if es else ("opensearch",):
+        pid = machine.engine_pid(engine)
+        if pid is not None:
+            pids[engine] = pid
+    return pids
 
 
 def profile_gateway(
@@ -622,15 +133,8 @@ def profile_gateway(
     return text
 
 
-# ---- main
-
-
-def run(args: argparse.Namespace) -> Report:
-    ways = list(dict.fromkeys(args.ways))
-    if args.es:
-        ways += ["es-direct", "es-gateway"]
-    split = load_split(Path(args.corpus), Path(args.queries), Path(args.qrels))
-    index = args.index or f"a2m-bench-{split.fingerprint()}-{len(split.sf.corpus_ids)}"
+def load_indexes(args: argparse.Namespace, split: Split, index: str) -> dict[str, dict[str, Any]]:
+    """Load the split into OpenSearch (and Elasticsearch with ``--es``): the gateway's stores."""
     if not args.opensearch_url:
         raise SystemExit("no OpenSearch URL: pass --opensearch-url or set A2M_TEST_OPENSEARCH_URL")
     lucene_loader.load_index("opensearch", args.opensearch_url, index, split.sf)
@@ -640,9 +144,19 @@ def run(args: argparse.Namespace) -> Report:
             raise SystemExit("--es needs --elasticsearch-url or A2M_TEST_ELASTICSEARCH_URL")
         lucene_loader.load_index("elasticsearch", args.elasticsearch_url, index, split.sf)
         stores["elasticsearch"] = store_config("elasticsearch", args.elasticsearch_url, index)
-    items = workload(split, args.requests, args.dense_share, args.seed)
-    warm = workload(split, args.warmup, args.dense_share, args.seed + 1)
-    report = Report(
+    return stores
+
+
+def gateway_config(args: argparse.Namespace, stores: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    server: dict[str, Any] = {"name": "a2m-bench"}
+    if args.log_level:
+        server["log_level"] = args.log_level
+    return {"server": server, "stores": stores}
+
+
+def new_report(args: argparse.Namespace, ways: list[str]) -> Report:
+    """The report before any block: the run's settings and the machine's load."""
+    return Report(
         machine=machine.this_machine().describe(),
         started=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         requests=args.requests,
@@ -657,73 +171,98 @@ def run(args: argparse.Namespace) -> Report:
         peer_version=None,
         load_before=machine.load_text(),
     )
+
+
+def measure(
+    clients: Ways,
+    way: str,
+    concurrency: int,
+    rnd: int,
+    items: Sequence[Item],
+    warm: Sequence[Item],
+    pids: dict[str, int],
+) -> Block:
+    """One block: the way's calls timed, and the CPU per call of each process in ``pids``
+    (the gateway's kernel time also apart)."""
+    load = machine.load_average()[0]
+    gateway = pids["gateway"]
+    before = {k: machine.cpu_seconds(p) for k, p in pids.items()}
+    sys_before = machine.cpu_seconds(gateway, system_only=True)
+    lat, wall, errors = asyncio.run(clients.block(way, items, warm, concurrency))
+    block = Block(way, concurrency, rnd, lat, wall, errors, load)
+    sys_now = machine.cpu_seconds(gateway, system_only=True)
+    if sys_now is not None and sys_before is not None:
+        block.cpu_ms["gateway-sys"] = 1000 * (sys_now - sys_before) / (len(lat) + len(warm))
+    for k, p in pids.items():
+        now, then = machine.cpu_seconds(p), before[k]
+        if now is not None and then is not None:
+            # The warm-up calls ran in the same window: count them too.
+            block.cpu_ms[k] = 1000 * (now - then) / (len(lat) + len(warm))
+    return block
+
+
+def measure_rounds(
+    report: Report,
+    clients: Ways,
+    items: Sequence[Item],
+    warm: Sequence[Item],
+    pids: dict[str, int],
+) -> None:
+    """Every way at every concurrency, round after round, the ways' order reversed every
+    other round; each block is added to the report as it ends."""
+    for rnd in range(report.rounds):
+        for c in report.concurrency:
+            order = report.ways if rnd % 2 == 0 else list(reversed(report.ways))
+            for way in order:
+                block = measure(clients, way, c, rnd, items, warm, pids)
+                report.blocks.append(block)
+                print(
+                    f"round {rnd} c={c:<3d} {way:10s} p50 {block.percentile(50):7.2f} ms "
+                    f"p99 {block.percentile(99):7.2f} ms {block.throughput:7.1f} req/s "
+                    f"errors {block.errors} load {block.load:.2f}",
+                    file=sys.stderr,
+                )
+
+
+def run(args: argparse.Namespace) -> Report:
+    ways = list(dict.fromkeys(args.ways))
+    if args.es:
+        ways += ["es-direct", "es-gateway"]
+    split = load_split(Path(args.corpus), Path(args.queries), Path(args.qrels))
+    index = args.index or f"a2m-bench-{split.fingerprint()}-{len(split.sf.corpus_ids)}"
+    stores = load_indexes(args, split, index)
+    items = workload(split, args.requests, args.dense_share, args.seed)
+    warm = workload(split, args.warmup, args.dense_share, args.seed + 1)
+    report = new_report(args, ways)
     with tempfile.TemporaryDirectory(prefix="a2m-latency-") as tmp:
         work = Path(tmp)
-        server: dict[str, Any] = {"name": "a2m-bench"}
-        if args.log_level:
-            server["log_level"] = args.log_level
-        config = {"server": server, "stores": stores}
         config_path = work / "gateway.yaml"
-        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-        gateway = start_gateway(config_path, work / "data", work / "gateway.log")
-        report.gateway_ready_s = gateway.ready_after_s
-        peer = None
-        floors: list[GatewayProcess] = []
+        config_path.write_text(yaml.safe_dump(gateway_config(args, stores), sort_keys=False))
+        servers = Servers(start_gateway(config_path, work / "data", work / "gateway.log"))
+        report.gateway_ready_s = servers.gateway.ready_after_s
         try:
             if "peer" in ways:
                 peer = peer_mod.start_peer(
                     Path(args.peer_venv), args.opensearch_url, work / "peer.log"
                 )
+                servers.peer = peer
                 report.peer_ready_s = peer.ready_after_s
                 report.peer_version = peer.version
-            clients = Ways(args, index, gateway.base_url, peer.base_url if peer else None)
-            pids = {"gateway": gateway.proc.pid}
-            if peer is not None:
-                pids["peer"] = peer.proc.pid
-            for way in ways:
-                if way in FLOORS:
-                    floor = start_floor(way, args.opensearch_url, index, work / f"{way}.log")
-                    floors.append(floor)
-                    clients.floor_urls[way] = floor.base_url
-                    pids[way] = floor.proc.pid
-            for engine in ("opensearch", "elasticsearch") if args.es else ("opensearch",):
-                pid = machine.engine_pid(engine)
-                if pid is not None:
-                    pids[engine] = pid
-            for rnd in range(args.rounds):
-                for c in report.concurrency:
-                    order = ways if rnd % 2 == 0 else list(reversed(ways))
-                    for way in order:
-                        load = machine.load_average()[0]
-                        before = {k: machine.cpu_seconds(p) for k, p in pids.items()}
-                        sys_before = machine.cpu_seconds(gateway.proc.pid, system_only=True)
-                        lat, wall, errors = asyncio.run(clients.block(way, items, warm, c))
-                        block = Block(way, c, rnd, lat, wall, errors, load)
-                        sys_now = machine.cpu_seconds(gateway.proc.pid, system_only=True)
-                        if sys_now is not None and sys_before is not None:
-                            block.cpu_ms["gateway-sys"] = (
-                                1000 * (sys_now - sys_before) / (len(lat) + len(warm))
-                            )
-                        for k, p in pids.items():
-                            now, then = machine.cpu_seconds(p), before[k]
-                            if now is not None and then is not None:
-                                # The warm-up calls ran in the same window: count them too.
-                                block.cpu_ms[k] = 1000 * (now - then) / (len(lat) + len(warm))
-                        report.blocks.append(block)
-                        print(
-                            f"round {rnd} c={c:<3d} {way:10s} p50 {block.percentile(50):7.2f} ms "
-                            f"p99 {block.percentile(99):7.2f} ms {block.throughput:7.1f} req/s "
-                            f"errors {errors} load {load:.2f}",
-                            file=sys.stderr,
-                        )
-            report.gateway_rss_mib = machine.rss_mib(gateway.proc.pid)
-            if peer is not None:
-                report.peer_rss_mib = machine.rss_mib(peer.proc.pid)
+            peer_url = servers.peer.base_url if servers.peer else None
+            clients = Ways(args, index, servers.gateway.base_url, peer_url)
+            for way in (w for w in ways if w in FLOORS):
+                floor = start_floor(way, args.opensearch_url, index, work / f"{way}.log")
+                servers.floors[way] = floor
+                clients.floor_urls[way] = floor.base_url
+            measure_rounds(report, clients, items, warm, servers.pids() | engine_pids(args.es))
+            report.gateway_rss_mib = machine.rss_mib(servers.gateway.proc.pid)
+            if servers.peer is not None:
+                report.peer_rss_mib = machine.rss_mib(servers.peer.proc.pid)
             if args.profile:
                 report.profile = "\n\n".join(
                     profile_gateway(
                         clients,
-                        gateway.proc.pid,
+                        servers.gateway.proc.pid,
                         items,
                         args.profile_seconds,
                         Path(args.profile),
@@ -733,11 +272,7 @@ def run(args: argparse.Namespace) -> Report:
                     for c in args.profile_concurrency
                 )
         finally:
-            stop_server(gateway.proc)
-            if peer is not None:
-                stop_server(peer.proc)
-            for floor in floors:
-                stop_server(floor.proc)
+            servers.stop()
     report.load_after = machine.load_text()
     return report
 
@@ -748,47 +283,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "--ways",
-        nargs="+",
-        choices=("direct", "gateway", "mcp", "peer", *FLOORS),
-        default=["direct", "gateway", "mcp", "peer"],
-    )
-    p.add_argument("--es", action="store_true", help="also Elasticsearch direct vs gateway")
-    p.add_argument("--concurrency", nargs="+", type=int, default=[1, 32])
-    p.add_argument("--requests", "-n", type=int, default=300, help="per way, concurrency, round")
-    p.add_argument("--warmup", type=int, default=40, help="untimed calls before each block")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--dense-share", type=float, default=0.3, help="share of kNN queries")
-    p.add_argument("--seed", type=int, default=11)
-    p.add_argument("--corpus", default=str(SCIFACT / "corpus.jsonl"))
-    p.add_argument("--queries", default=str(SCIFACT / "queries-train.jsonl"))
-    p.add_argument("--qrels", default=str(SCIFACT / "qrels" / "train.tsv"))
-    p.add_argument("--index", help="index name (default: the quality benchmark's)")
-    p.add_argument("--opensearch-url", default=os.environ.get("A2M_TEST_OPENSEARCH_URL"))
-    p.add_argument("--elasticsearch-url", default=os.environ.get("A2M_TEST_ELASTICSEARCH_URL"))
-    p.add_argument("--peer-venv", default=str(peer_mod.DEFAULT_VENV))
-    p.add_argument(
-        "--log-level",
-        choices=("debug", "info", "warning", "error"),
-        help="the gateway's server.log_level (default: the shipped default, info, which "
-        "writes one audit line per call)",
-    )
-    p.add_argument("--profile", help="directory for a py-spy profile of the gateway under load")
-    p.add_argument("--profile-seconds", type=float, default=20.0)
-    p.add_argument(
-        "--profile-concurrency",
-        type=int,
-        nargs="+",
-        default=[32],
-        help="the load(s) profiled, one py-spy run each (default 32)",
-    )
-    p.add_argument(
-        "--profile-way",
-        choices=["gateway", "mcp"],
-        default="gateway",
-        help="the calls sent while profiling: A2M recall (gateway) or MCP search (mcp)",
-    )
+    _workload_options(p)
+    _server_options(p)
+    _profile_options(p)
     p.add_argument("--out", help="write the raw report (every latency) as JSON here")
     p.add_argument("--chart", help="write the PNG chart here")
     p.add_argument(
@@ -806,6 +303,56 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.requests < 1 or args.rounds < 1 or min(args.concurrency) < 1:
         p.error("--requests, --rounds and --concurrency must be positive")
     return args
+
+
+def _workload_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--ways",
+        nargs="+",
+        choices=("direct", "gateway", "mcp", "peer", *FLOORS),
+        default=["direct", "gateway", "mcp", "peer"],
+    )
+    p.add_argument("--es", action="store_true", help="also Elasticsearch direct vs gateway")
+    p.add_argument("--concurrency", nargs="+", type=int, default=[1, 32])
+    p.add_argument("--requests", "-n", type=int, default=300, help="per way, concurrency, round")
+    p.add_argument("--warmup", type=int, default=40, help="untimed calls before each block")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--dense-share", type=float, default=0.3, help="share of kNN queries")
+    p.add_argument("--seed", type=int, default=11)
+    p.add_argument("--corpus", default=str(SCIFACT / "corpus.jsonl"))
+    p.add_argument("--queries", default=str(SCIFACT / "queries-train.jsonl"))
+    p.add_argument("--qrels", default=str(SCIFACT / "qrels" / "train.tsv"))
+    p.add_argument("--index", help="index name (default: the quality benchmark's)")
+
+
+def _server_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--opensearch-url", default=os.environ.get("A2M_TEST_OPENSEARCH_URL"))
+    p.add_argument("--elasticsearch-url", default=os.environ.get("A2M_TEST_ELASTICSEARCH_URL"))
+    p.add_argument("--peer-venv", default=str(peer_mod.DEFAULT_VENV))
+    p.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        help="the gateway's server.log_level (default: the shipped default, info, which "
+        "writes one audit line per call)",
+    )
+
+
+def _profile_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", help="directory for a py-spy profile of the gateway under load")
+    p.add_argument("--profile-seconds", type=float, default=20.0)
+    p.add_argument(
+        "--profile-concurrency",
+        type=int,
+        nargs="+",
+        default=[32],
+        help="the load(s) profiled, one py-spy run each (default 32)",
+    )
+    p.add_argument(
+        "--profile-way",
+        choices=["gateway", "mcp"],
+        default="gateway",
+        help="the calls sent while profiling: A2M recall (gateway) or MCP search (mcp)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -38,7 +38,8 @@ import orjson
 import yaml
 
 from bench import machine
-from bench.latency.harness import JSON_HEADERS, percentile, store_config
+from bench.latency.report import percentile
+from bench.latency.workload import JSON_HEADERS, store_config
 from bench.process import start_gateway, stop_server
 from bench.quality.collection import load_split
 from bench.quality.harness import SCIFACT
