@@ -57,8 +57,7 @@ from bench.latency.workload import (
     workload,
 )
 from bench.process import GatewayProcess, start_gateway, stop_server
-from bench.quality.collection import load_split
-from bench.quality.harness import SCIFACT
+from bench.quality.collection import SCIFACT, load_split
 from tests.support import lucene_loader
 
 WAYS = ("a2m", "mcp")

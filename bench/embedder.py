@@ -38,7 +38,7 @@ PACKAGES = {
 
 
 def _scifact() -> Path:
-    from bench.quality.harness import SCIFACT
+    from bench.quality.collection import SCIFACT
 
     return SCIFACT
 

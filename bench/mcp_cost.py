@@ -33,7 +33,7 @@ import orjson
 from bench import machine
 from bench.inprocess import StubConnector, post
 from bench.latency.workload import MCP_VERSION, MODERN_HEADERS
-from bench.quality.harness import SCIFACT
+from bench.quality.collection import SCIFACT
 from connectors.base import Hit, SearchRequest
 from gateway.config import parse_config
 from gateway.observability.metrics import Metrics

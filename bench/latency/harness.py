@@ -43,8 +43,7 @@ from bench.latency.report import Block, Report, chart, markdown
 from bench.latency.ways import FLOORS, Ways, start_floor
 from bench.latency.workload import Item, store_config, workload
 from bench.process import GatewayProcess, start_gateway, stop_server
-from bench.quality.collection import Split, load_split
-from bench.quality.harness import SCIFACT
+from bench.quality.collection import SCIFACT, Split, load_split
 from tests.support import lucene_loader
 
 

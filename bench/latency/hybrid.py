@@ -41,8 +41,7 @@ from bench import machine
 from bench.latency.report import percentile
 from bench.latency.workload import JSON_HEADERS, store_config
 from bench.process import start_gateway, stop_server
-from bench.quality.collection import load_split
-from bench.quality.harness import SCIFACT
+from bench.quality.collection import SCIFACT, load_split
 from tests.support import lucene_loader
 from tests.support.recording_proxy import recording_proxy
 

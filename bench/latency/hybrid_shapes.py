@@ -29,8 +29,7 @@ from typing import Any
 
 from bench import machine
 from bench.latency.hybrid import node_pid
-from bench.quality.collection import load_split
-from bench.quality.harness import SCIFACT
+from bench.quality.collection import SCIFACT, load_split
 from tests.support import lucene_loader
 
 SOURCE = {"includes": ["text", "key", "title"]}

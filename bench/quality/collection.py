@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,12 @@ import numpy.typing as npt
 
 from tests.support.scifact import SciFact
 
+SCIFACT = Path(
+    os.environ.get(
+        "A2M_SCIFACT_DIR", Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact"
+    )
+)
+"""The shared SciFact copy, every benchmark's default collection (``A2M_SCIFACT_DIR``)."""
 VECTOR_SUFFIX = "minilm"
 DIMENSIONS = 384
 
@@ -191,3 +198,31 @@ def load_split(
         _query_row={q: i for i, q in enumerate(qrows)},
     )
     return Split(sf=sf, qrels=judged, query_ids=qids, corpus_path=corpus, vectors_note=note)
+
+
+def restrict(split: Split, others: int) -> Split:
+    """The judged documents of the evaluated queries plus ``others`` unjudged ones."""
+    sf = split.sf
+    keep = {d for q in split.query_ids for d in split.qrels[q] if d in sf._doc_row}
+    extra = [d for d in sf.corpus_ids if d not in keep][:others]
+    return subset_split(split, [d for d in sf.corpus_ids if d in keep] + extra)
+
+
+def subset_split(split: Split, ids: Sequence[str]) -> Split:
+    """The split with only these documents (their vectors kept), queries unchanged."""
+    sf = split.sf
+    rows = [sf._doc_row[d] for d in ids]
+    vectors = np.asarray(sf.corpus_vectors)[rows]
+    new_sf = type(sf)(
+        titles=sf.titles,
+        texts=sf.texts,
+        corpus_ids=list(ids),
+        queries=sf.queries,
+        query_ids=sf.query_ids,
+        qrels=sf.qrels,
+        corpus_vectors=vectors,
+        query_vectors=sf.query_vectors,
+        _doc_row={d: i for i, d in enumerate(ids)},
+        _query_row=sf._query_row,
+    )
+    return Split(new_sf, split.qrels, split.query_ids, split.corpus_path, split.vectors_note)

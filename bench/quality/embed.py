@@ -50,7 +50,7 @@ def _check(root: Path, sample: int) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from bench.quality.harness import SCIFACT
+    from bench.quality.collection import SCIFACT
 
     p = argparse.ArgumentParser(
         prog="python -m bench.quality.embed",

@@ -23,7 +23,9 @@ Elasticsearch/OpenSearch, Qdrant's own RRF query for Qdrant).
 
 from __future__ import annotations
 
+import argparse
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,3 +197,32 @@ def load_qdrant_server(url: str, split: Split, tuning: Tuning, *, grpc_port: int
     return Loaded(
         "qdrant-server", store, time.monotonic() - started, f"{count} docs loaded", version
     )
+
+
+def load_engines(
+    split: Split, engines: Sequence[str], args: argparse.Namespace, work: Path, tuning: Tuning
+) -> list[Loaded]:
+    """Load each selected engine; the index name carries the corpus fingerprint and size."""
+    loaded: list[Loaded] = []
+    index = args.index or f"a2m-bench-{split.fingerprint()}-{len(split.sf.corpus_ids)}"
+    for engine in engines:
+        if engine == "qdrant":
+            loaded.append(load_qdrant(work / "qdrant", split, tuning))
+            continue
+        if engine == "qdrant-server":
+            if not args.qdrant_url:
+                raise SystemExit("no URL for qdrant-server: pass --qdrant-url or start it")
+            grpc_port = args.qdrant_grpc_port if args.qdrant_grpc else None
+            loaded.append(load_qdrant_server(args.qdrant_url, split, tuning, grpc_port=grpc_port))
+            continue
+        url = args.elasticsearch_url if engine == "elasticsearch" else args.opensearch_url
+        if not url:
+            raise SystemExit(
+                f"no URL for {engine}: pass --{engine}-url or start the engines "
+                '(python tests/engines/engines.py start; eval "$(... env)")'
+            )
+        analyzer = args.opensearch_analyzer if engine == "opensearch" else ANALYZERS[engine]
+        # The analyzer is in the name: a standard and an english index never get mixed up.
+        name = index if analyzer == "standard" else f"{index}-{analyzer}"
+        loaded.append(load_lucene(engine, url, name, split, tuning, analyzer))
+    return loaded

@@ -37,10 +37,10 @@ import yaml
 
 from bench import machine
 from bench.process import start_gateway, stop_server
-from bench.quality.collection import Split, load_split
+from bench.quality.collection import SCIFACT, Split, load_split, restrict, subset_split
 from bench.quality.engines import Loaded, Tuning, load_lucene, load_qdrant
 from bench.quality.evaluate import evaluate
-from bench.quality.harness import MODES, SCIFACT, recall_all, restrict, subset_split
+from bench.quality.recall import MODES, recall_all
 
 SHARDS = {"es": "elasticsearch", "os": "opensearch", "qd": "qdrant"}
 FEDERATION = "federated"

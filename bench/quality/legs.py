@@ -28,8 +28,9 @@ import yaml
 from bench import machine
 from bench.process import start_gateway, stop_server
 from bench.quality.collection import Split, load_split
-from bench.quality.engines import Tuning, doc_id_of
-from bench.quality.harness import LIMIT, gateway_config, load_engines, mode_params, parse_args
+from bench.quality.engines import Tuning, doc_id_of, load_engines
+from bench.quality.harness import parse_args
+from bench.quality.recall import LIMIT, gateway_config, mode_params
 
 Ranked = list[tuple[str, float]]
 """(document id, score) best first."""
