@@ -132,6 +132,48 @@ def vectors_for(
     return matrix, ids, f"{npy} (computed)"
 
 
+@dataclass(frozen=True)
+class Vectors:
+    """A split's dense vectors: the corpus's and the queries', each row's id, and their source."""
+
+    corpus: npt.NDArray[np.float32]
+    corpus_rows: list[str]
+    queries: npt.NDArray[np.float32]
+    query_rows: list[str]
+    note: str
+
+
+def read_vectors(
+    corpus: Path,
+    doc_ids: list[str],
+    doc_texts: list[str],
+    queries: Path,
+    query_rows: list[dict[str, str]],
+    *,
+    compute: bool,
+) -> Vectors:
+    """The vectors of the corpus and of the queries file (see :func:`vectors_for`)."""
+    cmat, crows, cnote = vectors_for(corpus, doc_ids, doc_texts, compute=compute)
+    qmat, qrows, qnote = vectors_for(
+        queries,
+        [q["_id"] for q in query_rows],
+        [q["text"] for q in query_rows],
+        compute=compute,
+    )
+    return Vectors(cmat, crows, qmat, qrows, f"corpus: {cnote}; queries: {qnote}")
+
+
+def no_vectors(doc_ids: list[str], query_ids: list[str]) -> Vectors:
+    """Zero vectors, for a lexical run on a corpus nobody embedded."""
+    return Vectors(
+        np.zeros((len(doc_ids), DIMENSIONS), dtype=np.float32),
+        doc_ids,
+        np.zeros((len(query_ids), DIMENSIONS), dtype=np.float32),
+        query_ids,
+        "none (lexical only)",
+    )
+
+
 def load_split(
     corpus: Path,
     queries: Path,
@@ -164,40 +206,27 @@ def load_split(
 
     if need_vectors:
         # What the shared vectors were computed from: title, a space, the abstract.
-        cmat, crows, cnote = vectors_for(
-            corpus,
-            doc_ids,
-            [f"{titles[d]} {texts[d]}" for d in doc_ids],
-            compute=compute_vectors,
+        doc_texts = [f"{titles[d]} {texts[d]}" for d in doc_ids]
+        vectors = read_vectors(
+            corpus, doc_ids, doc_texts, queries, query_rows, compute=compute_vectors
         )
-        qmat, qrows, qnote = vectors_for(
-            queries,
-            [q["_id"] for q in query_rows],
-            [q["text"] for q in query_rows],
-            compute=compute_vectors,
-        )
-        note = f"corpus: {cnote}; queries: {qnote}"
     else:
-        cmat = np.zeros((len(doc_ids), DIMENSIONS), dtype=np.float32)
-        crows = doc_ids
-        qmat = np.zeros((len(query_rows), DIMENSIONS), dtype=np.float32)
-        qrows = [q["_id"] for q in query_rows]
-        note = "none (lexical only)"
+        vectors = no_vectors(doc_ids, [q["_id"] for q in query_rows])
 
     relevant = {q: {d for d, s in rel.items() if s > 0} for q, rel in judged.items()}
     sf = SciFact(
         titles=titles,
         texts=texts,
-        corpus_ids=crows,
+        corpus_ids=vectors.corpus_rows,
         queries=query_text,
-        query_ids=qrows,
+        query_ids=vectors.query_rows,
         qrels=relevant,
-        corpus_vectors=cmat,
-        query_vectors=qmat,
-        _doc_row={d: i for i, d in enumerate(crows)},
-        _query_row={q: i for i, q in enumerate(qrows)},
+        corpus_vectors=vectors.corpus,
+        query_vectors=vectors.queries,
+        _doc_row={d: i for i, d in enumerate(vectors.corpus_rows)},
+        _query_row={q: i for i, q in enumerate(vectors.query_rows)},
     )
-    return Split(sf=sf, qrels=judged, query_ids=qids, corpus_path=corpus, vectors_note=note)
+    return Split(sf=sf, qrels=judged, query_ids=qids, corpus_path=corpus, vectors_note=vectors.note)
 
 
 def restrict(split: Split, others: int) -> Split:
