@@ -86,49 +86,65 @@ def _replay(fetch: Search) -> Search:
     return search
 
 
+def client_search(url: str, index: str, client: str) -> Search:
+    """opensearch-py as the gateway's connector calls it, over the library's own aiohttp
+    connection (``official``) or over the gateway's HTTP layer (``gateway-http``)."""
+    from opensearchpy import AIOHttpConnection
+
+    from connectors.lucene.opensearch import OpenSearchDialect
+    from connectors.spec import ConnectionSpec, ConnectorSpec
+
+    dialect = OpenSearchDialect(AIOHttpConnection if client != "gateway-http" else None)
+    spec = ConnectorSpec(
+        backend="opensearch",
+        index=index,
+        connection=ConnectionSpec(hosts=(url,), pool_maxsize=64, timeout_ms=30_000),
+    )
+    engine: Any = None
+    path = f"/{index}/_search"
+
+    async def search(body: dict[str, Any]) -> dict[str, Any]:
+        nonlocal engine
+        if engine is None:
+            engine = await dialect.make_client(spec)
+        answer = await dialect.request(engine, "POST", path, seconds=30.0, body=body)
+        return answer  # type: ignore[return-value]
+
+    return search
+
+
+def raw_search(url: str, index: str) -> Search:
+    """One aiohttp session posting the encoded body: no engine client."""
+    import aiohttp
+
+    session: aiohttp.ClientSession | None = None
+    search_url = f"{url}/{index}/_search"
+    headers = {"content-type": "application/json"}
+
+    async def search(body: dict[str, Any]) -> dict[str, Any]:
+        nonlocal session
+        if session is None:
+            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64))
+        async with session.post(search_url, data=orjson.dumps(body), headers=headers) as r:
+            answer: dict[str, Any] = orjson.loads(await r.read())
+        return answer
+
+    return search
+
+
+def engine_search(url: str, index: str, client: str) -> Search:
+    """The search of the floor's ``client`` (see the module's list)."""
+    if client in ("official", "gateway-http"):
+        return client_search(url, index, client)
+    if client == "none":
+        return _replay(raw_search(url, index))
+    return raw_search(url, index)
+
+
 def make_app(
     url: str, index: str, client: str
 ) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
-    search: Search
-    if client in ("official", "gateway-http"):
-        from opensearchpy import AIOHttpConnection
-
-        from connectors.lucene.opensearch import OpenSearchDialect
-        from connectors.spec import ConnectionSpec, ConnectorSpec
-
-        dialect = OpenSearchDialect(AIOHttpConnection if client != "gateway-http" else None)
-        spec = ConnectorSpec(
-            backend="opensearch",
-            index=index,
-            connection=ConnectionSpec(hosts=(url,), pool_maxsize=64, timeout_ms=30_000),
-        )
-        engine: Any = None
-        path = f"/{index}/_search"
-
-        async def search(body: dict[str, Any]) -> dict[str, Any]:
-            nonlocal engine
-            if engine is None:
-                engine = await dialect.make_client(spec)
-            answer = await dialect.request(engine, "POST", path, seconds=30.0, body=body)
-            return answer  # type: ignore[return-value]
-
-    else:
-        import aiohttp
-
-        session: aiohttp.ClientSession | None = None
-        search_url = f"{url}/{index}/_search"
-        headers = {"content-type": "application/json"}
-
-        async def search(body: dict[str, Any]) -> dict[str, Any]:
-            nonlocal session
-            if session is None:
-                session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64))
-            async with session.post(search_url, data=orjson.dumps(body), headers=headers) as r:
-                answer: dict[str, Any] = orjson.loads(await r.read())
-            return answer
-
-    if client == "none":
-        search = _replay(search)
+    search = engine_search(url, index, client)
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
