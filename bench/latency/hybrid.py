@@ -130,6 +130,40 @@ def _round_trips(
     return out
 
 
+def gateway_config(args: argparse.Namespace, index: str, proxy_url: str) -> dict[str, Any]:
+    """Store ``s`` on the node, and ``counted`` on the same index through the recording proxy."""
+    store = store_config(args.engine, args.url, index)
+    counted = store_config(args.engine, proxy_url, index)
+    if args.candidates is not None:
+        store["search"]["candidates"] = args.candidates
+        counted["search"]["candidates"] = args.candidates
+    return {
+        "server": {"name": "a2m-bench", "log_level": "warning"},
+        "stores": {"s": store, "counted": counted},
+    }
+
+
+def measure(
+    url: str,
+    mode: str,
+    concurrency: int,
+    warm: Sequence[tuple[str, list[float]]],
+    timed: Sequence[tuple[str, list[float]]],
+    pids: dict[str, int],
+) -> Block:
+    """One block: the warm-up calls, then the timed ones with each process's CPU per call."""
+    asyncio.run(_drive(url, _bodies(mode, warm), concurrency))
+    before = {k: machine.cpu_seconds(p) for k, p in pids.items()}
+    load = machine.load_average()[0]
+    lat, wall, errors = asyncio.run(_drive(url, _bodies(mode, timed), concurrency))
+    block = Block(mode, concurrency, lat, wall, errors, load)
+    for k, p in pids.items():
+        now, then = machine.cpu_seconds(p), before[k]
+        if now is not None and then is not None:
+            block.cpu_ms[k] = 1000 * (now - then) / len(lat)
+    return block
+
+
 def run(args: argparse.Namespace) -> str:
     split = load_split(Path(args.corpus), Path(args.queries), Path(args.qrels))
     index = args.index or f"a2m-bench-{split.fingerprint()}-{len(split.sf.corpus_ids)}"
@@ -150,15 +184,7 @@ def run(args: argparse.Namespace) -> str:
         ),
     ):
         work = Path(tmp)
-        store = store_config(args.engine, args.url, index)
-        counted = store_config(args.engine, proxy_url, index)
-        if args.candidates is not None:
-            store["search"]["candidates"] = args.candidates
-            counted["search"]["candidates"] = args.candidates
-        config = {
-            "server": {"name": "a2m-bench", "log_level": "warning"},
-            "stores": {"s": store, "counted": counted},
-        }
+        config = gateway_config(args, index, proxy_url)
         (work / "gateway.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         gateway = start_gateway(work / "gateway.yaml", work / "data", work / "gateway.log")
         try:
@@ -170,21 +196,14 @@ def run(args: argparse.Namespace) -> str:
             for rnd in range(args.rounds):
                 for c in args.concurrency:
                     for mode in MODES if rnd % 2 == 0 else tuple(reversed(MODES)):
-                        asyncio.run(_drive(url, _bodies(mode, warm), c))
-                        before = {k: machine.cpu_seconds(p) for k, p in pids.items()}
-                        load = machine.load_average()[0]
-                        lat, wall, errors = asyncio.run(_drive(url, _bodies(mode, timed), c))
-                        block = Block(mode, c, lat, wall, errors, load)
-                        for k, p in pids.items():
-                            now, then = machine.cpu_seconds(p), before[k]
-                            if now is not None and then is not None:
-                                block.cpu_ms[k] = 1000 * (now - then) / len(lat)
+                        block = measure(url, mode, c, warm, timed, pids)
                         blocks.append(block)
                         print(
-                            f"round {rnd} c={c:<3d} {mode:8s} p50 {percentile(lat, 50):6.2f} ms "
+                            f"round {rnd} c={c:<3d} {mode:8s} "
+                            f"p50 {percentile(block.latencies_s, 50):6.2f} ms "
                             f"{block.throughput:7.1f} req/s engine "
                             f"{block.cpu_ms.get('engine', float('nan')):.2f} ms CPU/req "
-                            f"errors {errors} load {load:.2f}",
+                            f"errors {block.errors} load {block.load:.2f}",
                             file=sys.stderr,
                         )
         finally:
