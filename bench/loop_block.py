@@ -159,6 +159,83 @@ async def drive(base_url: str, seconds: float, concurrency: int, long_every: int
     return load
 
 
+@dataclass
+class Measured:
+    """One run: /healthz idle and under load, the recall load, the gateway's CPU around it."""
+
+    idle: list[float]
+    busy: list[float]
+    load: Load
+    cpu_before: float | None
+    cpu_after: float | None
+    threads_before: dict[str, float]
+    threads_after: dict[str, float]
+    load_before: str
+    load_after: str
+
+
+def warm(base_url: str) -> None:
+    """The embedder's and the engine's first calls, before anything is timed."""
+    with httpx.Client(base_url=base_url, timeout=30.0) as http:
+        for i in range(20):
+            http.post(
+                "/a2m",
+                json={
+                    "jsonrpc": "2.0",
+                    "id": i,
+                    "method": "memory/recall",
+                    "params": {"query": TOPICS[i % len(TOPICS)]},
+                },
+            ).raise_for_status()
+
+
+def measure(base_url: str, pid: int, args: argparse.Namespace) -> Measured:
+    """/healthz probed idle, then beside ``args.seconds`` of recall load."""
+    idle_proc, idle_pipe = probe(base_url, min(5.0, args.seconds))
+    idle = idle_pipe.recv()
+    idle_proc.join()
+    load_before = load_text()
+    cpu0 = cpu_seconds(pid)
+    threads0 = thread_cpu_seconds(pid)
+    busy_proc, busy_pipe = probe(base_url, args.seconds)
+    load = asyncio.run(drive(base_url, args.seconds, args.concurrency, args.long_every))
+    busy = busy_pipe.recv()
+    busy_proc.join()
+    cpu1 = cpu_seconds(pid)
+    threads1 = thread_cpu_seconds(pid)
+    return Measured(idle, busy, load, cpu0, cpu1, threads0, threads1, load_before, load_text())
+
+
+def print_report(args: argparse.Namespace, m: Measured) -> None:
+    load = m.load
+    calls = len(load.latencies_s) + len(load.long_latencies_s)
+    cpu0, cpu1 = m.cpu_before, m.cpu_after
+    cpu = (cpu1 - cpu0) / calls * 1000.0 if cpu0 is not None and cpu1 is not None else None
+    print(f"machine: {this_machine().describe()}")
+    print(f"load average before / after the run: {m.load_before} | {m.load_after}")
+    print(
+        f"recall at concurrency {args.concurrency} for {args.seconds:.0f} s, "
+        f"every {args.long_every}th query {LONG_QUERY_CHARS} characters"
+    )
+    print("| measure | p50 ms | p99 ms | n |")
+    print("|---|---:|---:|---:|")
+    rows = [
+        ("/healthz, idle", m.idle),
+        ("/healthz, under recall load", m.busy),
+        ("recall, short query", load.latencies_s),
+        ("recall, 4,000-character query", load.long_latencies_s),
+    ]
+    for name, values in rows:
+        p50, p99 = percentile(values, 50), percentile(values, 99)
+        print(f"| {name} | {p50:.2f} | {p99:.2f} | {len(values)} |")
+    print(f"errors: {load.errors}; gateway CPU per recall: {cpu:.2f} ms" if cpu else "")
+    spent = {k: v - m.threads_before.get(k, 0.0) for k, v in m.threads_after.items()}
+    per_call = ", ".join(
+        f"{k} {v / calls * 1000.0:.2f}" for k, v in sorted(spent.items(), key=lambda kv: -kv[1])
+    )
+    print(f"CPU ms per recall by thread (loop = the event loop's thread): {per_call}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=30.0)
@@ -169,59 +246,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="a2m-loop-") as tmp:
         gw = start_gateway(None, Path(tmp) / "data", Path(tmp) / "gateway.log")
         try:
-            with httpx.Client(base_url=gw.base_url, timeout=30.0) as http:
-                for i in range(20):  # warm: the embedder and the engine's first calls
-                    http.post(
-                        "/a2m",
-                        json={
-                            "jsonrpc": "2.0",
-                            "id": i,
-                            "method": "memory/recall",
-                            "params": {"query": TOPICS[i % len(TOPICS)]},
-                        },
-                    ).raise_for_status()
-            idle_proc, idle_pipe = probe(gw.base_url, min(5.0, args.seconds))
-            idle = idle_pipe.recv()
-            idle_proc.join()
-            load_before = load_text()
-            cpu0 = cpu_seconds(gw.proc.pid)
-            threads0 = thread_cpu_seconds(gw.proc.pid)
-            busy_proc, busy_pipe = probe(gw.base_url, args.seconds)
-            load = asyncio.run(drive(gw.base_url, args.seconds, args.concurrency, args.long_every))
-            busy = busy_pipe.recv()
-            busy_proc.join()
-            cpu1 = cpu_seconds(gw.proc.pid)
-            threads1 = thread_cpu_seconds(gw.proc.pid)
-            load_after = load_text()
+            warm(gw.base_url)
+            measured = measure(gw.base_url, gw.proc.pid, args)
         finally:
             stop_server(gw.proc)
-
-    calls = len(load.latencies_s) + len(load.long_latencies_s)
-    cpu = (cpu1 - cpu0) / calls * 1000.0 if cpu0 is not None and cpu1 is not None else None
-    print(f"machine: {this_machine().describe()}")
-    print(f"load average before / after the run: {load_before} | {load_after}")
-    print(
-        f"recall at concurrency {args.concurrency} for {args.seconds:.0f} s, "
-        f"every {args.long_every}th query {LONG_QUERY_CHARS} characters"
-    )
-    print("| measure | p50 ms | p99 ms | n |")
-    print("|---|---:|---:|---:|")
-    rows = [
-        ("/healthz, idle", idle),
-        ("/healthz, under recall load", busy),
-        ("recall, short query", load.latencies_s),
-        ("recall, 4,000-character query", load.long_latencies_s),
-    ]
-    for name, values in rows:
-        p50, p99 = percentile(values, 50), percentile(values, 99)
-        print(f"| {name} | {p50:.2f} | {p99:.2f} | {len(values)} |")
-    print(f"errors: {load.errors}; gateway CPU per recall: {cpu:.2f} ms" if cpu else "")
-    spent = {k: v - threads0.get(k, 0.0) for k, v in threads1.items()}
-    per_call = ", ".join(
-        f"{k} {v / calls * 1000.0:.2f}" for k, v in sorted(spent.items(), key=lambda kv: -kv[1])
-    )
-    print(f"CPU ms per recall by thread (loop = the event loop's thread): {per_call}")
-    return 1 if load.errors else 0
+    print_report(args, measured)
+    return 1 if measured.load.errors else 0
 
 
 if __name__ == "__main__":
