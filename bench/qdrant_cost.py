@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,8 @@ COLLECTION = "a2m-test-scifact"
 WAYS = ("direct-rest", "direct-grpc", "gateway-rest", "gateway-grpc")
 FIELDS = ["content", "key", "title"]
 
+Call = Callable[[str], Awaitable[None]]
+
 
 def store(url: str, grpc_port: int | None) -> dict[str, Any]:
     conn: dict[str, Any] = {"url": url, "api_key": "${A2M_TEST_QDRANT_API_KEY}", "pool_maxsize": 64}
@@ -57,7 +60,7 @@ def store(url: str, grpc_port: int | None) -> dict[str, Any]:
     }
 
 
-async def drive(texts: list[str], concurrency: int, call: Any) -> list[float]:
+async def drive(texts: list[str], concurrency: int, call: Call) -> list[float]:
     """Send every text with ``concurrency`` in flight; the latency of each, in ms."""
     queue = list(enumerate(texts))
     took: list[float] = []
@@ -78,8 +81,75 @@ def cpu(pid: int | None) -> float:
     return value or 0.0
 
 
+def caller(
+    way: str,
+    clients: dict[str, Any],
+    encoder: LexicalSparseEncoder,
+    http: httpx.AsyncClient,
+    base_url: str,
+) -> Call:
+    """The way's call: qdrant-client's sparse query (direct-*), or A2M recall to the
+    gateway's store of that protocol (gateway-*)."""
+    if way.startswith("direct"):
+        from qdrant_client import models
+
+        client = clients[way]
+
+        async def direct(text: str) -> None:
+            sv = encoder.encode_query(text)
+            vector = models.SparseVector(indices=list(sv.indices), values=list(sv.values))
+            await client.query_points(
+                COLLECTION, query=vector, using=SPARSE, limit=10, with_payload=FIELDS
+            )
+
+        return direct
+    endpoint = f"{base_url}/a2m/{way.split('-')[1]}"
+
+    async def recall(text: str) -> None:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "memory/recall",
+            "params": {"query": text, "limit": 10},
+        }
+        answer = (await http.post(endpoint, json=body)).json()
+        if "result" not in answer:
+            raise RuntimeError(f"{way}: {answer}")
+
+    return recall
+
+
+async def measure(
+    way: str,
+    concurrency: int,
+    texts: list[str],
+    call: Call,
+    gateway_pid: int,
+    engine_pid: int | None,
+) -> dict[str, Any]:
+    """One block: latencies, throughput, and the gateway's and the engine's CPU per request."""
+    load = os.getloadavg()[0]
+    g0, e0 = cpu(gateway_pid), cpu(engine_pid)
+    started = time.perf_counter()
+    took = await drive(texts, concurrency, call)
+    wall = time.perf_counter() - started
+    g1, e1 = cpu(gateway_pid), cpu(engine_pid)
+    n = len(took)
+    return {
+        "way": way,
+        "concurrency": concurrency,
+        "p50": statistics.median(took),
+        "p99": sorted(took)[min(n - 1, int(n * 0.99))],
+        "rps": n / wall,
+        "gateway_cpu": (g1 - g0) * 1000 / n if way.startswith("gateway") else None,
+        "engine_cpu": (e1 - e0) * 1000 / n if engine_pid else None,
+        "load": load,
+        "n": n,
+    }
+
+
 async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from qdrant_client import AsyncQdrantClient, models
+    from qdrant_client import AsyncQdrantClient
 
     url, key = os.environ["A2M_TEST_QDRANT_URL"], os.environ["A2M_TEST_QDRANT_API_KEY"]
     grpc_port = int(os.environ["A2M_TEST_QDRANT_GRPC_PORT"])
@@ -112,60 +182,12 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     http = httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=64))
     rows: list[dict[str, Any]] = []
     try:
-
-        def caller(way: str) -> Any:
-            if way.startswith("direct"):
-                client = clients[way]
-
-                async def direct(text: str) -> None:
-                    sv = encoder.encode_query(text)
-                    vector = models.SparseVector(indices=list(sv.indices), values=list(sv.values))
-                    await client.query_points(
-                        COLLECTION, query=vector, using=SPARSE, limit=10, with_payload=FIELDS
-                    )
-
-                return direct
-            endpoint = f"{gateway.base_url}/a2m/{way.split('-')[1]}"
-
-            async def recall(text: str) -> None:
-                body = {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "memory/recall",
-                    "params": {"query": text, "limit": 10},
-                }
-                answer = (await http.post(endpoint, json=body)).json()
-                if "result" not in answer:
-                    raise RuntimeError(f"{way}: {answer}")
-
-            return recall
-
         for rnd in range(args.rounds):
             ways = WAYS if rnd % 2 == 0 else tuple(reversed(WAYS))
             for c in args.concurrency:
                 for way in ways:
-                    load = os.getloadavg()[0]
-                    g0, e0 = cpu(gateway.proc.pid), cpu(engine_pid)
-                    started = time.perf_counter()
-                    took = await drive(texts, c, caller(way))
-                    wall = time.perf_counter() - started
-                    g1, e1 = cpu(gateway.proc.pid), cpu(engine_pid)
-                    n = len(took)
-                    rows.append(
-                        {
-                            "way": way,
-                            "concurrency": c,
-                            "p50": statistics.median(took),
-                            "p99": sorted(took)[min(n - 1, int(n * 0.99))],
-                            "rps": n / wall,
-                            "gateway_cpu": (g1 - g0) * 1000 / n
-                            if way.startswith("gateway")
-                            else None,
-                            "engine_cpu": (e1 - e0) * 1000 / n if engine_pid else None,
-                            "load": load,
-                            "n": n,
-                        }
-                    )
+                    call = caller(way, clients, encoder, http, gateway.base_url)
+                    rows.append(await measure(way, c, texts, call, gateway.proc.pid, engine_pid))
                     print(rows[-1], file=sys.stderr)
     finally:
         await http.aclose()
