@@ -80,40 +80,69 @@ def _load(engine: str, split: Split, index: str, work: Path, args: argparse.Name
     return load_lucene(engine, url, index, split, tuning, "standard")
 
 
+def load_stores(
+    args: argparse.Namespace, split: Split, work: Path
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Each shard loaded into its engine and the whole corpus into each ``--whole`` engine:
+    the gateway's stores, and what each shard holds."""
+    fp = split.fingerprint()
+    n = len(split.sf.corpus_ids)
+    stores: dict[str, dict[str, Any]] = {}
+    notes = []
+    for name, engine in SHARDS.items():
+        ids = [d for d in split.sf.corpus_ids if shard_of(d) == name]
+        shard = subset_split(split, ids)
+        loaded = _load(engine, shard, f"a2m-bench-fed-{fp}-{name}-{len(ids)}", work, args)
+        stores[name] = loaded.store
+        notes.append(f"{name} ({engine}): {len(ids)} docs")
+    for engine in args.whole:
+        loaded = _load(engine, split, f"a2m-bench-{fp}-{n}", work, args)
+        stores[f"whole-{engine}"] = loaded.store
+    return stores, notes
+
+
+def gateway_config(stores: dict[str, dict[str, Any]], fusion: str) -> dict[str, Any]:
+    """The stores, and the shards federated as one."""
+    return {
+        "server": {"name": "a2m-bench", "request_timeout_ms": 60_000, "log_level": "warning"},
+        "stores": stores,
+        "federations": {
+            FEDERATION: {
+                "members": list(SHARDS),
+                "deadline_ms": 60_000,
+                "fusion": fusion,
+            }
+        },
+    }
+
+
+def score(base_url: str, store: str, mode: str, split: Split, concurrency: int) -> Row:
+    """Every evaluated query of one mode through one store (or the federation), scored."""
+    rankings, latencies, errors = asyncio.run(recall_all(base_url, store, mode, split, concurrency))
+    scores = evaluate(split.qrels, rankings, split.query_ids)
+    return Row(
+        store,
+        mode,
+        scores["nDCG@10"],
+        scores["R@100"],
+        statistics.median(latencies) * 1000 if latencies else 0.0,
+        _p(latencies, 0.99),
+        errors,
+    )
+
+
 def run(args: argparse.Namespace) -> tuple[list[Row], str]:
     split = load_split(
         Path(args.corpus), Path(args.queries), Path(args.qrels), limit_queries=args.limit_queries
     )
     if args.sample_docs is not None:
         split = restrict(split, args.sample_docs)
-    fp = split.fingerprint()
     n = len(split.sf.corpus_ids)
-    stores: dict[str, dict[str, Any]] = {}
-    notes = []
     with tempfile.TemporaryDirectory(prefix="a2m-federated-") as tmp:
         work = Path(tmp)
-        for name, engine in SHARDS.items():
-            ids = [d for d in split.sf.corpus_ids if shard_of(d) == name]
-            shard = subset_split(split, ids)
-            loaded = _load(engine, shard, f"a2m-bench-fed-{fp}-{name}-{len(ids)}", work, args)
-            stores[name] = loaded.store
-            notes.append(f"{name} ({engine}): {len(ids)} docs")
-        for engine in args.whole:
-            loaded = _load(engine, split, f"a2m-bench-{fp}-{n}", work, args)
-            stores[f"whole-{engine}"] = loaded.store
-        config = {
-            "server": {"name": "a2m-bench", "request_timeout_ms": 60_000, "log_level": "warning"},
-            "stores": stores,
-            "federations": {
-                FEDERATION: {
-                    "members": list(SHARDS),
-                    "deadline_ms": 60_000,
-                    "fusion": args.fusion,
-                }
-            },
-        }
+        stores, notes = load_stores(args, split, work)
         path = work / "gateway.yaml"
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        path.write_text(yaml.safe_dump(gateway_config(stores, args.fusion), sort_keys=False))
         server = start_gateway(path, work / "data", work / "gateway.log")
         rows: list[Row] = []
         try:
@@ -121,24 +150,12 @@ def run(args: argparse.Namespace) -> tuple[list[Row], str]:
                 for store in [FEDERATION, *SHARDS, *(f"whole-{e}" for e in args.whole)]:
                     if args.only_federation and store != FEDERATION:
                         continue
-                    rankings, latencies, errors = asyncio.run(
-                        recall_all(server.base_url, store, mode, split, args.concurrency)
-                    )
-                    scores = evaluate(split.qrels, rankings, split.query_ids)
-                    row = Row(
-                        store,
-                        mode,
-                        scores["nDCG@10"],
-                        scores["R@100"],
-                        statistics.median(latencies) * 1000 if latencies else 0.0,
-                        _p(latencies, 0.99),
-                        errors,
-                    )
+                    row = score(server.base_url, store, mode, split, args.concurrency)
                     rows.append(row)
                     print(
                         f"{store:20s} {mode:6s} nDCG@10 {row.ndcg10:.4f} R@100 "
                         f"{row.recall100:.4f} p50 {row.p50_ms:.1f} p99 {row.p99_ms:.1f} "
-                        f"errors {errors}",
+                        f"errors {row.errors}",
                         file=sys.stderr,
                     )
         finally:
