@@ -168,7 +168,7 @@ def table(runs: list[Run], cold_s: float, warm_s: float | None) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="recall_latency", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
@@ -191,7 +191,33 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.requests < 1 or args.concurrency < 1 or args.warmup < 0:
         parser.error("--requests and --concurrency must be positive, --warmup not negative")
+    return args
 
+
+def measure(base_url: str, pid: int, path: str, args: argparse.Namespace) -> list[Run]:
+    """The warm-up calls, then the workload at concurrency 1 and at ``--concurrency``, with
+    the gateway's RSS after each."""
+    with httpx.Client(base_url=base_url, timeout=CALL_TIMEOUT_S) as http:
+        workload = build_workload(http, path, args.requests, args.seed)
+        warm = build_workload(http, path, args.warmup, args.seed + 1)
+    asyncio.run(run(base_url, path, warm, min(args.concurrency, 4)))
+    runs = []
+    for concurrency in dict.fromkeys([1, args.concurrency]):
+        result = asyncio.run(run(base_url, path, workload, concurrency))
+        runs.append(
+            Run(
+                result.concurrency,
+                result.latencies_s,
+                result.wall_s,
+                result.errors,
+                rss_kib(pid),
+            )
+        )
+    return runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     path = f"/a2m/{args.store}" if args.store else "/a2m"
     with tempfile.TemporaryDirectory(prefix="a2m-bench-") as tmp:
         data_dir = Path(args.data_dir) if args.data_dir else Path(tmp) / "data"
@@ -199,22 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         server = start_gateway(args.config, data_dir, log_path)
         cold_s = server.ready_after_s
         try:
-            with httpx.Client(base_url=server.base_url, timeout=CALL_TIMEOUT_S) as http:
-                workload = build_workload(http, path, args.requests, args.seed)
-                warm = build_workload(http, path, args.warmup, args.seed + 1)
-            asyncio.run(run(server.base_url, path, warm, min(args.concurrency, 4)))
-            runs = []
-            for concurrency in dict.fromkeys([1, args.concurrency]):
-                result = asyncio.run(run(server.base_url, path, workload, concurrency))
-                runs.append(
-                    Run(
-                        result.concurrency,
-                        result.latencies_s,
-                        result.wall_s,
-                        result.errors,
-                        rss_kib(server.proc.pid),
-                    )
-                )
+            runs = measure(server.base_url, server.proc.pid, path, args)
         finally:
             stop_server(server.proc)
         warm_s: float | None = None
