@@ -27,7 +27,7 @@ import httpx
 import yaml
 
 from bench import machine
-from bench.process import start_gateway, stop_server
+from bench.process import GatewayProcess, start_gateway, stop_server
 from bench.soak.faults import (
     ENGINES_PY,
     FAULTS,
@@ -152,6 +152,67 @@ def _rss_summary(
     return {k: None if v is None else round(v, 1) for k, v in summary.items()}
 
 
+async def _start_proxies(urls: dict[str, str]) -> dict[str, FaultProxy]:
+    """One fault proxy in front of each node, by the node's name."""
+    proxies = {}
+    for name, url in urls.items():
+        parts = urlsplit(url)
+        proxies[name] = FaultProxy(parts.hostname or "127.0.0.1", parts.port or 80, name=name)
+        await proxies[name].start()
+    return proxies
+
+
+def _load_of(args: argparse.Namespace, base_url: str, stores: list[str], sf: SciFact) -> Load:
+    """SciFact's queries, and about 500 document keys spread over the corpus, on every store."""
+    keys = [f"scifact/{d}" for d in sf.corpus_ids[:: max(1, len(sf.corpus_ids) // 500)]]
+    return Load(
+        base_url,
+        stores,
+        _queries(sf),
+        keys,
+        concurrency=args.concurrency,
+        deadline_s=args.deadline,
+        max_requests=args.requests,
+        seed=args.seed,
+    )
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def _meta(
+    args: argparse.Namespace,
+    urls: dict[str, str],
+    private: PrivateNodes | None,
+    steps: Sequence[Step],
+    script: FaultScript,
+    gateway: GatewayProcess,
+    load_before: str,
+    t0: float,
+    cpu: float | None,
+) -> dict[str, Any]:
+    """The run's conditions, reported beside its results."""
+    planned = [s.kind if s.node is None else f"{s.kind} {s.node}" for s in steps]
+    return {
+        "machine": machine.this_machine().describe(),
+        "load_before": load_before,
+        "load_after": machine.load_text(),
+        "command": "python -m bench.soak " + " ".join(args.argv),
+        "engines": "private" if private else "shared (kill = proxy down)",
+        "nodes": list(urls),
+        "concurrency": args.concurrency,
+        "deadline_s": args.deadline,
+        "duration_s": round(time.monotonic() - t0, 1),
+        "planned_phases": planned,
+        "phases_run": len(script.phases) - 1,
+        "gateway_ready_s": round(gateway.ready_after_s, 2),
+        "gateway_cpu_ms_per_request": cpu,
+    }
+
+
 async def _soak(
     args: argparse.Namespace,
     urls: dict[str, str],
@@ -159,11 +220,7 @@ async def _soak(
     sf: SciFact,
     work: Path,
 ) -> dict[str, Any]:
-    proxies = {}
-    for name, url in urls.items():
-        parts = urlsplit(url)
-        proxies[name] = FaultProxy(parts.hostname or "127.0.0.1", parts.port or 80, name=name)
-        await proxies[name].start()
+    proxies = await _start_proxies(urls)
     stores = {n: store_config(n, p.url, args.index) for n, p in proxies.items()}
     config = {
         "server": {"name": "a2m-soak", "request_timeout_ms": int(args.deadline * 1000)},
@@ -175,17 +232,7 @@ async def _soak(
     gateway = await asyncio.to_thread(start_gateway, config_path, work / "data", log_path)
     pid = gateway.proc.pid
     rss_ready = machine.rss_mib(pid)
-    keys = [f"scifact/{d}" for d in sf.corpus_ids[:: max(1, len(sf.corpus_ids) // 500)]]
-    load = Load(
-        gateway.base_url,
-        list(stores),
-        _queries(sf),
-        keys,
-        concurrency=args.concurrency,
-        deadline_s=args.deadline,
-        max_requests=args.requests,
-        seed=args.seed,
-    )
+    load = _load_of(args, gateway.base_url, list(stores), sf)
     steps = plan(
         list(urls),
         args.faults,
@@ -204,12 +251,8 @@ async def _soak(
     try:
         await load.run(t0, t0 + args.duration)
     finally:
-        faults.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await faults
-        sampler.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sampler
+        await _cancel(faults)
+        await _cancel(sampler)
         await scraper.aclose()
         cpu_after = machine.cpu_seconds(pid)
         samples.append((time.monotonic() - t0, machine.rss_mib(pid) or 0.0))
@@ -219,22 +262,7 @@ async def _soak(
     cpu = None
     if cpu_before is not None and cpu_after is not None and load.calls:
         cpu = round(1000 * (cpu_after - cpu_before) / len(load.calls), 3)
-    planned = [s.kind if s.node is None else f"{s.kind} {s.node}" for s in steps]
-    meta = {
-        "machine": machine.this_machine().describe(),
-        "load_before": load_before,
-        "load_after": machine.load_text(),
-        "command": "python -m bench.soak " + " ".join(args.argv),
-        "engines": "private" if private else "shared (kill = proxy down)",
-        "nodes": list(urls),
-        "concurrency": args.concurrency,
-        "deadline_s": args.deadline,
-        "duration_s": round(time.monotonic() - t0, 1),
-        "planned_phases": planned,
-        "phases_run": len(script.phases) - 1,
-        "gateway_ready_s": round(gateway.ready_after_s, 2),
-        "gateway_cpu_ms_per_request": cpu,
-    }
+    meta = _meta(args, urls, private, steps, script, gateway, load_before, t0, cpu)
     baseline_end = script.phases[0].end if script.phases else 0.0
     return build(
         load.calls,
