@@ -122,19 +122,40 @@ def build(
     wrong = [c for c in calls if not c.verdict.canonical and c.verdict.label != HANG]
     leaks = [c for c in calls if c.verdict.leak]
     hangs = sum(c.verdict.label == HANG for c in calls)
-    recoveries = [r["recovery_s"] for r in rows if "recovery_s" in r]
     start, end = rss_mib.get("start"), rss_mib.get("end")
     growth = (end - start) / start if start and end else None
+    targets = _targets(rows, hangs=hangs, wrong=len(wrong), leaks=len(leaks), growth=growth)
+    return {
+        **meta,
+        "requests": len(calls),
+        "ok": sum(c.verdict.ok for c in calls),
+        "answers": dict(Counter(c.verdict.label for c in calls).most_common()),
+        "hangs": hangs,
+        "wrong": dict(Counter(f"{c.verdict.label}: {c.verdict.why}" for c in wrong)),
+        "leaks": len(leaks),
+        "rss_mib": dict(rss_mib),
+        "rss_growth": None if growth is None else round(growth, 4),
+        "phases": rows,
+        "targets": targets,
+        "passed": all(t["pass"] for t in targets),
+    }
+
+
+def _targets(
+    rows: Sequence[Mapping[str, Any]], *, hangs: int, wrong: int, leaks: int, growth: float | None
+) -> list[dict[str, Any]]:
+    """Each target, what the run measured against it, and whether it was met."""
+    recoveries = [r["recovery_s"] for r in rows if "recovery_s" in r]
     worst = None if None in recoveries else max(recoveries, default=0.0)
     faulted = [r for r in rows if "recovery_s" in r]
     service = [r["full_service_s"] for r in faulted]
     worst_service = None if None in service else max(service, default=0.0)
     refused = [r["refused_after"] or 0.0 for r in faulted]
     most_opens = max((r["opens"] or 0 for r in faulted), default=0)
-    targets = [
+    return [
         _target("hangs", "0", hangs, hangs == 0),
-        _target("wrong errors", "0", len(wrong), not wrong),
-        _target("leaks", "0", len(leaks), not leaks),
+        _target("wrong errors", "0", wrong, wrong == 0),
+        _target("leaks", "0", leaks, leaks == 0),
         _target(
             "worst time to full service s",
             f"<= {FULL_SERVICE_TARGET_S:g}",
@@ -166,20 +187,6 @@ def build(
             growth is not None and growth <= RSS_GROWTH_TARGET,
         ),
     ]
-    return {
-        **meta,
-        "requests": len(calls),
-        "ok": sum(c.verdict.ok for c in calls),
-        "answers": dict(Counter(c.verdict.label for c in calls).most_common()),
-        "hangs": hangs,
-        "wrong": dict(Counter(f"{c.verdict.label}: {c.verdict.why}" for c in wrong)),
-        "leaks": len(leaks),
-        "rss_mib": dict(rss_mib),
-        "rss_growth": None if growth is None else round(growth, 4),
-        "phases": rows,
-        "targets": targets,
-        "passed": all(t["pass"] for t in targets),
-    }
 
 
 def _healthy_after(phases: Sequence[Phase], i: int) -> Phase | None:
