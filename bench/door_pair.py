@@ -11,15 +11,17 @@ ratio is that of the sums, with a bootstrap interval over the slices.
 ``--root DIR`` adds a gateway run from another checkout (e.g. a pinned main), its
 slices interleaved with this tree's, so a before / after pair shares the same minutes.
 
-``--floor`` and ``--direct`` add two more ways to the same slices: the A2M recall sent
-to the floor server (bench/latency/floor.py: opensearch-py as the connector calls it,
-no gateway logic, its own process) and the engine search sent straight to OpenSearch
-with opensearch-py from this process. Each gateway's row then gives the per-call
-budget's A2M figures with intervals over the same slices: gateway / floor CPU, the p50
-added over direct, and throughput against direct.
+``--floor`` and ``--direct`` add more ways to the same slices: the A2M recall sent to
+floor servers (bench/latency/floor.py, each its own process with no gateway logic:
+``floor`` is opensearch-py as shipped, ``floor-gateway-http`` the same client over the
+gateway's HTTP layer) and the engine search sent straight to OpenSearch with
+opensearch-py from this process. A second table then gives the per-call budget's A2M
+figures for each gateway and floor, with intervals over the same slices: CPU against
+the ``floor``, the p50 added over direct, and throughput against direct.
 
     python -m bench.door_pair --opensearch-url URL [--concurrency 1 32] [--slices 40]
-                              [--per-slice 200] [--root DIR] [--floor] [--direct]
+                              [--per-slice 200] [--root DIR]
+                              [--floor [floor floor-gateway-http ...]] [--direct]
 """
 
 from __future__ import annotations
@@ -27,13 +29,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import random
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -42,8 +43,7 @@ import yaml
 
 from bench import machine
 from bench.latency import peer as peer_mod
-from bench.latency.report import percentile
-from bench.latency.ways import start_floor
+from bench.latency.ways import FLOORS, start_floor
 from bench.latency.workload import (
     JSON_HEADERS,
     MCP_HEADERS,
@@ -56,79 +56,13 @@ from bench.latency.workload import (
     store_config,
     workload,
 )
+from bench.pair_tally import WAYS, Picks, Tally
 from bench.process import GatewayProcess, start_gateway, stop_server
 from bench.quality.collection import SCIFACT, load_split
 from tests.support import lucene_loader
 
-WAYS = ("a2m", "mcp")
-SHARED = ("floor", "direct")
-"""Ways every gateway's row is compared with: one floor server, and the engine itself."""
-
-Picks = Sequence[int] | None
-
-
-@dataclass
-class Tally:
-    """One gateway at one concurrency, per way and slice: server CPU seconds, calls, wall
-    seconds and each call's latency. A way with no server of its own (direct) has no CPU."""
-
-    cpu: dict[str, list[float]] = field(default_factory=lambda: {w: [] for w in WAYS})
-    calls: dict[str, list[int]] = field(default_factory=lambda: {w: [] for w in WAYS})
-    wall: dict[str, list[float]] = field(default_factory=dict)
-    latencies: dict[str, list[list[float]]] = field(default_factory=dict)
-
-    def add(self, way: str, cpu: float | None, latencies: list[float], wall: float) -> None:
-        if cpu is not None:
-            self.cpu.setdefault(way, []).append(cpu)
-        self.calls.setdefault(way, []).append(len(latencies))
-        self.wall.setdefault(way, []).append(wall)
-        self.latencies.setdefault(way, []).append(latencies)
-
-    def _picks(self, way: str, picks: Picks) -> Sequence[int]:
-        return range(len(self.calls[way])) if picks is None else picks
-
-    def per_call_ms(self, way: str, picks: Picks = None) -> float:
-        idx = self._picks(way, picks)
-        return 1000 * sum(self.cpu[way][i] for i in idx) / sum(self.calls[way][i] for i in idx)
-
-    def ratio(self, picks: Picks = None, num: str = "mcp", den: str = "a2m") -> float:
-        """``num`` / ``den`` CPU per call (default MCP / A2M); NaN when the ``den`` slices
-        took no /proc tick at all."""
-        low = self.per_call_ms(den, picks)
-        return self.per_call_ms(num, picks) / low if low > 0 else math.nan
-
-    def p50_ms(self, way: str, picks: Picks = None) -> float:
-        idx = self._picks(way, picks)
-        return percentile([x for i in idx for x in self.latencies[way][i]], 50)
-
-    def added_p50_ms(self, picks: Picks = None) -> float:
-        """The A2M recall's p50 less the direct engine search's, over the same slices."""
-        return self.p50_ms("a2m", picks) - self.p50_ms("direct", picks)
-
-    def throughput(self, way: str, picks: Picks = None) -> float:
-        idx = self._picks(way, picks)
-        return sum(self.calls[way][i] for i in idx) / sum(self.wall[way][i] for i in idx)
-
-    def throughput_ratio(self, picks: Picks = None) -> float:
-        """A2M recalls per second over direct searches per second, over the same slices."""
-        return self.throughput("a2m", picks) / self.throughput("direct", picks)
-
-    def interval(
-        self,
-        rng: random.Random,
-        draws: int = 2000,
-        figure: Callable[[Picks], float] | None = None,
-    ) -> tuple[float, float]:
-        """The 2.5th and 97.5th percentiles of ``figure`` (default: the CPU ratio) over
-        slices drawn with replacement; every way is drawn at the same slices."""
-        n = len(self.cpu["a2m"])
-        of = figure or self.ratio
-        drawn = (of([rng.randrange(n) for _ in range(n)]) for _ in range(draws))
-        values = sorted(v for v in drawn if math.isfinite(v))
-        if not values:
-            return math.nan, math.nan
-        return values[int(0.025 * len(values))], values[int(0.975 * len(values)) - 1]
-
+SHARED = (*FLOORS, "direct")
+"""Ways every gateway's row is compared with: the floor servers, and the engine itself."""
 
 Call = Callable[[int, Item], Awaitable[bool]]
 
@@ -262,12 +196,13 @@ def report(results: dict[int, dict[str, Tally]], args: argparse.Namespace, load:
 
 
 def budget_table(results: dict[int, dict[str, Tally]], rng: random.Random) -> list[str]:
-    """The A2M recall against the floor (CPU) and the engine searched directly (p50 and
-    throughput), each figure with its 95 % interval over the same slices."""
+    """Each gateway's A2M recall and each floor: CPU against the ``floor`` server, and p50
+    and throughput against the engine searched directly, with 95 % intervals over the
+    same slices. A floor is the same in every gateway's tally, so it is listed once."""
     lines = [
-        "| gateway | concurrency | floor CPU ms/call | gateway / floor | A2M p50 ms "
-        "| direct p50 ms | added p50 ms | throughput / direct |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| server | concurrency | CPU ms/call | / floor | p50 ms | added p50 ms over direct "
+        "| throughput / direct |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
 
     def cell(t: Tally, figure: Callable[[Picks], float], fmt: str) -> str:
@@ -275,21 +210,22 @@ def budget_table(results: dict[int, dict[str, Tally]], rng: random.Random) -> li
         return f"{figure(None):{fmt}} ({low:{fmt}}..{high:{fmt}})"
 
     for c, tallies in results.items():
-        for name, t in tallies.items():
-            floor = direct = p50 = added = share = "-"
-            if "floor" in t.cpu:
-                floor = f"{t.per_call_ms('floor'):.3f}"
-                ratio = cell(t, partial(t.ratio, num="a2m", den="floor"), ".2f")
-            else:
-                ratio = "-"
+        rows = [(name, "a2m", t) for name, t in tallies.items()]
+        first = next(iter(tallies.values()))
+        rows += [(way, way, first) for way in FLOORS if way in first.calls]
+        for name, way, t in rows:
+            cpu = f"{t.per_call_ms(way):.3f}"
+            versus = "-"
+            if "floor" in t.cpu and way != "floor":
+                versus = cell(t, partial(t.ratio, num=way, den="floor"), ".2f")
+            p50 = f"{t.p50_ms(way):.2f}"
+            added = share = "-"
             if "direct" in t.calls:
-                p50 = f"{t.p50_ms('a2m'):.2f}"
-                direct = f"{t.p50_ms('direct'):.2f}"
-                added = cell(t, t.added_p50_ms, "+.2f")
-                share = cell(t, t.throughput_ratio, ".2f")
-            lines.append(
-                f"| {name} | {c} | {floor} | {ratio} | {p50} | {direct} | {added} | {share} |"
-            )
+                added = cell(t, partial(t.added_p50_ms, way=way), "+.2f")
+                share = cell(t, partial(t.throughput_ratio, way=way), ".2f")
+            lines.append(f"| {name} | {c} | {cpu} | {versus} | {p50} | {added} | {share} |")
+        if "direct" in first.calls:
+            lines.append(f"| direct | {c} | - | - | {first.p50_ms('direct'):.2f} | - | - |")
     return lines
 
 
@@ -323,11 +259,12 @@ def run(args: argparse.Namespace) -> str:
                 )
                 servers.append(gateways[name])
             shared: dict[str, Callable[[int], Lane]] = {}
-            if args.floor:
-                floor = start_floor("floor", args.opensearch_url, index, work / "floor.log")
+            for way in args.floor or ():
+                floor = start_floor(way, args.opensearch_url, index, work / f"{way}.log")
                 servers.append(floor)
-                url, pid = f"{floor.base_url}/a2m/opensearch", floor.proc.pid
-                shared["floor"] = lambda c: http_lane("floor", url, pid, c)
+                shared[way] = partial(
+                    http_lane, way, f"{floor.base_url}/a2m/opensearch", floor.proc.pid
+                )
             if args.direct:
                 shared["direct"] = lambda c: direct_lane(args.opensearch_url, index, c)
             results = {
@@ -378,7 +315,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--root", action="append", default=[], help="also a gateway run from this checkout"
     )
     p.add_argument(
-        "--floor", action="store_true", help="also the A2M recall sent to the floor server"
+        "--floor",
+        nargs="*",
+        choices=FLOORS,
+        help="also the A2M recall sent to these floor servers (no name: the official client's)",
     )
     p.add_argument(
         "--direct", action="store_true", help="also the engine search sent straight to OpenSearch"
@@ -386,7 +326,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--index", help="index name (default: the quality benchmark's)")
     p.add_argument("--out", help="write every slice's figures as JSON here")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.floor == []:
+        args.floor = ["floor"]
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -270,9 +270,13 @@ def test_door_pair_with_the_floor_and_direct_ways(
     assert row["direct"]["cpu_s"] is None
     assert [len(s) for s in row["direct"]["latencies_s"]] == [6, 6]
     assert all(wall > 0 for wall in row["direct"]["wall_s"])
-    mcp_row, budget = (line for line in table.splitlines() if line.startswith("| this tree | 2 |"))
+    mcp_row, gateway = (line for line in table.splitlines() if line.startswith("| this tree | 2 |"))
     assert len(mcp_row.split("|")) == 8  # the MCP / A2M table comes first, as without the ways
-    cells = [c.strip() for c in budget.strip("|").split("|")]
-    assert len(cells) == 8
-    assert "-" not in cells  # every figure was computed
-    assert float(cells[2]) >= 0  # floor CPU ms per call
+    (floor,) = (line for line in table.splitlines() if line.startswith("| floor | 2 |"))
+    (direct,) = (line for line in table.splitlines() if line.startswith("| direct | 2 |"))
+    g, f, d = ([c.strip() for c in row.strip("|").split("|")] for row in (gateway, floor, direct))
+    assert "-" not in g  # every figure of the gateway's row was computed
+    assert f[3] == "-"  # the floor is what the CPU ratio is against
+    assert float(f[2]) >= 0
+    assert d[2:] == ["-", "-", d[4], "-", "-"]
+    assert float(d[4]) > 0  # the direct p50 in ms

@@ -1,4 +1,4 @@
-"""bench/door_pair.py's arithmetic: summed CPU ratios, paired intervals, p50 and throughput
+"""bench/pair_tally.py's arithmetic: summed CPU ratios, paired intervals, p50 and throughput
 against direct, a slice with no tick."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 import random
 from functools import partial
 
-from bench.door_pair import Tally
+from bench.pair_tally import Tally
 
 
 def tally(a2m: list[float], mcp: list[float], calls: int = 100) -> Tally:
