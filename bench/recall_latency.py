@@ -21,13 +21,13 @@ import platform
 import random
 import statistics
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from bench.latency.ways import drive
 from bench.process import start_gateway, stop_server
 
 CALL_TIMEOUT_S = 30.0
@@ -105,36 +105,15 @@ def build_workload(http: httpx.Client, path: str, n: int, seed: int) -> list[dic
 
 
 async def run(base_url: str, path: str, workload: list[dict[str, Any]], concurrency: int) -> Run:
-    queue: asyncio.Queue[tuple[int, dict[str, Any]]] = asyncio.Queue()
-    for i, params in enumerate(workload):
-        queue.put_nowait((i, params))
-    latencies: list[float] = []
-    errors = 0
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-
     async with httpx.AsyncClient(base_url=base_url, timeout=CALL_TIMEOUT_S, limits=limits) as http:
 
-        async def worker() -> None:
-            nonlocal errors
-            while True:
-                try:
-                    i, params = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                body = {"jsonrpc": "2.0", "id": i, "method": "memory/recall", "params": params}
-                start = time.perf_counter()
-                try:
-                    r = await http.post(path, json=body)
-                    ok = r.status_code == 200 and "result" in r.json()
-                except httpx.HTTPError:
-                    ok = False
-                latencies.append(time.perf_counter() - start)
-                if not ok:
-                    errors += 1
+        async def call(i: int, params: dict[str, Any]) -> bool:
+            body = {"jsonrpc": "2.0", "id": i, "method": "memory/recall", "params": params}
+            r = await http.post(path, json=body)
+            return r.status_code == 200 and "result" in r.json()
 
-        start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        wall = time.perf_counter() - start
+        latencies, wall, errors = await drive(call, workload, concurrency)
     return Run(concurrency, latencies, wall, errors, None)
 
 

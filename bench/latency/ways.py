@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
@@ -53,12 +53,14 @@ def start_floor(way: str, url: str, index: str, log: Path) -> GatewayProcess:
 
 
 Call = Callable[[int, Item], Awaitable[bool]]
+T = TypeVar("T")
 
 
 async def drive(
-    call: Call, items: Sequence[Item], concurrency: int
+    call: Callable[[int, T], Awaitable[bool]], items: Sequence[T], concurrency: int
 ) -> tuple[list[float], float, int]:
-    """Send every item with ``concurrency`` workers: (latencies, wall seconds, errors)."""
+    """Send every item with ``concurrency`` workers: (latencies, wall seconds, errors); a
+    call that raises counts as an error."""
     next_index = 0
     latencies: list[float] = []
     errors = 0
