@@ -43,7 +43,7 @@ import yaml
 
 from bench import machine
 from bench.latency import peer as peer_mod
-from bench.latency.ways import FLOORS, start_floor
+from bench.latency.ways import FLOORS, Call, start_floor
 from bench.latency.workload import (
     JSON_HEADERS,
     MCP_HEADERS,
@@ -63,8 +63,6 @@ from tests.support import lucene_loader
 
 SHARED = (*FLOORS, "direct")
 """Ways every gateway's row is compared with: the floor servers, and the engine itself."""
-
-Call = Callable[[int, Item], Awaitable[bool]]
 
 
 @dataclass
