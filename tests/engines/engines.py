@@ -1145,11 +1145,9 @@ def smoke_vectors(n: int, dims: int = 384) -> list[list[float]]:
     return [[1.0 if j == i else 0.01 for j in range(dims)] for i in range(n)]
 
 
-def verify_one(name: str, url: str) -> None:
-    index = "a2m-engines-smoke"
-    docs = ["the quick brown fox", "a lazy dog sleeps", "retrieval gateway for memory"]
-    vectors = smoke_vectors(len(docs))
-    if NODES[name].kind == OPENSEARCH:
+def smoke_index(kind: str) -> dict[str, Any]:
+    """The smoke index's settings and mappings: a cosine kNN field in the engine's own terms."""
+    if kind == OPENSEARCH:
         vec_field: dict[str, Any] = {
             "type": "knn_vector",
             "dimension": 384,
@@ -1159,22 +1157,36 @@ def verify_one(name: str, url: str) -> None:
     else:
         vec_field = {"type": "dense_vector", "dims": 384, "index": True, "similarity": "cosine"}
         settings = {"number_of_replicas": 0}
+    return {
+        "settings": settings,
+        "mappings": {
+            "properties": {
+                "title": {"type": "text"},
+                "body": {"type": "text"},
+                "vec": vec_field,
+            }
+        },
+    }
+
+
+def smoke_knn(kind: str, query_vec: list[float]) -> dict[str, Any]:
+    """A top-2 kNN search body: OpenSearch's `knn` query, Elasticsearch's top-level `knn`."""
+    if kind == OPENSEARCH:
+        return {"size": 2, "query": {"knn": {"vec": {"vector": query_vec, "k": 2}}}}
+    return {
+        "size": 2,
+        "knn": {"field": "vec", "query_vector": query_vec, "k": 2, "num_candidates": 10},
+    }
+
+
+def verify_one(name: str, url: str) -> None:
+    index = "a2m-engines-smoke"
+    docs = ["the quick brown fox", "a lazy dog sleeps", "retrieval gateway for memory"]
+    vectors = smoke_vectors(len(docs))
+    kind = NODES[name].kind
     with contextlib.suppress(EngineError):
         http("DELETE", f"{url}/{index}")
-    http(
-        "PUT",
-        f"{url}/{index}",
-        {
-            "settings": settings,
-            "mappings": {
-                "properties": {
-                    "title": {"type": "text"},
-                    "body": {"type": "text"},
-                    "vec": vec_field,
-                }
-            },
-        },
-    )
+    http("PUT", f"{url}/{index}", smoke_index(kind))
     try:
         lines = []
         for i, (text, vec) in enumerate(zip(docs, vectors, strict=True)):
@@ -1184,17 +1196,7 @@ def verify_one(name: str, url: str) -> None:
         if bulk.get("errors"):
             raise EngineError(f"{name}: bulk errors: {json.dumps(bulk)[:500]}")
         query_vec = [v + (0.2 if j == 0 else 0.0) for j, v in enumerate(vectors[2])]
-        if NODES[name].kind == OPENSEARCH:
-            knn_body: dict[str, Any] = {
-                "size": 2,
-                "query": {"knn": {"vec": {"vector": query_vec, "k": 2}}},
-            }
-        else:
-            knn_body = {
-                "size": 2,
-                "knn": {"field": "vec", "query_vector": query_vec, "k": 2, "num_candidates": 10},
-            }
-        hits = http("POST", f"{url}/{index}/_search", knn_body)["hits"]["hits"]
+        hits = http("POST", f"{url}/{index}/_search", smoke_knn(kind, query_vec))["hits"]["hits"]
         if [h["_id"] for h in hits] != ["2", "0"]:
             raise EngineError(f"{name}: unexpected kNN hits {hits}")
         bm25 = http(
