@@ -27,7 +27,7 @@ from connectors.qdrant.connector import QdrantConnector
 from tests.connectors.conftest import free_port
 from tests.connectors.specs import spec_of
 from tests.connectors.test_qdrant_server import COLLECTION, INDEXES, SPARSE, create
-from tests.engines.engines import qdrant_binary
+from tests.engines.manager.qdrant import qdrant_binary
 from tests.support.certs import write_self_signed
 
 pytestmark = pytest.mark.integration

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.engines.manager.jdk import java_home, jdk_major
+from tests.engines.manager.keycloak import keycloak_home
+from tests.engines.manager.nodes import DEFAULT_NAMES, NODES, QDRANT, EngineError
+from tests.engines.manager.qdrant import qdrant_config, qdrant_settings
+from tests.engines.manager.state import load_state
 
 SCRIPT = Path(__file__).resolve().with_name("engines.py")
 
@@ -18,14 +23,13 @@ def engines() -> ModuleType:
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
     spec.loader.exec_module(module)
     return module
 
 
-def test_each_node_has_its_own_port_range_and_variable(engines: ModuleType) -> None:
-    nodes = engines.NODES.values()
-    assert set(engines.NODES) == {
+def test_each_node_has_its_own_port_range_and_variable() -> None:
+    nodes = NODES.values()
+    assert set(NODES) == {
         "opensearch",
         "elasticsearch",
         "opensearch3",
@@ -35,22 +39,20 @@ def test_each_node_has_its_own_port_range_and_variable(engines: ModuleType) -> N
     }
     assert len({n.base_port // 100 for n in nodes}) == 6
     assert len({n.env_var for n in nodes}) == 6
-    assert engines.NODES["keycloak"].env_var == "A2M_TEST_KEYCLOAK_URL"
-    assert engines.NODES["qdrant"].env_var == "A2M_TEST_QDRANT_URL"
+    assert NODES["keycloak"].env_var == "A2M_TEST_KEYCLOAK_URL"
+    assert NODES["qdrant"].env_var == "A2M_TEST_QDRANT_URL"
     # The names the suite and the older docs use stay as they were.
-    assert engines.NODES["opensearch"].env_var == "A2M_TEST_OPENSEARCH_URL"
-    assert engines.NODES["elasticsearch"].env_var == "A2M_TEST_ELASTICSEARCH_URL"
-    assert engines.DEFAULT_NAMES == ("opensearch", "elasticsearch")
+    assert NODES["opensearch"].env_var == "A2M_TEST_OPENSEARCH_URL"
+    assert NODES["elasticsearch"].env_var == "A2M_TEST_ELASTICSEARCH_URL"
+    assert DEFAULT_NAMES == ("opensearch", "elasticsearch")
 
 
-def test_keycloak_imports_the_realm_file_under_two_issuers(
-    engines: ModuleType, tmp_path: Path
-) -> None:
+def test_keycloak_imports_the_realm_file_under_two_issuers(tmp_path: Path) -> None:
     kc_home = tmp_path / "dist" / "keycloak-x"
     for sub in ("bin", "lib/lib/main", "lib/quarkus", "data"):
         (kc_home / sub).mkdir(parents=True)
     (kc_home / "lib" / "lib" / "main" / "a.jar").write_bytes(b"jar")
-    home = engines.keycloak_home(kc_home, tmp_path / "run")
+    home = keycloak_home(kc_home, tmp_path / "run")
     realms = sorted(p.name for p in (home / "data" / "import").iterdir())
     assert realms == ["a2m-other.json", "a2m.json"]
     for name in ("a2m", "a2m-other"):
@@ -62,31 +64,29 @@ def test_keycloak_imports_the_realm_file_under_two_issuers(
     ).stat().st_ino
 
 
-def test_version_override(engines: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
-    node = engines.NODES["elasticsearch9"]
+def test_version_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    node = NODES["elasticsearch9"]
     monkeypatch.setenv("A2M_ENGINES_ELASTICSEARCH9_VERSION", "9.2.0")
     assert node.version == "9.2.0"
     monkeypatch.delenv("A2M_ENGINES_ELASTICSEARCH9_VERSION")
     assert node.version == node.default_version
 
 
-def test_each_node_gets_a_jdk_new_enough(
-    engines: ModuleType, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_each_node_gets_a_jdk_new_enough(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("A2M_ENGINES_JAVA_HOME", "A2M_ENGINES_JAVA17_HOME", "A2M_ENGINES_JAVA21_HOME"):
         monkeypatch.delenv(var, raising=False)
-    for node in engines.NODES.values():
-        if node.kind == engines.QDRANT:
+    for node in NODES.values():
+        if node.kind == QDRANT:
             continue  # a native binary: no JVM
         try:
-            jdk = engines.java_home(node.min_java)
-        except engines.EngineError as exc:
+            jdk = java_home(node.min_java)
+        except EngineError as exc:
             pytest.fail(f"{node.name}: {exc}")
-        major = engines.jdk_major(jdk)
+        major = jdk_major(jdk)
         assert major is not None, jdk
         assert major >= node.min_java, (node.name, jdk)
-    with pytest.raises(engines.EngineError, match="no JDK 999"):
-        engines.java_home(999)
+    with pytest.raises(EngineError, match="no JDK 999"):
+        java_home(999)
 
 
 def test_a_missing_qdrant_binary_fails_start(
@@ -95,16 +95,14 @@ def test_a_missing_qdrant_binary_fails_start(
     monkeypatch.setenv("A2M_ENGINES_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("A2M_QDRANT_BIN", str(tmp_path / "no-such-qdrant"))
     assert engines.main(["start", "--only", "qdrant"]) == 1
-    assert engines.load_state() == {}
+    assert load_state() == {}
 
 
-def test_the_qdrant_config_binds_loopback_with_keys_and_jwt(
-    engines: ModuleType, tmp_path: Path
-) -> None:
+def test_the_qdrant_config_binds_loopback_with_keys_and_jwt(tmp_path: Path) -> None:
     import yaml
 
-    settings = engines.qdrant_settings(tmp_path, 19650, fresh=True)
-    config = yaml.safe_load(engines.qdrant_config(tmp_path, settings))
+    settings = qdrant_settings(tmp_path, 19650, fresh=True)
+    config = yaml.safe_load(qdrant_config(tmp_path, settings))
     service = config["service"]
     assert service["host"] == "127.0.0.1"
     assert (service["http_port"], service["grpc_port"]) == (19650, settings["grpc_port"])
@@ -114,5 +112,5 @@ def test_the_qdrant_config_binds_loopback_with_keys_and_jwt(
     assert config["storage"]["storage_path"] == str(tmp_path / "storage")
     assert config["storage"]["snapshots_path"] == str(tmp_path / "snapshots")
     # A restart keeps the ports and keys; a fresh start draws new keys.
-    assert engines.qdrant_settings(tmp_path, 19650, fresh=False) == settings
-    assert engines.qdrant_settings(tmp_path, 19650, fresh=True)["api_key"] != settings["api_key"]
+    assert qdrant_settings(tmp_path, 19650, fresh=False) == settings
+    assert qdrant_settings(tmp_path, 19650, fresh=True)["api_key"] != settings["api_key"]

@@ -1,0 +1,1 @@
+"""The engine manager behind tests/engines/engines.py, one concern per module."""

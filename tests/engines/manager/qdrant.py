@@ -1,0 +1,131 @@
+"""The Qdrant server: a binary beside the project (never fetched), its config with API
+keys and JWT RBAC, its readiness and its REST API."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from tests.engines.manager.fetch import fresh_dir
+from tests.engines.manager.launching import Launch, open_out
+from tests.engines.manager.nodes import HOST, EngineError, Node
+from tests.engines.manager.procs import port_free
+from tests.engines.manager.state import log_dir, run_dir
+
+QDRANT_BIN = Path(__file__).resolve().parents[4] / "shared" / "bin" / "qdrant"
+"""../shared/bin/qdrant from the repository: a Qdrant server built from its public source."""
+QDRANT_ENV = {
+    "grpc_port": "A2M_TEST_QDRANT_GRPC_PORT",
+    "api_key": "A2M_TEST_QDRANT_API_KEY",
+    "read_only_api_key": "A2M_TEST_QDRANT_READ_ONLY_API_KEY",
+}
+"""What the suite reads besides A2M_TEST_QDRANT_URL (state key -> variable)."""
+
+
+def qdrant_binary() -> Path:
+    """The server binary (A2M_QDRANT_BIN overrides); never downloaded: no registry ships it."""
+    env = os.environ.get("A2M_QDRANT_BIN")
+    path = Path(env) if env else QDRANT_BIN
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise EngineError(f"no Qdrant server binary at {path} (set A2M_QDRANT_BIN)")
+    return path
+
+
+def fetch_qdrant(version: str) -> Path:
+    """Nothing to fetch: the binary must be there (a missing one fails `start`)."""
+    return qdrant_binary()
+
+
+def qdrant_config(base: Path, settings: dict[str, Any]) -> str:
+    """The server's config file: loopback, our ports and dirs, API keys, JWT RBAC on."""
+    return (
+        "log_level: INFO\n"
+        "telemetry_disabled: true\n"
+        "storage:\n"
+        f"  storage_path: {base / 'storage'}\n"
+        f"  snapshots_path: {base / 'snapshots'}\n"
+        "service:\n"
+        f"  host: {HOST}\n"
+        f"  http_port: {settings['port']}\n"
+        f"  grpc_port: {settings['grpc_port']}\n"
+        f"  api_key: {json.dumps(settings['api_key'])}\n"
+        f"  read_only_api_key: {json.dumps(settings['read_only_api_key'])}\n"
+        # Access tokens (JWT, HS256 signed with api_key) limit a client to read or one collection.
+        "  jwt_rbac: true\n"
+    )
+
+
+def qdrant_settings(base: Path, port: int, fresh: bool) -> dict[str, Any]:
+    """Ports and keys: new on a fresh start, the previous ones on a restart (same data)."""
+    saved = base / "settings.json"
+    if not fresh and saved.exists():
+        settings: dict[str, Any] = json.loads(saved.read_text())
+        return settings
+    grpc_port = next(p for p in range(port + 1, port + 100) if port_free(p))
+    settings = {
+        "port": port,
+        "grpc_port": grpc_port,
+        "api_key": secrets.token_urlsafe(24),
+        "read_only_api_key": secrets.token_urlsafe(24),
+    }
+    saved.write_text(json.dumps(settings))
+    saved.chmod(0o600)
+    return settings
+
+
+def launch_qdrant(node: Node, port: int, fresh: bool) -> Launch:
+    binary = qdrant_binary()
+    base = run_dir(node.name)
+    if fresh:
+        fresh_dir(base)
+    settings = qdrant_settings(base, port, fresh)
+    config = base / "config.yaml"
+    config.write_text(qdrant_config(base, settings))
+    config.chmod(0o600)
+    # The server reads QDRANT__* variables over its config file: none of ours leak in.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QDRANT")}
+    out = log_dir() / f"{node.name}.out"
+    with open_out(out, fresh) as fh:
+        proc = subprocess.Popen(
+            [str(binary), "--config-path", str(config), "--disable-telemetry"],
+            cwd=base,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    extra = {k: settings[k] for k in QDRANT_ENV}
+    return Launch(node.name, port, proc, out, pid=proc.pid, extra=extra)
+
+
+def qdrant_ready(port: int) -> bool:
+    """GET /readyz answers 200 (it needs no API key)."""
+    try:
+        with urllib.request.urlopen(f"http://{HOST}:{port}/readyz", timeout=5) as resp:
+            return bool(resp.status == 200)
+    except (OSError, ValueError):
+        return False
+
+
+def qdrant_request(entry: dict[str, Any], method: str, path: str, body: Any = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"api-key": str(entry["api_key"]), "Content-Type": "application/json"}
+    req = urllib.request.Request(f"{entry['url']}{path}", data, headers, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return json.loads(resp.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")[:500]
+        raise EngineError(f"{method} {path} -> HTTP {exc.code}: {detail}") from exc
+
+
+def print_qdrant_env(entry: dict[str, Any]) -> None:
+    for key, var in QDRANT_ENV.items():
+        print(f"export {var}={entry[key]}")
