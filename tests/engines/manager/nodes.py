@@ -46,7 +46,7 @@ NODES = {
     )
 }
 NAMES = tuple(NODES)
-DEFAULT_NAMES = (OPENSEARCH, ELASTICSEARCH)  # what a bare `start`/`stop` means, as before
+DEFAULT_NAMES = (OPENSEARCH, ELASTICSEARCH)  # what a bare `start`/`stop` means
 HEAP = ["-Xms1g", "-Xmx1g"]
 HOST = "127.0.0.1"
 READY_TIMEOUT = 300.0
