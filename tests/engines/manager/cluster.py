@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from tests.engines.manager.fetch import fetch_elasticsearch, fetch_opensearch, fresh_dir
 from tests.engines.manager.jdk import compile_launcher, java_home
-from tests.engines.manager.launching import Launch, open_out
-from tests.engines.manager.lucene import OS_KNN_PLUGIN
+from tests.engines.manager.launching import Launch, spawn
+from tests.engines.manager.lucene import OS_KNN_PLUGIN, elasticsearch_command
 from tests.engines.manager.nodes import (
     ELASTICSEARCH9,
     HOST,
@@ -138,15 +137,7 @@ def launch_os_member(member: Member, fresh: bool) -> Launch:
         "-pluginTypes",
         OS_KNN_PLUGIN,
     ]
-    with open_out(out, fresh) as fh:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=base,
-            stdin=subprocess.DEVNULL,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    proc = spawn(cmd, base, out, fresh)
     logs = [base / "node_1" / "logs" / f"{member.cluster}.log"]
     return Launch(member.name, member.http_port, proc, out, pid=proc.pid, logs=logs)
 
@@ -179,22 +170,9 @@ def launch_es_member(member: Member, fresh: bool) -> Launch:
         ES_TMPDIR=str(base / "tmp"),
         CLI_JAVA_OPTS=f"-Djava.io.tmpdir={base / 'tmp'}",
     )
-    cmd = [str(es_home / "bin" / "elasticsearch"), "-d", "-p", str(pidfile)]
-    if os.geteuid() == 0:  # as in launch_elasticsearch: ES refuses uid 0
-        if not shutil.which("unshare"):
-            raise EngineError("running as root needs `unshare` (util-linux) for Elasticsearch")
-        cmd = ["unshare", "--user", "--map-user=1000", "--map-group=1000", *cmd]
+    cmd = elasticsearch_command(es_home, pidfile)
     out = log_dir() / f"{member.name}.out"
-    with open_out(out, fresh) as fh:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=base,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    proc = spawn(cmd, base, out, fresh, env=env)
     logs = [es_logs / f"{member.cluster}.log"]
     return Launch(member.name, member.http_port, proc, out, pidfile=pidfile, logs=logs)
 

@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from tests.engines.manager.fetch import fetch_zip_distribution, fresh_dir
 from tests.engines.manager.jdk import java_home
-from tests.engines.manager.launching import Launch, failure, open_out
+from tests.engines.manager.launching import Launch, failure, spawn
 from tests.engines.manager.nodes import HOST, NODES, EngineError, Node
 from tests.engines.manager.rest import http
 from tests.engines.manager.state import log_dir, run_dir
@@ -89,16 +88,7 @@ def launch_keycloak(node: Node, port: int, fresh: bool) -> Launch:
         "--import-realm",
     ]
     out = log_dir() / f"{node.name}.out"
-    with open_out(out, fresh) as fh:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=base,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    proc = spawn(cmd, base, out, fresh, env=env)
     return Launch(node.name, port, proc, out, pid=proc.pid)
 
 

@@ -35,6 +35,23 @@ def open_out(path: Path, fresh: bool) -> IO[bytes]:
     return fh
 
 
+def spawn(
+    cmd: list[str], cwd: Path, out: Path, fresh: bool, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a node's process in a session of its own, its output appended to (or, when
+    `fresh`, written anew in) `out`; `env` None inherits ours."""
+    with open_out(out, fresh) as fh:
+        return subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
 def failure(launch: Launch, why: str) -> EngineError:
     parts = [f"{launch.name} {why}", f"--- tail of {launch.out}", tail(launch.out)]
     for path in launch.logs:

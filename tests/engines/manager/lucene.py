@@ -5,15 +5,27 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
+from pathlib import Path
 
 from tests.engines.manager.fetch import fetch_elasticsearch, fetch_opensearch, fresh_dir
 from tests.engines.manager.jdk import compile_launcher, java_home
-from tests.engines.manager.launching import Launch, open_out
+from tests.engines.manager.launching import Launch, spawn
 from tests.engines.manager.nodes import HEAP, HOST, EngineError, Node
 from tests.engines.manager.state import log_dir, run_dir
 
 OS_KNN_PLUGIN = "org.opensearch.knn.plugin.KNNPlugin"
+
+
+def elasticsearch_command(es_home: Path, pidfile: Path) -> list[str]:
+    """``bin/elasticsearch`` daemonised with its pid in `pidfile`. Elasticsearch refuses uid 0
+    ("can not run elasticsearch as root"): as root it runs in a user namespace, where it sees
+    uid 1000 while the kernel still treats it as us (root) for files and signals."""
+    cmd = [str(es_home / "bin" / "elasticsearch"), "-d", "-p", str(pidfile)]
+    if os.geteuid() != 0:
+        return cmd
+    if not shutil.which("unshare"):
+        raise EngineError("running as root needs `unshare` (util-linux) for Elasticsearch")
+    return ["unshare", "--user", "--map-user=1000", "--map-group=1000", *cmd]
 
 
 def launch_opensearch(node: Node, port: int, fresh: bool) -> Launch:
@@ -53,15 +65,7 @@ def launch_opensearch(node: Node, port: int, fresh: bool) -> Launch:
         "-pluginTypes",
         OS_KNN_PLUGIN,
     ]
-    with open_out(out, fresh) as fh:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=base,
-            stdin=subprocess.DEVNULL,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    proc = spawn(cmd, base, out, fresh)
     return Launch(
         node.name,
         port,
@@ -106,24 +110,9 @@ def launch_elasticsearch(node: Node, port: int, fresh: bool) -> Launch:
         # The CLI launcher leaves /tmp/final-flags*/gc.log dirs behind unless its tmpdir moves too.
         CLI_JAVA_OPTS=f"-Djava.io.tmpdir={base / 'tmp'}",
     )
-    cmd = [str(es_home / "bin" / "elasticsearch"), "-d", "-p", str(pidfile)]
-    if os.geteuid() == 0:
-        # Elasticsearch refuses uid 0 ("can not run elasticsearch as root"); in a user namespace
-        # it sees uid 1000 while the kernel still treats it as us (root) for files and signals.
-        if not shutil.which("unshare"):
-            raise EngineError("running as root needs `unshare` (util-linux) for Elasticsearch")
-        cmd = ["unshare", "--user", "--map-user=1000", "--map-group=1000", *cmd]
+    cmd = elasticsearch_command(es_home, pidfile)
     out = log_dir() / f"{node.name}.out"
-    with open_out(out, fresh) as fh:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=base,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    proc = spawn(cmd, base, out, fresh, env=env)
     return Launch(
         node.name, port, proc, out, pidfile=pidfile, logs=[es_logs / f"a2m-{node.name}.log"]
     )

@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 from tests.engines.manager.fetch import fresh_dir
-from tests.engines.manager.launching import Launch, open_out
+from tests.engines.manager.launching import Launch, spawn
 from tests.engines.manager.nodes import HOST, EngineError, Node
 from tests.engines.manager.procs import port_free
 from tests.engines.manager.state import log_dir, run_dir
@@ -91,16 +90,8 @@ def launch_qdrant(node: Node, port: int, fresh: bool) -> Launch:
     # The server reads QDRANT__* variables over its config file: none of ours leak in.
     env = {k: v for k, v in os.environ.items() if not k.startswith("QDRANT")}
     out = log_dir() / f"{node.name}.out"
-    with open_out(out, fresh) as fh:
-        proc = subprocess.Popen(
-            [str(binary), "--config-path", str(config), "--disable-telemetry"],
-            cwd=base,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    cmd = [str(binary), "--config-path", str(config), "--disable-telemetry"]
+    proc = spawn(cmd, base, out, fresh, env=env)
     extra = {k: settings[k] for k in QDRANT_ENV}
     return Launch(node.name, port, proc, out, pid=proc.pid, extra=extra)
 
