@@ -4,8 +4,6 @@ of its own (`opensearch3-c1` ...), so a fault acts on one JVM."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +11,12 @@ from typing import Any
 from tests.engines.manager.fetch import fetch_elasticsearch, fetch_opensearch, fresh_dir
 from tests.engines.manager.jdk import compile_launcher, java_home
 from tests.engines.manager.launching import Launch, spawn
-from tests.engines.manager.lucene import OS_KNN_PLUGIN, elasticsearch_command
+from tests.engines.manager.lucene import (
+    elasticsearch_command,
+    elasticsearch_env,
+    opensearch_command,
+    prepare_elasticsearch,
+)
 from tests.engines.manager.nodes import (
     ELASTICSEARCH9,
     HOST,
@@ -117,26 +120,16 @@ def launch_os_member(member: Member, fresh: bool) -> Launch:
     )
     (base / "tmp").mkdir(exist_ok=True)
     out = log_dir() / f"{member.name}.out"
-    classpath = os.pathsep.join([str(classes), str(dist / "lib" / "*"), str(dist / "knn" / "*")])
-    cmd = [
-        str(jdk / "bin" / "java"),
-        *CLUSTER_HEAP,
-        f"-Djava.io.tmpdir={base / 'tmp'}",
-        f"-Da2m.node.name={member.name}",
-        "-cp",
-        classpath,
-        "OpenSearchLauncher",
-        "-basePath",
-        str(base),
-        "-numOfNode",
-        "1",
-        "-clusterName",
+    cmd = opensearch_command(
+        jdk,
+        classes,
+        dist,
+        base,
+        CLUSTER_HEAP,
         member.cluster,
-        "-baseHttpPort",
-        str(member.http_port - 1),
-        "-pluginTypes",
-        OS_KNN_PLUGIN,
-    ]
+        member.http_port,
+        f"-Da2m.node.name={member.name}",
+    )
     proc = spawn(cmd, base, out, fresh)
     logs = [base / "node_1" / "logs" / f"{member.cluster}.log"]
     return Launch(member.name, member.http_port, proc, out, pid=proc.pid, logs=logs)
@@ -148,12 +141,7 @@ def launch_es_member(member: Member, fresh: bool) -> Launch:
     jdk = java_home(node.min_java)
     base = run_dir(member.name)
     es_logs = log_dir() / member.name
-    if fresh:
-        fresh_dir(base)
-        shutil.copytree(es_home / "config", base / "config")
-        shutil.rmtree(es_logs, ignore_errors=True)
-    es_logs.mkdir(parents=True, exist_ok=True)
-    (base / "tmp").mkdir(exist_ok=True)
+    prepare_elasticsearch(es_home, base, es_logs, fresh)
     (base / "config" / "elasticsearch.yml").write_text(
         member.discovery_yml("cluster.initial_master_nodes") + "xpack.security.enabled: false\n"
         "action.destructive_requires_name: false\n"
@@ -162,17 +150,9 @@ def launch_es_member(member: Member, fresh: bool) -> Launch:
     )
     pidfile = base / "es.pid"
     pidfile.unlink(missing_ok=True)
-    env = dict(
-        os.environ,
-        ES_JAVA_HOME=str(jdk),
-        ES_PATH_CONF=str(base / "config"),
-        ES_JAVA_OPTS=" ".join(CLUSTER_HEAP),
-        ES_TMPDIR=str(base / "tmp"),
-        CLI_JAVA_OPTS=f"-Djava.io.tmpdir={base / 'tmp'}",
-    )
     cmd = elasticsearch_command(es_home, pidfile)
     out = log_dir() / f"{member.name}.out"
-    proc = spawn(cmd, base, out, fresh, env=env)
+    proc = spawn(cmd, base, out, fresh, env=elasticsearch_env(jdk, base, CLUSTER_HEAP))
     logs = [es_logs / f"{member.cluster}.log"]
     return Launch(member.name, member.http_port, proc, out, pidfile=pidfile, logs=logs)
 

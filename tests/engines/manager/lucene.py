@@ -16,6 +16,64 @@ from tests.engines.manager.state import log_dir, run_dir
 OS_KNN_PLUGIN = "org.opensearch.knn.plugin.KNNPlugin"
 
 
+def opensearch_command(
+    jdk: Path,
+    classes: Path,
+    dist: Path,
+    base: Path,
+    heap: list[str],
+    cluster: str,
+    port: int,
+    *props: str,
+) -> list[str]:
+    """One OpenSearch node in one JVM (the runner's launcher, the k-NN plugin's jars on the
+    classpath) answering HTTP on `port`; `props` are more ``-D`` options."""
+    classpath = os.pathsep.join([str(classes), str(dist / "lib" / "*"), str(dist / "knn" / "*")])
+    return [
+        str(jdk / "bin" / "java"),
+        *heap,
+        f"-Djava.io.tmpdir={base / 'tmp'}",
+        *props,
+        "-cp",
+        classpath,
+        "OpenSearchLauncher",
+        "-basePath",
+        str(base),
+        "-numOfNode",
+        "1",
+        "-clusterName",
+        cluster,
+        "-baseHttpPort",
+        str(port - 1),  # node N listens on baseHttpPort + N
+        "-pluginTypes",
+        OS_KNN_PLUGIN,
+    ]
+
+
+def prepare_elasticsearch(es_home: Path, base: Path, es_logs: Path, fresh: bool) -> None:
+    """A node's own config (copied, so the unzipped dist stays pristine), logs and tmp dirs;
+    `fresh` starts them empty."""
+    if fresh:
+        fresh_dir(base)
+        shutil.copytree(es_home / "config", base / "config")
+        shutil.rmtree(es_logs, ignore_errors=True)
+    es_logs.mkdir(parents=True, exist_ok=True)
+    (base / "tmp").mkdir(exist_ok=True)
+
+
+def elasticsearch_env(jdk: Path, base: Path, heap: list[str]) -> dict[str, str]:
+    """Our environment, with the node's JDK, config dir, heap and tmp dir."""
+    return dict(
+        os.environ,
+        ES_JAVA_HOME=str(jdk),
+        ES_PATH_CONF=str(base / "config"),
+        ES_JAVA_OPTS=" ".join(heap),
+        ES_TMPDIR=str(base / "tmp"),
+        # The CLI launcher leaves /tmp/final-flags*/gc.log dirs behind unless its tmpdir moves too.
+        CLI_JAVA_OPTS=f"-Djava.io.tmpdir={base / 'tmp'}",
+    )
+
+
 def elasticsearch_command(es_home: Path, pidfile: Path) -> list[str]:
     """``bin/elasticsearch`` daemonised with its pid in `pidfile`. Elasticsearch refuses uid 0
     ("can not run elasticsearch as root"): as root it runs in a user namespace, where it sees
@@ -46,25 +104,7 @@ def launch_opensearch(node: Node, port: int, fresh: bool) -> Launch:
     )
     (base / "tmp").mkdir(exist_ok=True)
     out = log_dir() / f"{node.name}.out"
-    classpath = os.pathsep.join([str(classes), str(dist / "lib" / "*"), str(dist / "knn" / "*")])
-    cmd = [
-        str(jdk / "bin" / "java"),
-        *HEAP,
-        f"-Djava.io.tmpdir={base / 'tmp'}",
-        "-cp",
-        classpath,
-        "OpenSearchLauncher",
-        "-basePath",
-        str(base),
-        "-numOfNode",
-        "1",
-        "-clusterName",
-        f"a2m-{node.name}",
-        "-baseHttpPort",
-        str(port - 1),  # node N listens on baseHttpPort + N
-        "-pluginTypes",
-        OS_KNN_PLUGIN,
-    ]
+    cmd = opensearch_command(jdk, classes, dist, base, HEAP, f"a2m-{node.name}", port)
     proc = spawn(cmd, base, out, fresh)
     return Launch(
         node.name,
@@ -81,12 +121,7 @@ def launch_elasticsearch(node: Node, port: int, fresh: bool) -> Launch:
     jdk = java_home(node.min_java)
     base = run_dir(node.name)
     es_logs = log_dir() / node.name
-    if fresh:
-        fresh_dir(base)
-        shutil.copytree(es_home / "config", base / "config")  # keep the unzipped dist pristine
-        shutil.rmtree(es_logs, ignore_errors=True)
-    es_logs.mkdir(parents=True, exist_ok=True)
-    (base / "tmp").mkdir(exist_ok=True)
+    prepare_elasticsearch(es_home, base, es_logs, fresh)
     (base / "config" / "elasticsearch.yml").write_text(
         f"cluster.name: a2m-{node.name}\n"
         f"node.name: a2m-{node.name}-1\n"
@@ -101,18 +136,9 @@ def launch_elasticsearch(node: Node, port: int, fresh: bool) -> Launch:
     )
     pidfile = base / "es.pid"
     pidfile.unlink(missing_ok=True)  # a SIGKILLed node leaves it behind
-    env = dict(
-        os.environ,
-        ES_JAVA_HOME=str(jdk),
-        ES_PATH_CONF=str(base / "config"),
-        ES_JAVA_OPTS=" ".join(HEAP),
-        ES_TMPDIR=str(base / "tmp"),
-        # The CLI launcher leaves /tmp/final-flags*/gc.log dirs behind unless its tmpdir moves too.
-        CLI_JAVA_OPTS=f"-Djava.io.tmpdir={base / 'tmp'}",
-    )
     cmd = elasticsearch_command(es_home, pidfile)
     out = log_dir() / f"{node.name}.out"
-    proc = spawn(cmd, base, out, fresh, env=env)
+    proc = spawn(cmd, base, out, fresh, env=elasticsearch_env(jdk, base, HEAP))
     return Launch(
         node.name, port, proc, out, pidfile=pidfile, logs=[es_logs / f"a2m-{node.name}.log"]
     )
