@@ -4,7 +4,10 @@ Engines are started outside pytest by ``tests/engines/engines.py start`` (the
 test command in README.md does it) and found through A2M_TEST_*_URL. A missing
 engine or a missing SciFact file skips its tests on a developer's machine, but
 fails them when A2M_REQUIRE_ENGINES=1 (set by the test command) or CI is set,
-so CI can never pass by skipping.
+so CI can never pass by skipping. The one exception is a Qdrant server: no
+registry ships one, so its tests run where A2M_TEST_QDRANT_URL names one and
+skip otherwise (A2M_REQUIRE_QDRANT=1 makes that a failure); CI covers the
+server code paths with the wire doubles of ``tests/support/qdrant_wire``.
 """
 
 from __future__ import annotations
@@ -83,21 +86,52 @@ class QdrantServer:
     read_only_api_key: str
 
 
-@pytest.fixture(scope="session")
-def qdrant_server() -> QdrantServer:
-    url = _engine_url("A2M_TEST_QDRANT_URL")
+QDRANT_SKIP = (
+    "no Qdrant server named: A2M_TEST_QDRANT_URL is unset (no registry ships a Qdrant server; "
+    'to run these tests against one, see docs/engines.md, "A Qdrant server")'
+)
+"""The one reason every real-server test gives where the environment names no server."""
+
+
+def named_qdrant_server() -> QdrantServer | None:
+    """The Qdrant server that A2M_TEST_QDRANT_URL and its companions name, or None.
+
+    Fails the test where A2M_REQUIRE_QDRANT=1 and none is named, or where a named server
+    lacks its gRPC port or keys.
+    """
+    url = os.environ.get("A2M_TEST_QDRANT_URL")
+    if not url:
+        if os.environ.get("A2M_REQUIRE_QDRANT") == "1":
+            pytest.fail(f"{QDRANT_SKIP} (A2M_REQUIRE_QDRANT=1: a failure, not a skip)")
+        return None
     keys = ("A2M_TEST_QDRANT_GRPC_PORT", "A2M_TEST_QDRANT_API_KEY")
     absent = [
         var for var in (*keys, "A2M_TEST_QDRANT_READ_ONLY_API_KEY") if not os.environ.get(var)
     ]
     if absent:
-        missing(f'{", ".join(absent)} not set (eval "$(python tests/engines/engines.py env)")')
+        pytest.fail(f'{", ".join(absent)} not set (eval "$(python tests/engines/engines.py env)")')
     return QdrantServer(
         url=url,
         grpc_port=int(os.environ["A2M_TEST_QDRANT_GRPC_PORT"]),
         api_key=os.environ["A2M_TEST_QDRANT_API_KEY"],
         read_only_api_key=os.environ["A2M_TEST_QDRANT_READ_ONLY_API_KEY"],
     )
+
+
+@pytest.fixture(scope="session")
+def qdrant_server() -> QdrantServer:
+    """The Qdrant server the environment names; skips where none is named (CI has none)."""
+    server = named_qdrant_server()
+    if server is None:
+        pytest.skip(QDRANT_SKIP)
+    return server
+
+
+@pytest.fixture(scope="session")
+def qdrant_member() -> QdrantServer | None:
+    """For suites spanning engines (federations, MCP): the Qdrant server the environment names,
+    or None where none is named, and the Qdrant member then runs on the embedded store."""
+    return named_qdrant_server()
 
 
 def scifact_missing(root: Path) -> list[str]:

@@ -1,9 +1,12 @@
 """A Qdrant server that speaks only TLS, on REST and gRPC: the connection's TLS options.
 
-The server is the same binary the suite's other Qdrant tests use, started here
-with its own certificate (self-signed for 127.0.0.1) and an API key. A store
-trusting that certificate (``ca_certs``) reads over both protocols; one that does
-not fails at open with the connector's sentence, never a traceback or the host.
+The server is the binary that ``A2M_QDRANT_BIN`` names (as for the engines.py
+node), started here with its own certificate (self-signed for 127.0.0.1) and an
+API key; where no binary is named these tests skip, and
+``tests/connectors/test_qdrant_wire.py`` proves the same over TLS against the
+wire doubles. A store trusting that certificate (``ca_certs``) reads over both
+protocols; one that does not fails at open with the connector's sentence, never
+a traceback or the host.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from connectors.qdrant.connector import QdrantConnector
 from tests.connectors.conftest import free_port
 from tests.connectors.specs import spec_of
 from tests.connectors.test_qdrant_server import COLLECTION, INDEXES, SPARSE, create
-from tests.engines.manager.qdrant import qdrant_binary
+from tests.engines.manager.qdrant import QDRANT_BIN_VAR, qdrant_binary, qdrant_named
 from tests.support.certs import write_self_signed
 
 pytestmark = pytest.mark.integration
@@ -52,6 +55,11 @@ def ready(url: str, ca: Path) -> bool:
 
 @pytest.fixture(scope="module")
 def tls_qdrant(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsQdrant]:
+    if not qdrant_named():
+        pytest.skip(
+            f"no Qdrant server binary named: {QDRANT_BIN_VAR} is unset (no registry ships one; "
+            'see docs/engines.md, "A Qdrant server")'
+        )
     base = tmp_path_factory.mktemp("qdrant-tls")
     cert, key = write_self_signed(base, "qdrant")
     http_port, grpc_port, api_key = free_port(), free_port(), secrets.token_urlsafe(24)

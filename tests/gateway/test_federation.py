@@ -102,7 +102,7 @@ async def fed(
     scifact_dir: Path,
     elasticsearch_url: str,
     opensearch_url: str,
-    qdrant_server: QdrantServer,
+    qdrant_member: QdrantServer | None,
     issuer: Issuer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[Fed]:
@@ -116,9 +116,8 @@ async def fed(
         load_index, "opensearch", opensearch_url, sf, shards["os"], "a2m-test-fed-os-v1"
     )
     path = tmp_path_factory.mktemp("qdrant-fed")
-    await asyncio.to_thread(
-        load_qdrant_acl, path, sf, shards["qd"], server_client_args(qdrant_server), QD_COLLECTION
-    )
+    loader = None if qdrant_member is None else server_client_args(qdrant_member)
+    await asyncio.to_thread(load_qdrant_acl, path, sf, shards["qd"], loader, QD_COLLECTION)
     upstream = urlparse(opensearch_url)
     proxy = TcpProxy(upstream.hostname or "127.0.0.1", upstream.port or 9200)
     await proxy.start()
@@ -130,7 +129,7 @@ async def fed(
             "stores": {
                 "es": lucene_store("elasticsearch", elasticsearch_url, es_index),
                 "os": os_store,
-                "qd": qdrant_store(path, qdrant_server, grpc=True, collection=QD_COLLECTION),
+                "qd": qdrant_store(path, qdrant_member, grpc=True, collection=QD_COLLECTION),
             },
             "federations": {
                 "all": {

@@ -80,13 +80,14 @@ def scoped(
     scifact_dir: Path,
     elasticsearch_url: str,
     opensearch_url: str,
-    qdrant_server: QdrantServer,
+    qdrant_member: QdrantServer | None,
     issuer: Issuer,
 ) -> Iterator[Scoped]:
     sf = load_scifact(scifact_dir)
     qids, dids = acl_subset(sf)
     qdrant = tmp_path_factory.mktemp("mcp-qdrant-acl")
-    load_qdrant_acl(qdrant, sf, dids, server_client_args(qdrant_server), collection=COLLECTION)
+    loader = None if qdrant_member is None else server_client_args(qdrant_member)
+    load_qdrant_acl(qdrant, sf, dids, loader, collection=COLLECTION)
     stores = {
         "scifact-es": lucene_store(
             "elasticsearch",
@@ -96,7 +97,7 @@ def scoped(
         "scifact-os": lucene_store(
             "opensearch", opensearch_url, load_index("opensearch", opensearch_url, sf, dids)
         ),
-        "scifact-qd": qdrant_store(qdrant, qdrant_server, collection=COLLECTION),
+        "scifact-qd": qdrant_store(qdrant, qdrant_member, collection=COLLECTION),
     }
     auth = auth_section(issuer, [BRAVO])
     auth["jwt"]["audience"] = [AUDIENCE, RESOURCE]

@@ -14,10 +14,12 @@ A reply with ``hang=True`` holds the connection open until ``peer.release`` is s
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 HANG_LIMIT_S = 30.0
@@ -54,10 +56,19 @@ class PeerReply:
 PeerHandler = Callable[[PeerRequest], PeerReply]
 
 
-class HttpPeer:
-    """A threaded HTTP server on 127.0.0.1 and a free port; ``url`` has no trailing slash."""
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that refuses the TLS certificate, or drops a hanging reply: expected here.
+        return None
 
-    def __init__(self, handler: PeerHandler) -> None:
+
+class HttpPeer:
+    """A threaded HTTP server on 127.0.0.1 and a free port; ``url`` has no trailing slash.
+
+    With ``tls`` (a PEM certificate and its key) it speaks HTTPS only.
+    """
+
+    def __init__(self, handler: PeerHandler, tls: tuple[Path, Path] | None = None) -> None:
         self.requests: list[PeerRequest] = []
         self.release = threading.Event()
         peer = self
@@ -89,13 +100,22 @@ class HttpPeer:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        scheme = "http"
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            # The handshake runs per connection on its handler thread, not in accept().
+            self._server.socket = context.wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False
+            )
+            scheme = "https"
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
         self._thread.start()
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self.url = f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
 
     def close(self) -> None:
         self.release.set()

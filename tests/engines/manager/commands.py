@@ -13,7 +13,12 @@ from tests.engines.manager.keycloak import keycloak_ready
 from tests.engines.manager.kinds import FETCHERS, launch
 from tests.engines.manager.nodes import KEYCLOAK, NAMES, NODES, QDRANT, EngineError, log
 from tests.engines.manager.procs import pick_port, pid_alive, port_free, terminate, wait_gone
-from tests.engines.manager.qdrant import print_qdrant_env, qdrant_ready
+from tests.engines.manager.qdrant import (
+    QDRANT_BIN_VAR,
+    print_qdrant_env,
+    qdrant_named,
+    qdrant_ready,
+)
 from tests.engines.manager.ready import wait_ready
 from tests.engines.manager.rest import healthy
 from tests.engines.manager.state import load_state, locked, run_dir, save_state
@@ -30,6 +35,17 @@ def print_env(state: dict[str, dict[str, Any]]) -> None:
             print(f"export {NODES[name].env_var}={state[name]['url']}")
             if name == QDRANT:
                 print_qdrant_env(state[name])
+
+
+def startable_here() -> list[str]:
+    """Every node this machine can start: all but a Qdrant server nobody named."""
+    if qdrant_named():
+        return list(NAMES)
+    log(
+        f"qdrant: passed over ({QDRANT_BIN_VAR} names no server binary; no registry ships "
+        "one): the Qdrant server tests skip unless A2M_TEST_QDRANT_URL names a server"
+    )
+    return [n for n in NAMES if n != QDRANT]
 
 
 def cmd_start(names: list[str]) -> int:

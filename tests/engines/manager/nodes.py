@@ -11,7 +11,7 @@ OPENSEARCH = "opensearch"  # the engine kinds, and the names of their older node
 ELASTICSEARCH = "elasticsearch"
 OPENSEARCH3 = "opensearch3"
 ELASTICSEARCH9 = "elasticsearch9"
-QDRANT = "qdrant"  # the Qdrant server binary beside the project (../shared/bin/qdrant)
+QDRANT = "qdrant"  # a Qdrant server binary that A2M_QDRANT_BIN names (none ships here)
 KEYCLOAK = "keycloak"  # the identity provider of the auth tests (kind and name)
 
 

@@ -1,5 +1,10 @@
-"""The Qdrant server: a binary beside the project (never fetched), its config with API
-keys and JWT RBAC, its readiness and its REST API."""
+"""The Qdrant server: a binary the user names (never fetched, never kept here), its config
+with API keys and JWT RBAC, its readiness and its REST API.
+
+No package registry ships a Qdrant server, so this node starts only where
+``A2M_QDRANT_BIN`` names one (for example the ``/qdrant/qdrant`` of Qdrant's official
+container image, copied out); ``start --all`` passes over it otherwise.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +22,8 @@ from tests.engines.manager.nodes import HOST, EngineError, Node
 from tests.engines.manager.procs import port_free
 from tests.engines.manager.state import log_dir, run_dir
 
-QDRANT_BIN = Path(__file__).resolve().parents[4] / "shared" / "bin" / "qdrant"
-"""../shared/bin/qdrant from the repository: a Qdrant server built from its public source."""
+QDRANT_BIN_VAR = "A2M_QDRANT_BIN"
+"""The variable that names a Qdrant server binary; without it there is no Qdrant node."""
 QDRANT_ENV = {
     "grpc_port": "A2M_TEST_QDRANT_GRPC_PORT",
     "api_key": "A2M_TEST_QDRANT_API_KEY",
@@ -27,12 +32,26 @@ QDRANT_ENV = {
 """What the suite reads besides A2M_TEST_QDRANT_URL (state key -> variable)."""
 
 
+def qdrant_named() -> bool:
+    """True when the environment names a Qdrant server binary to start."""
+    return bool(os.environ.get(QDRANT_BIN_VAR))
+
+
 def qdrant_binary() -> Path:
-    """The server binary (A2M_QDRANT_BIN overrides); never downloaded: no registry ships it."""
-    env = os.environ.get("A2M_QDRANT_BIN")
-    path = Path(env) if env else QDRANT_BIN
+    """The server binary that ``A2M_QDRANT_BIN`` names; never downloaded: no registry ships it.
+
+    Raises:
+        EngineError: the variable is unset, or names no executable file.
+    """
+    env = os.environ.get(QDRANT_BIN_VAR)
+    if not env:
+        raise EngineError(
+            f"no Qdrant server binary: set {QDRANT_BIN_VAR} to one (docs/engines.md, "
+            '"A Qdrant server"); no registry ships it'
+        )
+    path = Path(env)
     if not (path.is_file() and os.access(path, os.X_OK)):
-        raise EngineError(f"no Qdrant server binary at {path} (set A2M_QDRANT_BIN)")
+        raise EngineError(f"{QDRANT_BIN_VAR}={path} is not an executable file")
     return path
 
 
