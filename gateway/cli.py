@@ -157,7 +157,7 @@ async def _recall(
 ) -> int:
     import orjson
 
-    from gateway.a2m.errors import A2MError
+    from gateway.a2m.errors import A2MError, ErrorCode
     from gateway.observability.logs import quiet_engine_clients
     from gateway.runtime import Gateway
 
@@ -175,7 +175,8 @@ async def _recall(
             result = await dispatcher.dispatch("memory/recall", {"query": question, "limit": limit})
         except A2MError as err:  # the dispatcher maps every failure to an A2M error
             sys.stderr.write(f"a2m-gateway: recall failed: {err.message} ({int(err.code)})\n")
-            return 1
+            # A refused argument is a usage error (2), as argparse's own are.
+            return 2 if err.code == ErrorCode.INVALID_PARAMS else 1
     finally:
         await gateway.close()
     if as_json:
@@ -299,7 +300,10 @@ def _add_recall(sub: _Commands) -> None:
     p_recall.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
     p_recall.add_argument("--store", help="store name (default: the first)")
     p_recall.add_argument(
-        "--limit", type=int, default=5, help="most records to return (default: 5)"
+        "--limit",
+        type=int,
+        default=5,
+        help="most records to return (default: 5; 0: as many as the store allows)",
     )
     p_recall.add_argument(
         "--json", action="store_true", help="print the memory/recall result as one JSON line"
@@ -363,9 +367,6 @@ def _run(args: argparse.Namespace, cfg: GatewayConfig) -> int:
     if args.command == "stdio":
         return asyncio.run(_stdio(cfg, args.store))
     if args.command == "recall":
-        if args.limit < 1:
-            sys.stderr.write("a2m-gateway: --limit must be at least 1\n")
-            return 2
         return asyncio.run(_recall(cfg, args.question, args.store, args.limit, args.json))
     if args.command == "mcp":
         return asyncio.run(_mcp_stdio(cfg, args.store))

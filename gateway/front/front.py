@@ -22,6 +22,7 @@ from gateway.a2m.params import (
     ReadParams,
     RecallParams,
     TimelineParams,
+    limit_out_of_range,
 )
 from gateway.a2m.records import Record
 from gateway.front.profile import Limits, Profile
@@ -91,7 +92,10 @@ class Front:
         )
         limit = _limit(params.limit, default, lim)
         if isinstance(params, RecallParams) and len(params.query or "") > lim.max_query_length:
-            raise InvalidParams(f"query is longer than max_query_length ({lim.max_query_length})")
+            raise InvalidParams(
+                f"Invalid params: 'query' is longer than max_query_length ({lim.max_query_length})",
+                data={"fields": ["query"]},
+            )
         options = params.prompt_options()
         if options is not None:
             check_options(options, lim.max_prompt_budget)
@@ -200,5 +204,7 @@ def _limit(limit: int | None, default: int, lim: Limits) -> int:
     if limit == 0:
         return top  # DECISIONS.md §2: 0 is "as many as the store allows"
     if limit < 0 or limit > top:
-        raise InvalidParams(f"'limit' must be between 0 and {top} (max_recall_limit)")
+        raise InvalidParams(
+            f"Invalid params: {limit_out_of_range(0, top)}", data={"fields": ["limit"]}
+        )
     return limit

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from gateway.a2m.errors import A2MError, ErrorCode
 from gateway.a2m.failures import to_a2m_error
-from gateway.a2m.params import explain
+from gateway.a2m.params import explain, limit_out_of_range
 from gateway.config import McpConfig
 from gateway.mcp import render
 from gateway.mcp.schemas import TOOLS, FetchArgs, Source, Tool, input_schema
@@ -283,8 +283,8 @@ def _check_limit(args: Any, source: Source) -> None:
     limit = getattr(args, "limit", None)
     if limit is not None and not 1 <= limit <= source.max_limit:
         raise InvalidArguments(
-            f"Invalid arguments: 'limit' must be between 1 and {source.max_limit} "
-            "(the store's max_recall_limit). See the tool's input schema."
+            f"Invalid arguments: {limit_out_of_range(1, source.max_limit)}. "
+            "See the tool's input schema."
         )
 
 

@@ -15,6 +15,8 @@ import pytest
 
 from gateway.install import extra_command
 
+DEMO_YAML = Path(__file__).resolve().parents[2] / "config" / "demo.yaml"
+
 
 def run(args: list[str], tmp_path: Path, **env_vars: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **env_vars}
@@ -152,13 +154,19 @@ def test_recall_json_is_the_a2m_result(tmp_path: Path) -> None:
     assert all(r["uri"].startswith("gateway/demo/corpus/helm.md#") for r in result["records"])
 
 
-def test_recall_refuses_an_unknown_store_and_a_bad_limit(tmp_path: Path) -> None:
+def test_recall_refuses_an_unknown_store(tmp_path: Path) -> None:
     proc = run(["recall", "x", "--store", "nope"], tmp_path)
     assert proc.returncode == 2
     assert "no store named 'nope'" in proc.stderr
-    proc = run(["recall", "x", "--limit", "0"], tmp_path)
-    assert proc.returncode == 2
-    assert "--limit must be at least 1" in proc.stderr
+
+
+@pytest.mark.parametrize("limit", ["-1", "1000"])
+def test_recall_refuses_a_limit_in_the_a2m_wording(tmp_path: Path, limit: str) -> None:
+    proc = run(["recall", "x", "--config", str(DEMO_YAML), "--limit", limit], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    wording = "'limit' must be between 0 and 100 (the store's max_recall_limit; 0: as many"
+    assert wording in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_recall_on_an_unreachable_engine_is_one_error_line(tmp_path: Path) -> None:
