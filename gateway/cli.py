@@ -3,9 +3,9 @@ you already run (Elasticsearch, OpenSearch, Qdrant).
 
 Agents call memory/describe, memory/recall, memory/timeline and memory/fetch over HTTP
 (`serve`, which also serves MCP at /mcp) or stdin/stdout (`stdio`, and `mcp` for MCP
-clients); writes answer READ_ONLY. Without --config every
-command uses the embedded demo store: the gateway's own documentation, indexed in memory
-at start, nothing downloaded.
+clients); writes answer READ_ONLY. Without --config every command uses the embedded
+demo store: the gateway's own documentation, indexed in memory at start, nothing
+downloaded.
 
   a2m-gateway serve                          # the demo on http://127.0.0.1:8080
   a2m-gateway recall "how are scores normalised?"
@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import logging
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -214,7 +216,8 @@ def render_recall(question: str, result: dict[str, Any], width: int = 300) -> st
 _NO_CONFIG_IS_DEMO = "config YAML (default: the embedded demo store, in memory)"
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser and each command's own."""
     parser = argparse.ArgumentParser(
         prog="a2m-gateway",
         description=__doc__,
@@ -224,12 +227,14 @@ def _parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"a2m-gateway {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = {}
     for add in (_add_serve, _add_stdio, _add_mcp, _add_check, _add_recall, _add_hash_key):
-        add(sub)
-    return parser
+        command = add(sub)
+        commands[command.prog.split()[-1]] = command
+    return parser, commands
 
 
-def _add_serve(sub: _Commands) -> None:
+def _add_serve(sub: _Commands) -> argparse.ArgumentParser:
     p_serve = sub.add_parser(
         "serve",
         help="serve A2M over HTTP (default: the embedded demo)",
@@ -255,9 +260,10 @@ def _add_serve(sub: _Commands) -> None:
         help="gateway processes sharing the port, each with its own engine connections and "
         "metrics (default 1; on Kubernetes keep 1 and scale replicas: docs/helm.md)",
     )
+    return p_serve
 
 
-def _add_stdio(sub: _Commands) -> None:
+def _add_stdio(sub: _Commands) -> argparse.ArgumentParser:
     p_stdio = sub.add_parser(
         "stdio",
         help="serve one store over stdin/stdout (for an agent that spawns the gateway)",
@@ -266,9 +272,10 @@ def _add_stdio(sub: _Commands) -> None:
     )
     p_stdio.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
     p_stdio.add_argument("--store", help="store name (default: the first)")
+    return p_stdio
 
 
-def _add_mcp(sub: _Commands) -> None:
+def _add_mcp(sub: _Commands) -> argparse.ArgumentParser:
     p_mcp = sub.add_parser(
         "mcp",
         help="serve MCP over stdin/stdout (docs/mcp.md)",
@@ -277,9 +284,10 @@ def _add_mcp(sub: _Commands) -> None:
     )
     p_mcp.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
     p_mcp.add_argument("--store", help="serve one store (default: all, chosen per call)")
+    return p_mcp
 
 
-def _add_check(sub: _Commands) -> None:
+def _add_check(sub: _Commands) -> argparse.ArgumentParser:
     p_check = sub.add_parser(
         "check",
         help="validate config, reach engines, preview records",
@@ -287,9 +295,10 @@ def _add_check(sub: _Commands) -> None:
         "per store as JSON; exit 1 when a store cannot be opened.",
     )
     p_check.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
+    return p_check
 
 
-def _add_recall(sub: _Commands) -> None:
+def _add_recall(sub: _Commands) -> argparse.ArgumentParser:
     p_recall = sub.add_parser(
         "recall",
         help="ask a store a question and print ranked, cited records",
@@ -308,9 +317,10 @@ def _add_recall(sub: _Commands) -> None:
     p_recall.add_argument(
         "--json", action="store_true", help="print the memory/recall result as one JSON line"
     )
+    return p_recall
 
 
-def _add_hash_key(sub: _Commands) -> None:
+def _add_hash_key(sub: _Commands) -> argparse.ArgumentParser:
     p_hash = sub.add_parser(
         "hash-key",
         help="print sha256:<hex> of an API key read from stdin (for server.auth)",
@@ -322,10 +332,36 @@ def _add_hash_key(sub: _Commands) -> None:
     p_hash.add_argument(
         "--new", action="store_true", help="generate a random key (printed on stderr) instead"
     )
+    return p_hash
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, or exit 2: bare `a2m-gateway` prints the help, a misspelt option
+    gets the nearest one ("did you mean --port?")."""
+    parser, commands = _parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        parser.print_help()
+        raise SystemExit(2)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        command = commands[args.command]
+        options = re.findall(r"--?[\w-]+", command.format_usage())
+        hints = [_nearest(word, options) for word in extras if word.startswith("-")]
+        hint = "; ".join(h for h in hints if h)
+        command.error(
+            f"unrecognized arguments: {' '.join(extras)}" + (f" ({hint})" if hint else "")
+        )
+    return args
+
+
+def _nearest(word: str, options: list[str]) -> str | None:
+    near = difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.6)
+    return f"did you mean {near[0]}?" if near else None
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     # The gateway uses no pydantic plugin, and looking for one reads the metadata of every
     # installed distribution (a fifth of a second at start); an operator's own setting wins.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")

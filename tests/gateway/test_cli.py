@@ -118,6 +118,48 @@ def test_top_level_help_explains_the_gateway(capsys: pytest.CaptureFixture[str])
         assert command in text
 
 
+def test_bare_command_prints_the_help(tmp_path: Path) -> None:
+    proc = run([], tmp_path)
+    assert proc.returncode == 2
+    assert "Without --config every command uses the embedded demo store" in " ".join(
+        proc.stdout.split()
+    )
+    assert "hash-key" in proc.stdout
+    assert "arguments are required" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["serve", "--prot", "9000"], "did you mean --port?"),
+        (["recall", "q", "--lmit", "3"], "did you mean --limit?"),
+        (["check", "--confg", "x.yaml"], "did you mean --config?"),
+    ],
+)
+def test_a_misspelt_option_gets_the_nearest_one(tmp_path: Path, args: list[str], hint: str) -> None:
+    proc = run(args, tmp_path)
+    assert proc.returncode == 2
+    assert f"unrecognized arguments: {' '.join(args[-2:])} ({hint})" in proc.stderr
+    assert f"usage: a2m-gateway {args[0]}" in proc.stderr
+
+
+def test_an_option_like_nothing_gets_no_guess(tmp_path: Path) -> None:
+    proc = run(["serve", "--xyzzy"], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.rstrip().endswith("unrecognized arguments: --xyzzy")
+
+
+def test_the_help_text_wraps_evenly() -> None:
+    # The description is printed as written: no line much shorter than its paragraph's others.
+    from gateway import cli
+
+    paragraphs = [p.splitlines() for p in (cli.__doc__ or "").split("\n\n")]
+    for lines in paragraphs:
+        prose = [line for line in lines if not line.startswith("  ")]
+        for line in prose[:-1]:  # a paragraph's last line may be short
+            assert len(line) >= 70, line
+
+
 def test_serve_help_gives_host_and_port_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     text = _help(["serve"], capsys)
     assert "--host HOST address to bind (default: server.host from the config, 127.0.0.1" in text
