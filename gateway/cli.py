@@ -55,7 +55,7 @@ def _port(text: str) -> int:
 
 def _serve_workers(args: argparse.Namespace, cfg: GatewayConfig) -> int:
     from gateway.config import QdrantConnection
-    from gateway.serve import EXIT_INTERRUPTED
+    from gateway.serve import EXIT_INTERRUPTED, cannot_listen
     from gateway.workers import serve_workers
 
     host = args.host or cfg.server.host
@@ -75,7 +75,7 @@ def _serve_workers(args: argparse.Namespace, cfg: GatewayConfig) -> int:
     try:
         return serve_workers(args.config, host, port, args.workers, cfg.server.shutdown_grace_s)
     except OSError as exc:
-        sys.stderr.write(f"a2m-gateway: cannot listen on {host}:{port}: {exc.strerror}\n")
+        sys.stderr.write(f"a2m-gateway: {cannot_listen(host, port, exc)}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("a2m-gateway: interrupted (Ctrl-C), stopped\n")

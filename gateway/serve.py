@@ -10,7 +10,9 @@ and the start-up error lines.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import os
 import socket
 import sys
 from typing import TYPE_CHECKING
@@ -124,6 +126,34 @@ async def open_local_stores(gateway: Gateway, only: str | None = None) -> bool:
     return True
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket of ``host:port`` (inheritable: ``--workers`` processes share it).
+
+    Raises:
+        OSError: the address cannot be bound (:func:`cannot_listen` says why in one line).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.create_server((host, port), family=family, backlog=2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+_LISTEN_HINTS = {
+    errno.EADDRINUSE: "another process holds this port: stop it, or pick another with --port "
+    "(--port 0 takes any free one)",
+    errno.EACCES: "ports below 1024 need privileges: pick another with --port",
+    errno.EADDRNOTAVAIL: "this machine has no such address: check --host (or server.host)",
+}
+
+
+def cannot_listen(host: str, port: int, exc: OSError) -> str:
+    """The one-line start-up error for an address that cannot be bound, with what to do."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    reason = (os.strerror(exc.errno) if exc.errno else str(exc)).lower()
+    hint = _LISTEN_HINTS.get(exc.errno or 0)
+    return f"cannot listen on {where}: {reason}" + (f"; {hint}" if hint else "")
+
+
 def serve_http(
     cfg: GatewayConfig,
     host: str | None,
@@ -149,6 +179,15 @@ def serve_http(
     except ConfigError as exc:
         sys.stderr.write(f"a2m-gateway: {exc}\n")
         return 2
+    port = cfg.server.port if port is None else port
+    announce = sockets is None  # a --workers worker's parent bound (and names) the port
+    if sockets is None:
+        # Bound before any store opens: a port in use fails in one line, not after start-up.
+        try:
+            sockets = [listen(bind, port)]
+        except OSError as exc:
+            sys.stderr.write(f"a2m-gateway: {cannot_listen(bind, port, exc)}\n")
+            return 2
     metrics = Metrics()
     gateway = Gateway(
         cfg, observers=[metrics.observe_call], engine_observers=[metrics.observe_engine]
@@ -158,7 +197,7 @@ def serve_http(
         uvicorn.Config(
             app,
             host=bind,
-            port=cfg.server.port if port is None else port,
+            port=port,
             log_config=None,
             access_log=False,
             timeout_graceful_shutdown=int(cfg.server.shutdown_grace_s),
@@ -168,7 +207,7 @@ def serve_http(
     )
     try:
         with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
-            return runner.run(_run(gateway, server, sockets))
+            return runner.run(_run(gateway, server, sockets, announce=announce))
     except KeyboardInterrupt:
         # uvicorn has already shut down gracefully; it re-raises SIGINT on the way out.
         sys.stderr.write("a2m-gateway: interrupted (Ctrl-C), stopped\n")
@@ -176,9 +215,17 @@ def serve_http(
 
 
 async def _run(
-    gateway: Gateway, server: uvicorn.Server, sockets: list[socket.socket] | None
+    gateway: Gateway, server: uvicorn.Server, sockets: list[socket.socket], *, announce: bool
 ) -> int:
     if not await open_local_stores(gateway):
         return 2
+    if announce:
+        log.info("listening on %s (Ctrl-C stops it)", url_of(sockets[0]))
     await server.serve(sockets=sockets)
     return 0
+
+
+def url_of(sock: socket.socket) -> str:
+    """The http:// address a listening socket answers on (the real port when 0 was asked)."""
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
