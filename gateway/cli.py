@@ -159,6 +159,7 @@ async def _recall(
 ) -> int:
     import orjson
 
+    from connectors.reach import why_unreachable
     from gateway.a2m.errors import A2MError, ErrorCode
     from gateway.observability.logs import quiet_engine_clients
     from gateway.runtime import Gateway
@@ -176,7 +177,11 @@ async def _recall(
         try:
             result = await dispatcher.dispatch("memory/recall", {"query": question, "limit": limit})
         except A2MError as err:  # the dispatcher maps every failure to an A2M error
-            sys.stderr.write(f"a2m-gateway: recall failed: {err.message} ({int(err.code)})\n")
+            why = why_unreachable(err)
+            sys.stderr.write(
+                f"a2m-gateway: recall failed: {err.message} ({int(err.code)})"
+                + (f": {why}\n" if why else "\n")
+            )
             # A refused argument is a usage error (2), as argparse's own are.
             return 2 if err.code == ErrorCode.INVALID_PARAMS else 1
     finally:

@@ -8,6 +8,7 @@ import logging
 from connectors.base import Connector
 from connectors.errors import ConnectorError
 from connectors.factory import make_connector
+from connectors.reach import why_unreachable
 from gateway.a2m.dispatcher import Dispatcher, Observer
 from gateway.config import GatewayConfig, QdrantStoreConfig, StoreConfig
 from gateway.federation.federation import Federation, Member
@@ -144,7 +145,8 @@ class Gateway:
                 if strict:
                     raise
                 # Connector messages are fixed strings (the config key at fault), never a host.
-                log.warning("store %s not ready yet: %s: %s", name, type(exc).__name__, exc)
+                why = why_unreachable(exc)
+                log.warning("store %s not ready yet: %s%s", name, exc, f": {why}" if why else "")
                 continue
             log.info("store %s ready: %s", name, ", ".join(c.value for c in store.capabilities))
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from connectors.errors import ConnectorError, LocalStorageLocked
+from connectors.reach import why_unreachable
 from gateway.config import (
     ConfigError,
     ElasticsearchConnection,
@@ -86,7 +87,10 @@ def start_failure(name: str, store: StoreConfig, exc: ConnectorError) -> str:
             "(local mode allows one process per directory); stop that process or give this "
             "store another connection.path"
         )
-    return f"store {name} ({store.backend.value}, {address(store)}): {exc}"
+    why = why_unreachable(exc)
+    return f"store {name} ({store.backend.value}, {address(store)}): {exc}" + (
+        f": {why}" if why else ""
+    )
 
 
 def preflight(cfg: GatewayConfig, bind: str) -> Authenticator:
@@ -165,13 +169,6 @@ def serve_http(
 
     ``sockets``: already listening (a ``--workers`` worker); else ``host:port`` is bound.
     """
-    import uvicorn
-
-    from gateway.observability.metrics import Metrics
-    from gateway.runtime import Gateway
-    from gateway.transports.http import create_app
-    from gateway.transports.uvicorn_config import uvicorn_options
-
     bind = host or cfg.server.host
     try:
         # Checked against the address actually bound, which --host may override.
@@ -188,6 +185,30 @@ def serve_http(
         except OSError as exc:
             sys.stderr.write(f"a2m-gateway: {cannot_listen(bind, port, exc)}\n")
             return 2
+    try:
+        return _serve(cfg, bind, port, app_auth, sockets, announce=announce)
+    finally:
+        if announce:  # ours to close, whether or not uvicorn served on it
+            for sock in sockets:
+                sock.close()
+
+
+def _serve(
+    cfg: GatewayConfig,
+    bind: str,
+    port: int,
+    app_auth: Authenticator,
+    sockets: list[socket.socket],
+    *,
+    announce: bool,
+) -> int:
+    import uvicorn
+
+    from gateway.observability.metrics import Metrics
+    from gateway.runtime import Gateway
+    from gateway.transports.http import create_app
+    from gateway.transports.uvicorn_config import uvicorn_options
+
     metrics = Metrics()
     gateway = Gateway(
         cfg, observers=[metrics.observe_call], engine_observers=[metrics.observe_engine]

@@ -82,15 +82,19 @@ def test_check_names_the_store_host_and_attempts_of_an_unreachable_engine(
     out = json.loads(proc.stdout)
     assert out["ok"] is False
     assert out["engine"] == "http://127.0.0.1:9"
-    assert (
-        out["tried"]
-        == "opened "
-        + ("collection" if backend == "qdrant" else "index")
-        + " 'c': 3 attempts (connection.retries 2), 500 ms timeout each"
+    what = "collection" if backend == "qdrant" else "index"
+    tried = re.fullmatch(
+        f"opening {what} 'c': gave up after (\\d+\\.\\d) s "
+        "\\(up to 3 attempts with connection.retries 2, at most 500 ms each\\)",
+        out["tried"],
     )
+    assert tried is not None, out["tried"]
+    assert 0 < float(tried.group(1)) < 60
+    refused = "the connection was refused (nothing listens on that host and port)"
+    assert out["why"] == refused
     line = f"a2m-gateway: store docs ({backend}, http://127.0.0.1:9): "
     assert line in proc.stderr
-    assert "tried: opened" in proc.stderr
+    assert f": {refused} (tried: opening {what}" in proc.stderr
     # One line from check itself, not one WARNING per attempt from the client library.
     assert "WARNING" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
@@ -196,6 +200,20 @@ def test_recall_json_is_the_a2m_result(tmp_path: Path) -> None:
     assert all(r["uri"].startswith("gateway/demo/corpus/helm.md#") for r in result["records"])
 
 
+def test_check_says_a_host_name_does_not_resolve(tmp_path: Path) -> None:
+    cfg = tmp_path / "dns.yaml"
+    cfg.write_text(
+        "stores:\n  docs:\n    backend: elasticsearch\n    index: c\n"
+        "    connection: {hosts: ['http://no-such-host.invalid:9200'], timeout_ms: 500, "
+        "retries: 0}\n    mapping: {content: body}\n    search: {text_fields: [body]}\n"
+    )
+    proc = run(["check", "--config", str(cfg)], tmp_path)
+    assert proc.returncode == 1
+    out = json.loads(proc.stdout)
+    assert out["why"] == "its host name does not resolve (DNS)"
+    assert "(DNS) (tried: opening index 'c': gave up after" in proc.stderr
+
+
 def test_recall_refuses_an_unknown_store(tmp_path: Path) -> None:
     proc = run(["recall", "x", "--store", "nope"], tmp_path)
     assert proc.returncode == 2
@@ -223,6 +241,10 @@ def test_recall_on_an_unreachable_engine_is_one_error_line(tmp_path: Path) -> No
     assert proc.stdout == ""
     assert proc.stderr.startswith("a2m-gateway: recall failed: ")
     assert "(-32" in proc.stderr
+    assert proc.stderr.rstrip().endswith(
+        ": the connection was refused (nothing listens on that host and port)"
+    )
+    assert len(proc.stderr.splitlines()) == 1
     assert "Traceback" not in proc.stderr
 
 
