@@ -40,6 +40,7 @@ from gateway.a2m.errors import A2MError, InternalError, InvalidRequest, ParseErr
 from gateway.a2m.jsonrpc import error_body
 from gateway.config import ServerConfig
 from gateway.mcp.single_call import SingleCall
+from gateway.mcp.stdio_lines import answered_to_the_end
 from gateway.mcp.tools import Endpoint, McpTools
 from gateway.observability.telemetry import active as active_tracing
 from gateway.runtime import Gateway
@@ -364,5 +365,7 @@ async def serve_stdio(gateway: Gateway, store: str | None) -> None:
     """MCP over this process's stdin/stdout (the local caller, as A2M's stdio)."""
     tools = McpTools(gateway, gateway.config.server.mcp)
     server = build_server(tools, Endpoint(store))
+    options = server.create_initialization_options()
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        # Every request read is answered before the session ends; garbage gets an error.
+        await answered_to_the_end(read, write, lambda r, w: server.run(r, w, options))
