@@ -21,7 +21,7 @@ import logging
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -154,70 +154,6 @@ async def _mcp_stdio(cfg: GatewayConfig, store: str | None) -> int:
     return 0
 
 
-async def _recall(
-    cfg: GatewayConfig, question: str, store: str | None, limit: int, as_json: bool
-) -> int:
-    import orjson
-
-    from connectors.reach import why_unreachable
-    from gateway.a2m.errors import A2MError, ErrorCode
-    from gateway.observability.logs import quiet_engine_clients
-    from gateway.runtime import Gateway
-
-    quiet_engine_clients()
-    gateway = Gateway(cfg)
-    try:
-        dispatcher = gateway.dispatcher(store)
-        for served in gateway.served_stores(store):
-            if served.config.scope.enforced:
-                sys.stderr.write(
-                    f"a2m-gateway: store {served.name} is scoped by caller claims; "
-                    "a local recall has no caller, so it answers nothing\n"
-                )
-        try:
-            result = await dispatcher.dispatch("memory/recall", {"query": question, "limit": limit})
-        except A2MError as err:  # the dispatcher maps every failure to an A2M error
-            why = why_unreachable(err)
-            sys.stderr.write(
-                f"a2m-gateway: recall failed: {err.message} ({int(err.code)})"
-                + (f": {why}\n" if why else "\n")
-            )
-            # A refused argument is a usage error (2), as argparse's own are.
-            return 2 if err.code == ErrorCode.INVALID_PARAMS else 1
-    finally:
-        await gateway.close()
-    if as_json:
-        sys.stdout.write(orjson.dumps(result).decode() + "\n")
-    else:
-        sys.stdout.write(render_recall(question, result))
-    return 0
-
-
-def render_recall(question: str, result: dict[str, Any], width: int = 300) -> str:
-    """A recall result for a person: rank, score, title and citation, then a snippet."""
-    records = result.get("records") or []
-    if not records:
-        return f"No record answers {question!r}.\n"
-    lines: list[str] = []
-    for rank, rec in enumerate(records, start=1):
-        score = rec.get("score")
-        title = (rec.get("metadata") or {}).get("title") or rec.get("key") or ""
-        cite = rec.get("uri") or rec.get("key") or rec.get("id") or ""
-        head = f"{rank}. " + (f"[{score:.2f}] " if isinstance(score, int | float) else "")
-        lines.append(f"{head}{title}".rstrip())
-        if cite:
-            lines.append(f"   {cite}")
-        content = str(rec.get("content") or "")
-        first, _, rest = content.partition("\n")
-        if first.strip() and str(title).endswith(first.strip()):
-            content = rest  # a heading already shown in the title
-        text = " ".join(content.split())
-        if text:
-            lines.append("   " + (text if len(text) <= width else text[: width - 1] + "…"))
-        lines.append("")
-    return "\n".join(lines)
-
-
 _NO_CONFIG_IS_DEMO = "config YAML (default: the embedded demo store, in memory)"
 
 
@@ -320,6 +256,14 @@ def _add_recall(sub: _Commands) -> argparse.ArgumentParser:
         help="most records to return (default: 5; 0: as many as the store allows)",
     )
     p_recall.add_argument(
+        "--where",
+        action="append",
+        metavar="KEY=VALUE",
+        help="only records whose KEY equals VALUE (repeat for several keys, ANDed; a key "
+        "given twice matches either value); a key the store cannot test matches nothing, "
+        "and stderr says so",
+    )
+    p_recall.add_argument(
         "--json", action="store_true", help="print the memory/recall result as one JSON line"
     )
     return p_recall
@@ -408,7 +352,14 @@ def _run(args: argparse.Namespace, cfg: GatewayConfig) -> int:
     if args.command == "stdio":
         return asyncio.run(_stdio(cfg, args.store))
     if args.command == "recall":
-        return asyncio.run(_recall(cfg, args.question, args.store, args.limit, args.json))
+        from gateway.recall import parse_where, recall
+
+        try:
+            where = parse_where(args.where)
+        except ValueError as exc:
+            sys.stderr.write(f"a2m-gateway: {exc}\n")
+            return 2
+        return asyncio.run(recall(cfg, args.question, args.store, args.limit, args.json, where))
     if args.command == "mcp":
         return asyncio.run(_mcp_stdio(cfg, args.store))
     from gateway.check import check

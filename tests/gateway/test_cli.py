@@ -406,3 +406,34 @@ def test_check_on_a_server_that_is_no_search_engine_says_so(
     out = json.loads(proc.stdout)
     assert "does not exist" not in out["error"]
     assert "not an Elasticsearch or OpenSearch node" in out["error"]
+
+
+def test_recall_where_a_key_the_store_cannot_test_is_named(tmp_path: Path) -> None:
+    proc = run(
+        ["recall", "read only", "--config", str(DEMO_YAML), "--where", "grop=recall"], tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "No record answers 'read only'.\n"
+    assert proc.stderr == (
+        "a2m-gateway: where.grop matched nothing: store demo cannot test it "
+        "(keys it can test: id, key, group, uri, media_type, title)\n"
+    )
+
+
+def test_recall_where_filters_on_a_key_the_store_can_test(tmp_path: Path) -> None:
+    args = ["recall", "scores", "--config", str(DEMO_YAML), "--json", "--limit", "5"]
+    proc = run([*args, "--where", "group=recall", "--where", "group=describe"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    groups = {r["group"] for r in json.loads(proc.stdout)["records"]}
+    assert groups
+    assert groups <= {"recall", "describe"}
+    # Control: without the filter other groups answer too.
+    unfiltered = json.loads(run(args, tmp_path).stdout)["records"]
+    assert {r["group"] for r in unfiltered} - {"recall", "describe"}
+
+
+def test_recall_where_needs_key_equals_value(tmp_path: Path) -> None:
+    proc = run(["recall", "x", "--config", str(DEMO_YAML), "--where", "group"], tmp_path)
+    assert proc.returncode == 2
+    assert "--where 'group': expected KEY=VALUE" in proc.stderr

@@ -187,6 +187,26 @@ def test_a_query_on_the_demo(browser: Any, open_server: HttpServer) -> None:
     assert severe_console(browser) == []  # no CSP violation, no failed request
 
 
+def test_a_where_key_the_store_cannot_test_is_named(browser: Any, open_server: HttpServer) -> None:
+    _open(browser, open_server.base_url + "/try")
+    _fill(browser, "query", "read only")
+    _fill(browser, "where", '{"grop": "recall"}')
+    _run(browser)
+    assert not shown(browser, "error"), text(browser, "error")
+    assert records(browser) == []
+    assert shown(browser, "where-note")
+    assert text(browser, "where-note") == (
+        "where.grop matched nothing: store demo cannot test it "
+        "(keys it can test: id, key, group, uri, media_type, title)"
+    )
+    # Control: a key the store can test filters, and no note is shown.
+    _fill(browser, "where", '{"group": "recall"}')
+    _run(browser)
+    assert not shown(browser, "where-note")
+    assert records(browser)
+    assert severe_console(browser) == []
+
+
 def test_fetch_by_key_on_the_demo(browser: Any, open_server: HttpServer) -> None:
     _open(browser, open_server.base_url + "/try")
     _choose(browser, "mode", "fetch")

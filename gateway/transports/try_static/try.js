@@ -290,15 +290,18 @@
     $("results").hidden = true;
     try {
       const call = mcpCall(form.mode, form.params);
-      const [a2m, mcp] = await Promise.all([
+      const [a2m, mcp, note] = await Promise.all([
         rpc(store, "memory/" + form.mode, params),
         mcpTool(store, call),
+        whereNote(store, form.params.where),
       ]);
       if (a2m.error) {
         showError(a2m.error);
         $("results").hidden = true;
         return;
       }
+      $("where-note").textContent = note;
+      $("where-note").hidden = !note;
       showRecords(a2m.result);
       showMcp(call.name, mcp);
       $("results").hidden = false;
@@ -315,6 +318,27 @@
     if (!reply.ok || !reply.body) return { error: httpProblem(reply) };
     if (reply.body.error) return { error: "MCP error " + reply.body.error.code + ": " + reply.body.error.message };
     return { result: reply.body.result };
+  }
+
+  // A where key the store cannot test matches nothing (A2M); say so, with the keys it can
+  // test, read from the MCP search tool's input schema (the same list an agent sees).
+  async function whereNote(store, where) {
+    const keys = Object.keys(where || {});
+    if (!keys.length) return "";
+    const body = { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} };
+    const reply = await request("POST", "/mcp/" + encodeURIComponent(store), body, {
+      Accept: "application/json, text/event-stream",
+    });
+    const tools = (reply.ok && reply.body && reply.body.result && reply.body.result.tools) || [];
+    const search = tools.find((t) => t.name === "search" || t.name === "timeline");
+    const schema = search && search.inputSchema && search.inputSchema.properties;
+    if (!schema || !schema.where || !schema.where.properties) return "";
+    const testable = Object.keys(schema.where.properties);
+    return keys
+      .filter((k) => !testable.includes(k))
+      .map((k) => "where." + k + " matched nothing: store " + store + " cannot test it (keys it can test: " +
+        (testable.join(", ") || "none") + ")")
+      .join("\n");
   }
 
   function field(card, name, value) {
