@@ -18,6 +18,7 @@ with ``server.mcp.audience_check`` a JWT must name the resource (RFC 8707).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import AsyncIterator, Mapping
@@ -42,6 +43,7 @@ from gateway.config import ServerConfig
 from gateway.mcp.single_call import SingleCall
 from gateway.mcp.stdio_lines import answered_to_the_end
 from gateway.mcp.tools import Endpoint, McpTools
+from gateway.observability.client_name import CLIENT_INFO_META_KEY, client_name, mcp_client
 from gateway.observability.telemetry import active as active_tracing
 from gateway.runtime import Gateway
 from gateway.security.credential import AuthenticationError
@@ -61,6 +63,12 @@ INSTRUCTIONS = (
     "with their marker ([1], [2], ...) and url. Every result is limited to what the caller's "
     "credential may see."
 )
+
+
+def named_by(caller: Caller, client: str | None) -> Caller:
+    """`caller` as named by MCP's clientInfo, which wins over the HTTP headers' name."""
+    name = client_name(client)
+    return caller if name is None else dataclasses.replace(caller, client=name)
 
 
 def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
@@ -87,6 +95,9 @@ def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
     ) -> types.CallToolResult:
         endpoint, caller = context(ctx)
         headers = ctx.request.headers if ctx.request is not None else None
+        session = ctx.session.client_params  # the initialize request's clientInfo, if any
+        if session is not None:
+            caller = named_by(caller, mcp_client(session.client_info))
         return await call_tool(tools, endpoint, caller, params, headers)
 
     def no_header_params(name: str) -> None:
@@ -119,6 +130,10 @@ async def call_tool(
     headers: Mapping[str, str] | None,
 ) -> types.CallToolResult:
     """One tool call, in the trace context of its message or else of its HTTP request."""
+    if params.meta is not None:  # a 2026-07-28 request names its client in _meta
+        meta: Mapping[str, Any] = params.meta
+        info = meta.get(CLIENT_INFO_META_KEY)
+        caller = named_by(caller, mcp_client(info))
     tracing = active_tracing()
     if tracing is None:
         return await tools.call(endpoint, params.name, params.arguments, caller)

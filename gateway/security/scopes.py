@@ -72,6 +72,8 @@ class Caller:
     network: bool = False
     """True over HTTP: a client-supplied owner is never trusted (§6)."""
     principal: Principal | None = None
+    client: str | None = None
+    """What the client calls itself (gateway.observability.client_name): audited, never trusted."""
 
     @property
     def rate_key(self) -> str | None:
