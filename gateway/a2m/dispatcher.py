@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
 from connectors.errors import ConnectorError
-from gateway.a2m.errors import CapabilityNotSupported, MethodNotFound, ReadOnly
+from gateway.a2m.errors import CapabilityNotSupported, MethodNotFound, ReadOnly, ScopeDenied
 from gateway.a2m.failures import engine_trouble
 from gateway.a2m.failures import to_a2m_error as to_a2m_error
 from gateway.a2m.methods import METHODS
@@ -35,6 +35,8 @@ class ServedSource(Protocol):
     def front(self) -> Front: ...
 
     async def ensure_started(self) -> None: ...
+
+    def admits(self, caller: Caller) -> bool: ...
 
 
 @runtime_checkable
@@ -82,12 +84,19 @@ class Dispatcher:
         return await self._observed(PREVIEW, params, caller, self._preview)
 
     async def _preview(self, method: str, params: Any, caller: Caller) -> Any:
+        self._admit(caller)
         parsed = parse_params(PreviewParams, params)
         store = self.store
         if not isinstance(store, Previewable):
             raise CapabilityNotSupported("A federation has no mapping preview; pick a member")
         await self.store.ensure_started()
         return {"documents": await store.preview(parsed.limit, caller)}
+
+    def _admit(self, caller: Caller) -> None:
+        """Raises: ScopeDenied: `caller` may not use this store (its ``scope.allow``)."""
+        if not self.store.admits(caller):
+            # The same words for every store refused: the message names none of them.
+            raise ScopeDenied("Scope denied: this caller may not use this store")
 
     async def _observed(
         self,
@@ -127,6 +136,7 @@ class Dispatcher:
         entry = METHODS.get(method)
         if entry is None:
             raise MethodNotFound(f"Method not found: {method[:100]!r}")
+        self._admit(caller)
         if entry.writes:
             raise ReadOnly(f"This store is read-only: {method} is refused")
         # Capabilities are known only once the engine has been read.

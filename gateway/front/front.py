@@ -127,7 +127,12 @@ class Front:
             # describe reports no counts to scope, but an owner the caller may not act
             # for is refused here as on every other method (-32005).
             source.check_owner(caller, params.owner)
-        return source.profile().describe(source.scoped(caller))
+        described = source.profile().describe(source.scoped(caller))
+        withheld = source.withheld(caller)
+        if withheld and "members" in described:  # a member the caller may not use goes unnamed
+            members = [m for m in described["members"] if m["store"] not in withheld]
+            described = {**described, "members": members}
+        return described
 
     async def recall_answer(self, params: RecallParams, caller: Caller = LOCAL) -> Answer:
         """memory/recall's records, scores in [0, 1] descending, before prompt and wire."""
