@@ -4,6 +4,9 @@
 "use strict";
 
 (function () {
+  // Where the gateway is mounted ("" at the root; "/memory" under a parent app's mount):
+  // this script is served at BASE + "/try/try.js", and every endpoint is under BASE.
+  const BASE = new URL(document.currentScript.src).pathname.replace(/\/try\/try\.js$/, "");
   const state = { credential: "", stores: {}, federations: {}, describe: null, seq: 0 };
   const $ = (id) => document.getElementById(id);
 
@@ -64,7 +67,7 @@
     if (payload !== undefined) init.body = JSON.stringify(payload);
     let response;
     try {
-      response = await fetch(path, init);
+      response = await fetch(BASE + path, init);
     } catch (err) {
       return { ok: false, status: 0, body: null };
     }
