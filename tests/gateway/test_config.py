@@ -157,7 +157,10 @@ def test_example_configs_validate(monkeypatch: pytest.MonkeyPatch) -> None:
     for f in files:
         text = f.read_text()
         assert "${" in text or "demo" in f.name, f"{f.name}: secrets must come from ${{...}}"
-        load_config(f)
+        cfg = load_config(f)
+        # The examples embed with the torch-free minilm extra, never sentence-transformers.
+        kinds = {store.search.embedder.kind.value for store in cfg.stores.values()}
+        assert "local" not in kinds, f.name
 
 
 def test_a_doubled_dollar_is_a_literal_reference(monkeypatch: pytest.MonkeyPatch) -> None:
