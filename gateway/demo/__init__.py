@@ -363,8 +363,8 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
         )
     else:
         about += (
-            "; lexical search only (words, not meaning): the gateway's minilm extra makes it "
-            "hybrid (the install command is in the operator's start-up log)"
+            "; lexical search only (words, not meaning); with the gateway's minilm extra, "
+            "the demo served without --config is hybrid"
         )
         search = QdrantSearchConfig(
             mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR, sparse_analyzer="english"
