@@ -25,7 +25,7 @@ from gateway.observability.telemetry import active as active_tracing
 from gateway.runtime import Gateway, UnknownStore
 from gateway.security.auth import Authenticator
 from gateway.transports.admission import Admission, RequestHead, plain
-from gateway.transports.index_page import as_html, index_page, prefers_html
+from gateway.transports.index_page import as_html, doc_file, index_page, prefers_html
 from gateway.transports.routes import route
 from gateway.transports.try_page import try_page_response
 
@@ -158,6 +158,7 @@ class OperatorEndpoints:
     def routes(self) -> list[BaseRoute]:
         return [
             route("GET", "/", self.index),
+            route("GET", "/docs/{name}", self.doc),
             route("GET", "/healthz", self.healthz),
             route("GET", "/readyz", self.readyz),
             route("GET", "/metrics", self.prometheus),
@@ -175,6 +176,13 @@ class OperatorEndpoints:
                 return try_page_response()
             return Response(as_html(page), media_type="text/html; charset=utf-8")
         return Response(orjson.dumps(page), media_type=JSON)
+
+    async def doc(self, request: Request) -> Response:
+        """One of the gateway's own docs (README, protocol, ...), as Markdown, where installed."""
+        path = doc_file(request.path_params["name"])
+        if path is None:
+            return plain(404, "not found")
+        return Response(path.read_bytes(), media_type="text/markdown; charset=utf-8")
 
     async def healthz(self, _: Request) -> Response:
         return Response(b'{"status":"ok"}', media_type=JSON)

@@ -183,6 +183,21 @@ def test_a_query_on_the_demo(browser: Any, open_server: HttpServer) -> None:
         assert mapped["id"] == document["id"]
         assert mapped["content"] == document["source"]["content"]
         assert mapped["metadata"]["title"] == document["source"]["title"]
+    # Content reads as prose: the corpus's hard line breaks are not kept inside a paragraph;
+    # the preview shows a string's line breaks as breaks, never as \n escapes.
+    paragraphs = browser.find_elements("css selector", "#records li.record .content p")
+    assert paragraphs
+    assert all("\n" not in p.text for p in paragraphs)
+    cells = browser.find_elements("css selector", "#preview-table tbody td pre")
+    assert cells
+    assert all("\\n" not in str(c.get_attribute("textContent")) for c in cells)
+    # The footer's docs are links: those this server serves, and the draft's address.
+    links = {
+        a.text: str(a.get_attribute("href"))
+        for a in browser.find_elements("css selector", "#server-docs a")
+    }
+    assert links["readme"].endswith("/docs/readme")
+    assert links["spec"].startswith("https://")
     screenshot(browser, "demo-query")
     assert severe_console(browser) == []  # no CSP violation, no failed request
 

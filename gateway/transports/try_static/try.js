@@ -21,6 +21,22 @@
     return JSON.stringify(value, null, 2);
   }
 
+  // JSON for a person: a string's line breaks shown as breaks, not as \n escapes.
+  function readable(value) {
+    return pretty(value).replace(/(?<!\\)\\n/g, "\n");
+  }
+
+  // Record content as prose: blank lines part paragraphs; the source's hard line breaks
+  // within a paragraph are its wrapping, not the text's.
+  function prose(text) {
+    const box = el("div", "content");
+    for (const para of (text || "").split(/\n\s*\n/)) {
+      if (para.trim()) box.append(el("p", null, para.replace(/\s*\n\s*/g, " ").trim()));
+    }
+    return box;
+  }
+
+
   function showError(message) {
     const box = $("error");
     box.textContent = message;
@@ -373,7 +389,7 @@
       field(card, "created_at", r.created_at);
       field(card, "group", r.group);
       if (r.metadata && Object.keys(r.metadata).length) field(card, "metadata", JSON.stringify(r.metadata));
-      card.append(el("pre", "content", r.content || ""));
+      card.append(prose(r.content));
       list.append(card);
     }
     const prompt = $("prompt");
@@ -428,9 +444,9 @@
     for (const pair of docs) {
       const row = el("tr");
       const doc = el("td", "document");
-      doc.append(el("pre", null, pretty(pair.document)));
+      doc.append(el("pre", null, readable(pair.document)));
       const rec = el("td", "record");
-      rec.append(el("pre", null, pretty(pair.record)));
+      rec.append(el("pre", null, readable(pair.record)));
       row.append(doc, rec);
       tbody.append(row);
     }
@@ -443,8 +459,23 @@
   async function serverDocs() {
     const reply = await request("GET", "/");
     if (!reply.ok || !reply.body || !reply.body.docs) return;
-    const names = Object.entries(reply.body.docs).map(([k, v]) => k + ": " + v);
-    $("server-docs").textContent = "Docs: " + names.join(" · ");
+    const links = reply.body.doc_links || {};
+    const footer = $("server-docs");
+    footer.replaceChildren("Docs: ");
+    Object.entries(reply.body.docs).forEach(([name, where], i) => {
+      if (i) footer.append(" · ");
+      const href = links[name];
+      if (!href) {
+        footer.append(name + ": " + where);
+        return;
+      }
+      // A doc this server serves is under BASE; the draft is an address of its own.
+      const a = el("a", null, name);
+      a.href = href.startsWith("/") ? BASE + href : href;
+      a.rel = "noopener noreferrer";
+      a.title = where;
+      footer.append(a);
+    });
   }
 
   document.addEventListener("DOMContentLoaded", () => {
