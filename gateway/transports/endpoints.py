@@ -24,6 +24,7 @@ from gateway.observability.metrics import Metrics
 from gateway.observability.telemetry import active as active_tracing
 from gateway.runtime import Gateway, UnknownStore
 from gateway.security.auth import Authenticator
+from gateway.security.scopes import Caller
 from gateway.transports.admission import Admission, RequestHead, plain
 from gateway.transports.index_page import as_html, doc_file, index_page, prefers_html
 from gateway.transports.routes import route
@@ -124,17 +125,31 @@ class A2MEndpoints:
         try:
             result: dict[str, Any] = await dispatcher.dispatch("memory/describe", {}, caller)
         except A2MError as err:  # the dispatcher maps every failure to one
-            status = 429 if err.code is ErrorCode.QUOTA_EXCEEDED else 503
+            status = _DESCRIBE_STATUS.get(err.code, 503)
             return Response(error_body(None, err), status_code=status, media_type=JSON)
         if store is None:
-            result = {**result, **self._endpoints}
+            result = {**result, **self._visible_endpoints(caller)}
         return Response(orjson.dumps(result), media_type=JSON)
+
+    def _visible_endpoints(self, caller: Caller) -> dict[str, dict[str, str]]:
+        """The endpoints map, without the stores and federations `caller` may not use."""
+        gateway = self._gateway
+        shown: dict[str, dict[str, str]] = {}
+        for kind, sources in (("stores", gateway.stores), ("federations", gateway.federations)):
+            if kind in self._endpoints:
+                listed = self._endpoints[kind]
+                shown[kind] = {n: path for n, path in listed.items() if sources[n].admits(caller)}
+        return shown
 
     async def well_known(self, request: Request) -> Response:
         return await self.describe_doc(request, None)
 
     async def well_known_store(self, request: Request) -> Response:
         return await self.describe_doc(request, request.path_params["store"])
+
+
+_DESCRIBE_STATUS = {ErrorCode.QUOTA_EXCEEDED: 429, ErrorCode.SCOPE_DENIED: 403}
+"""A well-known document's status when its describe is refused; engine trouble is 503."""
 
 
 class OperatorEndpoints:

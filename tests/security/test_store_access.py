@@ -53,12 +53,12 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
     cfg = parse_config(
         {
             "server": {"auth": {"api_keys": _keys()}},
-            "stores": {"payroll": _store({"groups": ["hr"]}), "wiki": _store()},
+            "stores": {"wiki": _store(), "payroll": _store({"groups": ["hr"]})},
             "federations": {"everything": {"members": ["payroll", "wiki"]}},
         }
     )
     gateway = Gateway(cfg)
-    for name in ("payroll", "wiki"):
+    for name in ("wiki", "payroll"):
         gateway.stores[name].connector = MemoryConnector(acl_docs(8))
     async with asgi_client(gateway) as http:
         yield http
@@ -133,6 +133,18 @@ async def test_mcp_and_the_try_page_refuse_alike(client: httpx.AsyncClient) -> N
     assert preview.json()["error"]["code"] == -32005
     preview = await client.post("/try/preview/payroll", json={}, headers=_as(HR_KEY))
     assert preview.json()["documents"]
+
+
+async def test_discovery_lists_only_what_the_caller_may_use(client: httpx.AsyncClient) -> None:
+    doc = (await client.get("/.well-known/a2m-server.json", headers=_as(BOB_KEY))).json()
+    assert doc["stores"] == {"wiki": "/a2m/wiki"}
+    assert doc["federations"] == {"everything": "/a2m/everything"}
+    assert "payroll" not in json.dumps(doc)
+    theirs = (await client.get("/.well-known/a2m-server.json", headers=_as(HR_KEY))).json()
+    assert set(theirs["stores"]) == {"payroll", "wiki"}
+    refused = await client.get("/a2m/payroll/.well-known/a2m-server.json", headers=_as(BOB_KEY))
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == -32005
 
 
 def test_allow_needs_values() -> None:
