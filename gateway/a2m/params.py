@@ -1,4 +1,4 @@
-"""One params model per method (DECISIONS.md §4).
+"""One params model per method (docs/protocol.md).
 
 Strict JSON types (a string is not a number), unknown params ignored (§2).
 Range checks that depend on a store's limits live in the store.

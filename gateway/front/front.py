@@ -207,7 +207,7 @@ def _limit(limit: int | None, default: int, lim: Limits) -> int:
     if limit is None:
         return default
     if limit == 0:
-        return top  # DECISIONS.md §2: 0 is "as many as the store allows"
+        return top  # docs/protocol.md: 0 is "as many as the store allows"
     if limit < 0 or limit > top:
         raise InvalidParams(
             f"Invalid params: {limit_out_of_range(0, top)}", data={"fields": ["limit"]}

@@ -209,7 +209,7 @@ class ScopePolicy:
         )
 
     def declared(self, caller: Caller) -> bool:
-        """Whether `scopes` is true for this caller (DECISIONS.md §5).
+        """Whether `scopes` is true for this caller (docs/protocol.md).
 
         For a principal it is whenever the store narrows by it: claim filters,
         credential forwarding, or an owner field that `owner` filters.
