@@ -117,3 +117,33 @@ def test_the_try_page_and_its_assets_under_the_mount(mounted: GatewayProcess) ->
     assert script.status_code == 200
     assert "BASE + path" in script.text
     assert httpx.get(f"{base}/memory/try/try.css").status_code == 200
+
+
+@pytest.mark.integration
+def test_the_try_page_works_in_a_browser_under_the_mount(mounted: GatewayProcess) -> None:
+    from tests.support.browser import chromium, records, settled, severe_console, shown, text
+
+    with chromium() as driver:
+        driver.get(f"{mounted.base_url}/memory/try")
+        settled(driver)
+        driver.find_element("id", "cred").send_keys(KEY)
+        driver.find_element("id", "connect").click()
+        settled(driver)
+        driver.find_element("id", "query").send_keys("helm chart")
+        driver.find_element("id", "run").click()
+        settled(driver)
+        assert not shown(driver, "error"), text(driver, "error")
+        found = records(driver)
+        assert found
+        assert all(r["uri"].startswith("gateway/demo/corpus/") for r in found)
+        # The one refusal is the first discovery, before the key was typed in.
+        assert (
+            severe_console(
+                driver,
+                allow=(
+                    "/memory/.well-known/a2m-server.json - Failed to load resource: the server "
+                    "responded with a status of 401",
+                ),
+            )
+            == []
+        )
