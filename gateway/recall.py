@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from gateway.a2m.params import WhereValue
+from gateway.a2m.params import Scalar, WhereValue
 
 if TYPE_CHECKING:
     from gateway.config import GatewayConfig
@@ -34,7 +34,7 @@ def parse_where(pairs: list[str] | None) -> dict[str, WhereValue] | None:
         key, sep, text = pair.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"--where {pair!r}: expected KEY=VALUE")
-        value: WhereValue = text
+        value: Scalar = text
         try:
             parsed = orjson.loads(text)
         except orjson.JSONDecodeError:
@@ -44,7 +44,7 @@ def parse_where(pairs: list[str] | None) -> dict[str, WhereValue] | None:
         key = key.strip()
         if key in where:
             before = where[key]
-            where[key] = [*(before if isinstance(before, list) else [before]), value]  # type: ignore[list-item]
+            where[key] = [*(before if isinstance(before, list) else [before]), value]
         else:
             where[key] = value
     return where
