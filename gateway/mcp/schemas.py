@@ -24,6 +24,7 @@ from gateway.a2m.methods import METHODS, Method
 from gateway.a2m.params import WhereValue
 from gateway.federation.federation import Federation
 from gateway.front.profile import Limits
+from gateway.security.scopes import Caller
 from gateway.store.store import Store
 
 _SCALAR: dict[str, Any] = {"type": ["string", "number", "boolean"]}
@@ -90,6 +91,10 @@ class Source:
             federation.limits,
             federated=True,
         )
+
+    def admits(self, caller: Caller) -> bool:
+        """Whether `caller` may use it (a federation: any of its members; ``scope.allow``)."""
+        return any(m.admits(caller) for m in self.members)
 
     @property
     def max_limit(self) -> int:

@@ -87,8 +87,8 @@ def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
     async def on_list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        endpoint, _ = context(ctx)
-        return types.ListToolsResult(tools=await tools.list_tools(endpoint))
+        endpoint, caller = context(ctx)
+        return types.ListToolsResult(tools=await tools.list_tools(endpoint, caller))
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams

@@ -147,6 +147,23 @@ async def test_discovery_lists_only_what_the_caller_may_use(client: httpx.AsyncC
     assert refused.json()["error"]["code"] == -32005
 
 
+async def test_the_all_stores_mcp_tools_name_only_usable_stores(
+    client: httpx.AsyncClient,
+) -> None:
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
+
+    async def store_enum(key: str) -> list[str]:
+        headers = {**_as(key), "accept": "application/json, text/event-stream"}
+        tools = (await client.post("/mcp", json=listing, headers=headers)).json()["result"]
+        search = next(t for t in tools["tools"] if t["name"] == "search")
+        enum: list[str] = search["inputSchema"]["properties"]["store"]["enum"]
+        assert "payroll" not in json.dumps(tools) or key == HR_KEY
+        return enum
+
+    assert await store_enum(BOB_KEY) == ["wiki", "everything"]
+    assert await store_enum(HR_KEY) == ["wiki", "payroll", "everything"]
+
+
 def test_allow_needs_values() -> None:
     from gateway.config import ConfigError
 
