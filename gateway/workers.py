@@ -32,14 +32,6 @@ STOP_TIMEOUT_S = 60.0
 """How long a stopping worker may drain past the configured shutdown grace."""
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """The listening socket every worker accepts on."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.create_server((host, port), family=family, backlog=2048)
-    sock.set_inheritable(True)
-    return sock
-
-
 def run_worker(config_path: str | None, host: str, sock: socket.socket) -> None:
     """One worker process: the same start-up as a single ``serve``, on the shared socket."""
     from gateway.observability.logs import configure
@@ -60,7 +52,10 @@ def serve_workers(
     Raises:
         OSError: the address cannot be bound.
     """
-    sock = bind(host, port)
+    from gateway.serve import listen, url_of
+
+    sock = listen(host, port)
+    log.info("listening on %s with %d workers (Ctrl-C stops them)", url_of(sock), workers)
     stop = threading.Event()
     received: list[int] = []
 

@@ -1,6 +1,6 @@
 """What one gateway answer was, and whether it was a correct one under faults.
 
-A correct error (DECISIONS.md §2) has a code from A2M 0.1's closed list;
+A correct error (docs/protocol.md) has a code from A2M 0.1's closed list;
 engine trouble is -32603 with ``data.reason`` one of the EngineTrouble values,
 ``data.retryable: true`` and a ``retry_after_ms``; a caller's error is never
 marked retryable; no error text names a host. Anything else (an HTTP 500, a

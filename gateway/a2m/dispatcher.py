@@ -6,17 +6,21 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
-from gateway.a2m.errors import CapabilityNotSupported, MethodNotFound, ReadOnly
+from connectors.errors import ConnectorError
+from gateway.a2m.errors import CapabilityNotSupported, MethodNotFound, ReadOnly, ScopeDenied
+from gateway.a2m.failures import engine_trouble
 from gateway.a2m.failures import to_a2m_error as to_a2m_error
 from gateway.a2m.methods import METHODS
 from gateway.a2m.params import PreviewParams, parse_params
 from gateway.front.front import Front
 from gateway.front.ledger import Ledger, Observer
 from gateway.observability.telemetry import active as active_tracing
+from gateway.resilience import GuardRefusal
 from gateway.security.scopes import LOCAL, Caller
 
 __all__ = ["PREVIEW", "Dispatcher", "Observer", "Previewable", "ServedSource", "to_a2m_error"]
 
+DESCRIBE = "memory/describe"
 PREVIEW = "gateway/preview"
 """The audit line's method of a mapping preview (the try page); never an A2M method."""
 
@@ -31,6 +35,8 @@ class ServedSource(Protocol):
     def front(self) -> Front: ...
 
     async def ensure_started(self) -> None: ...
+
+    def admits(self, caller: Caller) -> bool: ...
 
 
 @runtime_checkable
@@ -78,12 +84,19 @@ class Dispatcher:
         return await self._observed(PREVIEW, params, caller, self._preview)
 
     async def _preview(self, method: str, params: Any, caller: Caller) -> Any:
+        self._admit(caller)
         parsed = parse_params(PreviewParams, params)
         store = self.store
         if not isinstance(store, Previewable):
             raise CapabilityNotSupported("A federation has no mapping preview; pick a member")
         await self.store.ensure_started()
         return {"documents": await store.preview(parsed.limit, caller)}
+
+    def _admit(self, caller: Caller) -> None:
+        """Raises: ScopeDenied: `caller` may not use this store (its ``scope.allow``)."""
+        if not self.store.admits(caller):
+            # The same words for every store refused: the message names none of them.
+            raise ScopeDenied("Scope denied: this caller may not use this store")
 
     async def _observed(
         self,
@@ -123,10 +136,17 @@ class Dispatcher:
         entry = METHODS.get(method)
         if entry is None:
             raise MethodNotFound(f"Method not found: {method[:100]!r}")
+        self._admit(caller)
         if entry.writes:
             raise ReadOnly(f"This store is read-only: {method} is refused")
         # Capabilities are known only once the engine has been read.
-        await self.store.ensure_started()
+        try:
+            await self.store.ensure_started()
+        except (ConnectorError, GuardRefusal) as exc:
+            # describe says what the config declares (all but `embeddings`, which the index
+            # decides): it answers while the engine is down; every read still refuses.
+            if method != DESCRIBE or engine_trouble(exc) is None:
+                raise
         self.front.gate_method(method)
         served = self._served.get(method)
         if served is None:

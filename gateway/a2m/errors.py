@@ -1,7 +1,7 @@
 """Every error code the gateway can put on the wire, and the exceptions that carry them.
 
 The codes are A2M 0.1's closed list (canonical §7, restated in
-shared/spec/DECISIONS.md §1); the protocol's schema allows no others, so this
+docs/protocol.md); the protocol's schema allows no others, so this
 gateway defines none of its own.
 
 Ranges:
@@ -60,7 +60,7 @@ class ErrorCode(IntEnum):
 
 
 class EngineTrouble(StrEnum):
-    """`data.reason` of a retryable -32603 (DECISIONS.md §2)."""
+    """`data.reason` of a retryable -32603 (docs/protocol.md)."""
 
     ENGINE_UNAVAILABLE = "engine_unavailable"
     DEADLINE_EXCEEDED = "deadline_exceeded"
@@ -151,7 +151,7 @@ class EmbeddingMismatch(A2MError):
 
 
 class EngineTroubleError(InternalError):
-    """-32603 with `data: {reason, retryable: true, retry_after_ms}` (DECISIONS.md §2)."""
+    """-32603 with `data: {reason, retryable: true, retry_after_ms}` (docs/protocol.md)."""
 
     reason: EngineTrouble = EngineTrouble.ENGINE_UNAVAILABLE
 

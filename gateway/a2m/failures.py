@@ -57,7 +57,7 @@ def to_a2m_error(exc: BaseException) -> A2MError:
 
     Engine trouble (unreachable, failing after retries, past the deadline, its
     breaker open, its calls shed) is a retryable -32603 with `data.reason`; a
-    deterministic refusal of the query is -32602, not retryable (DECISIONS.md §2).
+    deterministic refusal of the query is -32602, not retryable (docs/protocol.md).
     Anything unexpected is logged here with its traceback and leaves as a bare
     INTERNAL_ERROR.
     """

@@ -1,4 +1,4 @@
-"""The one method registry: every method of the A2M 0.1 draft (DECISIONS.md §2).
+"""The one method registry: every method of the A2M 0.1 draft (docs/protocol.md).
 
 Each entry holds the method's name, its capability, its params model and its
 handler: the name of the :class:`Reader` method that answers it, which each

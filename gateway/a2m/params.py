@@ -1,4 +1,4 @@
-"""One params model per method (DECISIONS.md §4).
+"""One params model per method (docs/protocol.md).
 
 Strict JSON types (a string is not a number), unknown params ignored (§2).
 Range checks that depend on a store's limits live in the store.
@@ -65,13 +65,6 @@ class ReadParams(Params):
             return PromptOptions()
         return self.prompt
 
-    @field_validator("limit")
-    @classmethod
-    def _limit_not_negative(cls, v: int | None) -> int | None:
-        if v is not None and v < 0:
-            raise ValueError("must be 0 or more (0: as many as the store allows)")
-        return v
-
 
 class RecallParams(ReadParams):
     query: str | None = None
@@ -93,6 +86,15 @@ class PreviewParams(Params):
     """The try page's mapping preview (gateway/preview, not an A2M method)."""
 
     limit: int = Field(default=3, ge=1, le=10)
+
+
+def limit_out_of_range(low: int, top: int) -> str:
+    """The one wording of a `limit` outside its range, on every door (A2M, MCP, CLI).
+
+    `low` is 0 on A2M (where 0 asks for as many as the store allows) and 1 on MCP.
+    """
+    text = f"'limit' must be between {low} and {top} (the store's max_recall_limit"
+    return text + ("; 0: as many as it allows)" if low == 0 else ")")
 
 
 def parse_params(model: type[Params], params: Any) -> Any:

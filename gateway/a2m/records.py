@@ -1,4 +1,4 @@
-"""The A2M record and its wire form (DECISIONS.md §3)."""
+"""The A2M record and its wire form (docs/protocol.md)."""
 
 from __future__ import annotations
 

@@ -99,10 +99,51 @@ def _backends_with(path: tuple[str, ...]) -> list[str]:
     return found
 
 
+_EXPECTED = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "list_type": "a list",
+}
+"""Pydantic's type errors, as the YAML type the key expects."""
+
+
+def _problem(err: Any) -> str:
+    """What is wrong with one key, in the project's words rather than pydantic's."""
+    kind, ctx = err["type"], err.get("ctx") or {}
+    if kind == "missing":
+        return "is required"
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}"
+    if kind in ("enum", "literal_error") and "expected" in ctx:
+        return f"must be one of {ctx['expected'].replace(' or ', ', ').replace(chr(39), '')}"
+    if kind in ("value_error", "assertion_error") and "error" in ctx:
+        return str(ctx["error"])
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        sign = {"greater_than_equal": "at least", "greater_than": "more than"}
+        sign |= {"less_than_equal": "at most", "less_than": "less than"}
+        bound = next(iter(ctx.values()), "")
+        return f"must be {sign[kind]} {bound}"
+    if kind == "string_too_short":
+        return "must not be empty" if ctx.get("min_length") == 1 else "is too short"
+    if kind == "too_short":
+        return f"needs at least {ctx.get('min_length')} item(s)"
+    msg: str = err["msg"]
+    return msg
+
+
 def _error_line(err: Any) -> str:
     """One ``field: problem`` line; a store's backend tag is left out of the field path."""
     loc = [str(p) for p in err["loc"]]
-    msg: str = err["msg"]
+    msg = _problem(err)
     if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
         return f"{'.'.join([*loc, 'backend'])}: must be one of {_BACKENDS}"
     backend = None
@@ -214,12 +255,24 @@ def load_config(path: str | Path) -> GatewayConfig:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
-    except OSError:
-        raise ConfigError(f"config file {str(p)!r} cannot be read") from None
+    except FileNotFoundError:
+        raise ConfigError(f"config file {str(p)!r} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {str(p)!r} is a directory, not a file") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {str(p)!r} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {str(p)!r} cannot be read: {exc.strerror}") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"config file {str(p)!r} is not valid YAML{where}") from None
+        raise ConfigError(f"config file {str(p)!r} is not valid YAML{_yaml_where(exc)}") from None
     return parse_config(data, base_dir=p.parent)
+
+
+def _yaml_where(exc: yaml.YAMLError) -> str:
+    """ " at line L, column C: <the parser's cause>" (the cause never quotes a value)."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(exc, "problem", None)
+    return f"{where}: {problem}" if problem else where

@@ -100,10 +100,27 @@ class ScopeConfig(StrictModel):
     """
 
     filters: list[ScopeFilter] = Field(default_factory=list)
+    allow: dict[str, list[str | int | bool]] = Field(
+        default_factory=dict,
+        description="who may use this store at all: claim name -> values; a principal holding "
+        "one of the values of one of the claims may (empty: every caller that reaches it)",
+    )
     owner_claim: str = Field(
         default="sub", min_length=1, description="claim a body `owner` must equal over HTTP"
     )
     forward_credential: bool = False
+
+    @field_validator("allow")
+    @classmethod
+    def _allow_names_values(
+        cls, v: dict[str, list[str | int | bool]]
+    ) -> dict[str, list[str | int | bool]]:
+        for claim, values in v.items():
+            if not claim:
+                raise ValueError("allow: a claim name must not be empty")
+            if not values or any(value == "" for value in values):
+                raise ValueError(f"allow.{claim}: list at least one non-empty value")
+        return v
 
     @property
     def enforced(self) -> bool:

@@ -296,6 +296,7 @@ async def embed_chunks(store: QdrantStoreConfig, texts: list[str], sha: str) -> 
         try:
             cached = np.load(cache)
             if cached.shape == (len(texts), 384):
+                log.info("demo store: vectors of %d chunks read from %s", len(texts), cache)
                 return cached
         except (OSError, ValueError):
             pass
@@ -362,8 +363,8 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
         )
     else:
         about += (
-            "; lexical search only (words, not meaning): the gateway's minilm extra makes it "
-            "hybrid (the install command is in the operator's start-up log)"
+            "; lexical search only (words, not meaning); with the gateway's minilm extra, "
+            "the demo served without --config is hybrid"
         )
         search = QdrantSearchConfig(
             mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR, sparse_analyzer="english"

@@ -60,6 +60,13 @@ class QueryEmbedder(ABC):
             EmbedderUnavailable: the model or service could not produce it.
         """
 
+    async def warm(self) -> None:  # noqa: B027 - optional hook, most embedders load nothing
+        """Load what the first query would (a local model), so it answers at its usual speed.
+
+        Raises:
+            EmbedderUnavailable: the model could not be loaded.
+        """
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most embedders hold nothing
         """Release connections or threads; the embedder is not used afterwards."""
 

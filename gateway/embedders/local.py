@@ -100,6 +100,14 @@ class LocalEmbedder(QueryEmbedder):
 
         return SentenceTransformer(resolve_model(self._model_id), device=self._device)
 
+    async def warm(self) -> None:
+        """Load the model before the first query.
+
+        Raises:
+            EmbedderUnavailable: the model cannot be loaded.
+        """
+        await self.embed_query("warm-up")
+
     async def embed_query(self, text: str) -> list[float]:
         """Encode text with the model (normalised when configured).
 

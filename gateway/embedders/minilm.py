@@ -332,6 +332,14 @@ class MiniLMEmbedder(QueryEmbedder):
             log.debug("all-MiniLM-L6-v2 failed: %r", exc)
             raise EmbedderUnavailable("local embedding model failed") from exc
 
+    async def warm(self) -> None:
+        """Load the model and run it once (its first run pays the runtime's set-up).
+
+        Raises:
+            EmbedderUnavailable: the model cannot be loaded or fails to encode.
+        """
+        await self.embed_many(["warm-up"])
+
     async def embed_query(self, text: str) -> list[float]:
         """The query's unit vector (384 floats).
 

@@ -121,15 +121,25 @@ class Federation:
     def profile(self) -> Profile:
         return self.declared.value()
 
-    def _opened(self) -> list[Member]:
-        return [m for m in self.members if m.store.started]
+    def _opened(self, caller: Caller) -> list[Member]:
+        return [m for m in self._usable(caller) if m.store.started]
+
+    def _usable(self, caller: Caller) -> list[Member]:
+        """The members `caller` may use (``scope.allow``); the others are left out unnamed."""
+        return [m for m in self.members if m.store.admits(caller)]
+
+    def admits(self, caller: Caller) -> bool:
+        return any(m.store.admits(caller) for m in self.members)
+
+    def withheld(self, caller: Caller) -> frozenset[str]:
+        return frozenset(m.name for m in self.members if not m.store.admits(caller))
 
     def scoped(self, caller: Caller) -> bool:
-        opened = self._opened()
+        opened = self._opened(caller)
         return bool(opened) and all(m.store.scoped(caller) for m in opened)
 
     def check_owner(self, caller: Caller, owner: str) -> None:
-        for m in self._opened():
+        for m in self._opened(caller):
             m.store.check_owner(caller, owner)
 
     # -- recall ---------------------------------------------------------------------
@@ -142,7 +152,7 @@ class Federation:
                 a member; BackendUnavailable/BackendTimeout: no member answered.
         """
         asked = params.model_copy(update={"limit": limit, "prompt": None, "min_score": None})
-        asked_where = routes(self.members, params.where)
+        asked_where = routes(self._usable(caller), params.where)
         members = [m for m in self.members if m.name in asked_where]
         query = bool((params.query or "").strip())
         if self.config.fusion == "shards" and query:
@@ -196,7 +206,7 @@ class Federation:
                 BackendTimeout: no member answered.
         """
         asked = params.model_copy(update={"limit": limit, "prompt": None})
-        asked_where = routes(self.members, params.where)
+        asked_where = routes(self._usable(caller), params.where)
         members = [m for m in self.members if m.name in asked_where]
 
         def call(m: Member) -> Awaitable[Answer]:
@@ -218,7 +228,7 @@ class Federation:
                 answered.
         """
         ok, left = await self._fan_out.answered(
-            lambda m: m.store.front.fetch_answer(params, caller), self.members
+            lambda m: m.store.front.fetch_answer(params, caller), self._usable(caller)
         )
         for o in ok:
             if o.result.records:

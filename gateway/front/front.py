@@ -22,6 +22,7 @@ from gateway.a2m.params import (
     ReadParams,
     RecallParams,
     TimelineParams,
+    limit_out_of_range,
 )
 from gateway.a2m.records import Record
 from gateway.front.profile import Limits, Profile
@@ -91,7 +92,10 @@ class Front:
         )
         limit = _limit(params.limit, default, lim)
         if isinstance(params, RecallParams) and len(params.query or "") > lim.max_query_length:
-            raise InvalidParams(f"query is longer than max_query_length ({lim.max_query_length})")
+            raise InvalidParams(
+                f"Invalid params: 'query' is longer than max_query_length ({lim.max_query_length})",
+                data={"fields": ["query"]},
+            )
         options = params.prompt_options()
         if options is not None:
             check_options(options, lim.max_prompt_budget)
@@ -123,7 +127,12 @@ class Front:
             # describe reports no counts to scope, but an owner the caller may not act
             # for is refused here as on every other method (-32005).
             source.check_owner(caller, params.owner)
-        return source.profile().describe(source.scoped(caller))
+        described = source.profile().describe(source.scoped(caller))
+        withheld = source.withheld(caller)
+        if withheld and "members" in described:  # a member the caller may not use goes unnamed
+            members = [m for m in described["members"] if m["store"] not in withheld]
+            described = {**described, "members": members}
+        return described
 
     async def recall_answer(self, params: RecallParams, caller: Caller = LOCAL) -> Answer:
         """memory/recall's records, scores in [0, 1] descending, before prompt and wire."""
@@ -198,7 +207,9 @@ def _limit(limit: int | None, default: int, lim: Limits) -> int:
     if limit is None:
         return default
     if limit == 0:
-        return top  # DECISIONS.md §2: 0 is "as many as the store allows"
+        return top  # docs/protocol.md: 0 is "as many as the store allows"
     if limit < 0 or limit > top:
-        raise InvalidParams(f"'limit' must be between 0 and {top} (max_recall_limit)")
+        raise InvalidParams(
+            f"Invalid params: {limit_out_of_range(0, top)}", data={"fields": ["limit"]}
+        )
     return limit

@@ -48,6 +48,7 @@ class Ledger:
                 "method": None,
                 "principal": caller.label[:300],
                 "code": int(err.code),
+                **({"client": caller.client} if caller.client is not None else {}),
             },
         )
         return err
@@ -71,6 +72,8 @@ class Ledger:
             "results": results,
             "latency_ms": round(elapsed * 1000, 3),
         }
+        if caller.client is not None:
+            extra["client"] = caller.client
         if self.log_queries and isinstance(params, dict):
             query = params.get("query")
             if isinstance(query, str):

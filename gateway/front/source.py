@@ -34,6 +34,12 @@ class Source(Protocol):
     def profile(self) -> Profile:
         """What the source declares now."""
 
+    def admits(self, caller: Caller) -> bool:
+        """Whether `caller` may use this source at all (a store's ``scope.allow``)."""
+
+    def withheld(self, caller: Caller) -> frozenset[str]:
+        """The member stores `caller` may not use: never asked, never named to it."""
+
     def scoped(self, caller: Caller) -> bool:
         """Whether describe declares `scopes` to this caller."""
 

@@ -24,7 +24,7 @@ from gateway.a2m.methods import METHODS, Method
 from gateway.a2m.params import WhereValue
 from gateway.federation.federation import Federation
 from gateway.front.profile import Limits
-from gateway.store.mapping import FILTERABLE_FIELDS
+from gateway.security.scopes import Caller
 from gateway.store.store import Store
 
 _SCALAR: dict[str, Any] = {"type": ["string", "number", "boolean"]}
@@ -62,10 +62,7 @@ class TimelineArgs(_Args):
 
 def where_fields(store: Store) -> list[str]:
     """Record fields and metadata keys a `where` equality can test on this store."""
-    mapper = store.mapper
-    names = [n for n in FILTERABLE_FIELDS if mapper.engine_field(n) is not None]
-    names += [n for n in store.config.mapping.metadata if n not in names]
-    return names
+    return store.mapper.where_keys()
 
 
 @dataclass(frozen=True)
@@ -94,6 +91,10 @@ class Source:
             federation.limits,
             federated=True,
         )
+
+    def admits(self, caller: Caller) -> bool:
+        """Whether `caller` may use it (a federation: any of its members; ``scope.allow``)."""
+        return any(m.admits(caller) for m in self.members)
 
     @property
     def max_limit(self) -> int:
@@ -144,10 +145,12 @@ def _where_schema(
         prop["description"] = "equals this value (a list: any of them)" + (
             f"; in stores {', '.join(dict.fromkeys(where[name]))}" if many else ""
         )
+    testable = ", ".join(props) or "none"
     return {
         "type": "object",
         "description": "Equality filters on record fields and metadata keys, ANDed. "
-        "A field the store does not expose matches nothing.",
+        f"The keys {'these stores' if many else 'this store'} can test: {testable}; "
+        "any other key matches nothing.",
         "properties": props,
         "additionalProperties": _WHERE_VALUE,
     }

@@ -18,6 +18,7 @@ with ``server.mcp.audience_check`` a JWT must name the resource (RFC 8707).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import AsyncIterator, Mapping
@@ -40,7 +41,9 @@ from gateway.a2m.errors import A2MError, InternalError, InvalidRequest, ParseErr
 from gateway.a2m.jsonrpc import error_body
 from gateway.config import ServerConfig
 from gateway.mcp.single_call import SingleCall
+from gateway.mcp.stdio_lines import answered_to_the_end
 from gateway.mcp.tools import Endpoint, McpTools
+from gateway.observability.client_name import CLIENT_INFO_META_KEY, client_name, mcp_client
 from gateway.observability.telemetry import active as active_tracing
 from gateway.runtime import Gateway
 from gateway.security.credential import AuthenticationError
@@ -62,6 +65,12 @@ INSTRUCTIONS = (
 )
 
 
+def named_by(caller: Caller, client: str | None) -> Caller:
+    """`caller` as named by MCP's clientInfo, which wins over the HTTP headers' name."""
+    name = client_name(client)
+    return caller if name is None else dataclasses.replace(caller, client=name)
+
+
 def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
     """The SDK server; `fixed` serves stdio (no HTTP request to read the endpoint from)."""
 
@@ -78,14 +87,17 @@ def build_server(tools: McpTools, fixed: Endpoint | None = None) -> Server[Any]:
     async def on_list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        endpoint, _ = context(ctx)
-        return types.ListToolsResult(tools=await tools.list_tools(endpoint))
+        endpoint, caller = context(ctx)
+        return types.ListToolsResult(tools=await tools.list_tools(endpoint, caller))
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         endpoint, caller = context(ctx)
         headers = ctx.request.headers if ctx.request is not None else None
+        session = ctx.session.client_params  # the initialize request's clientInfo, if any
+        if session is not None:
+            caller = named_by(caller, mcp_client(session.client_info))
         return await call_tool(tools, endpoint, caller, params, headers)
 
     def no_header_params(name: str) -> None:
@@ -118,6 +130,10 @@ async def call_tool(
     headers: Mapping[str, str] | None,
 ) -> types.CallToolResult:
     """One tool call, in the trace context of its message or else of its HTTP request."""
+    if params.meta is not None:  # a 2026-07-28 request names its client in _meta
+        meta: Mapping[str, Any] = params.meta
+        info = meta.get(CLIENT_INFO_META_KEY)
+        caller = named_by(caller, mcp_client(info))
     tracing = active_tracing()
     if tracing is None:
         return await tools.call(endpoint, params.name, params.arguments, caller)
@@ -364,5 +380,7 @@ async def serve_stdio(gateway: Gateway, store: str | None) -> None:
     """MCP over this process's stdin/stdout (the local caller, as A2M's stdio)."""
     tools = McpTools(gateway, gateway.config.server.mcp)
     server = build_server(tools, Endpoint(store))
+    options = server.create_initialization_options()
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        # Every request read is answered before the session ends; garbage gets an error.
+        await answered_to_the_end(read, write, lambda r, w: server.run(r, w, options))

@@ -20,13 +20,13 @@ from pydantic import ValidationError
 
 from gateway.a2m.errors import A2MError, ErrorCode
 from gateway.a2m.failures import to_a2m_error
-from gateway.a2m.params import explain
+from gateway.a2m.params import explain, limit_out_of_range
 from gateway.config import McpConfig
 from gateway.mcp import render
 from gateway.mcp.schemas import TOOLS, FetchArgs, Source, Tool, input_schema
 from gateway.observability.telemetry import active as active_tracing
 from gateway.runtime import Gateway
-from gateway.security.scopes import Caller
+from gateway.security.scopes import LOCAL, Caller
 from gateway.store import sampling
 from gateway.store.store import Store
 
@@ -107,7 +107,9 @@ class McpTools:
 
     async def _learn_examples(self, store: Store) -> None:
         """First values of each exposed field, for the schema; unscoped stores only, once."""
-        if store.name in self._examples or store.config.scope.enforced or not store.started:
+        scope = store.config.scope
+        # A store open to some callers only shows no values: another caller reads this schema.
+        if store.name in self._examples or scope.enforced or scope.allow or not store.started:
             return
         examples: dict[str, Any] = {}
         try:
@@ -124,8 +126,14 @@ class McpTools:
                     examples.setdefault(name, value)
         self._examples[store.name] = examples
 
-    async def list_tools(self, endpoint: Endpoint) -> list[types.Tool]:
+    async def list_tools(self, endpoint: Endpoint, caller: Caller = LOCAL) -> list[types.Tool]:
+        """The tools of `endpoint`; on the all-stores endpoint, over the stores `caller` may
+        use (``scope.allow``): none when it may use none."""
         sources = self._sources(endpoint)
+        if endpoint.store is None:
+            sources = [s for s in sources if s.admits(caller)]
+            if not sources:
+                return []
         for store in dict.fromkeys(m for s in sources for m in s.members):
             await self._learn_examples(store)
         what = _what(sources, endpoint)
@@ -283,8 +291,8 @@ def _check_limit(args: Any, source: Source) -> None:
     limit = getattr(args, "limit", None)
     if limit is not None and not 1 <= limit <= source.max_limit:
         raise InvalidArguments(
-            f"Invalid arguments: 'limit' must be between 1 and {source.max_limit} "
-            "(the store's max_recall_limit). See the tool's input schema."
+            f"Invalid arguments: {limit_out_of_range(1, source.max_limit)}. "
+            "See the tool's input schema."
         )
 
 

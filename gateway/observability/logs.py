@@ -204,6 +204,10 @@ def configure(fmt: str = "text", level: str = "info") -> None:
     # Client libraries log request URLs (hosts) at INFO; keep them quiet unless debugging.
     for noisy in CLIENT_LOGGERS:
         logging.getLogger(noisy).setLevel(logging.WARNING if level != "debug" else logging.DEBUG)
+    # The engine clients warn once per failed attempt; the guard logs each change itself
+    # (gateway.resilience.reachability).
+    for name in ENGINE_CLIENT_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR if level != "debug" else logging.DEBUG)
     for quiet in QUIET_LOGGERS:
         logging.getLogger(quiet).setLevel(
             logging.WARNING if level.lower() != "debug" else logging.DEBUG
@@ -216,5 +220,5 @@ ENGINE_CLIENT_LOGGERS = ("elastic_transport", "opensearch", "opensearchpy", "htt
 
 def quiet_engine_clients() -> None:
     """Errors only from the engine clients: a command that reports failures once, itself."""
-    for name in ENGINE_CLIENT_LOGGERS:
+    for name in (*ENGINE_CLIENT_LOGGERS, "a2m.engine"):  # the guard's line too: said once
         logging.getLogger(name).setLevel(logging.ERROR)

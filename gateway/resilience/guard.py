@@ -28,6 +28,7 @@ from gateway.resilience.breaker import (
 )
 from gateway.resilience.config import ResilienceConfig
 from gateway.resilience.hold import BreakerHold
+from gateway.resilience.reachability import ReachabilityLog
 from gateway.resilience.refusals import CircuitOpen, Overloaded
 from gateway.resilience.shedding import InflightLimit
 
@@ -95,6 +96,7 @@ class EngineGuard:
             InflightLimit(s.max_inflight or pool_size, s.max_wait_ms / 1000) if s.enabled else None
         )
         self._observers: list[GuardObserver] = []
+        self.reachability = ReachabilityLog(store)
         self._watch_s = b.watch_ms / 1000
         self._watched: Callable[[], Awaitable[bool]] | None = None
         self._watcher: asyncio.Task[None] | None = None
@@ -225,10 +227,15 @@ class EngineGuard:
             if outcome is not Outcome.NEUTRAL and self.limit is not None:
                 self.limit.observe(time.perf_counter() - start)
             self._record(ticket, outcome)
+            if outcome is Outcome.FAILURE:
+                self.reachability.failed(exc)
+            elif outcome is Outcome.SUCCESS:
+                self.reachability.answered()
             raise
         if self.limit is not None:
             self.limit.observe(time.perf_counter() - start)
         self._record(ticket, Outcome.SUCCESS)
+        self.reachability.answered()
         return result
 
     def _record(self, ticket: Ticket | None, outcome: Outcome) -> None:

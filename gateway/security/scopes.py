@@ -72,6 +72,8 @@ class Caller:
     network: bool = False
     """True over HTTP: a client-supplied owner is never trusted (§6)."""
     principal: Principal | None = None
+    client: str | None = None
+    """What the client calls itself (gateway.observability.client_name): audited, never trusted."""
 
     @property
     def rate_key(self) -> str | None:
@@ -184,12 +186,30 @@ class ScopePolicy:
             _Rule(f.field, tuple(_Source(c.claim, c.prefix, c.strip_prefix) for c in f.claims))
             for f in scope.filters
         )
+        self._allow = {claim: frozenset(values) for claim, values in scope.allow.items()}
         # Who sees `scopes` declared, per kind of caller without a principal.
         self._declared_for_principal = self._enforced or self._owner_field is not None
         self._declared_locally = self._owner_field is not None
 
+    def may_use(self, caller: Caller) -> bool:
+        """Whether `caller` may use this store at all (``scope.allow``).
+
+        With no `allow`, everyone who reaches the store may. With one, only a principal
+        holding one of the listed values in one of the listed claims: a caller without
+        a principal (anonymous HTTP, stdio, a local recall) may not (fail closed).
+        """
+        if not self._allow:
+            return True
+        principal = caller.principal
+        if principal is None:
+            return False
+        return any(
+            not allowed.isdisjoint(claim_values(principal.claims, claim))
+            for claim, allowed in self._allow.items()
+        )
+
     def declared(self, caller: Caller) -> bool:
-        """Whether `scopes` is true for this caller (DECISIONS.md §5).
+        """Whether `scopes` is true for this caller (docs/protocol.md).
 
         For a principal it is whenever the store narrows by it: claim filters,
         credential forwarding, or an owner field that `owner` filters.

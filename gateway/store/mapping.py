@@ -112,6 +112,14 @@ class RecordMapper:
             return "".join(out).strip() if found else None
         return None
 
+    def where_keys(self) -> list[str]:
+        """The record fields and metadata keys a `where` equality can test on this store.
+
+        Any other key matches nothing (A2M: a field the store does not expose).
+        """
+        names = [n for n in FILTERABLE_FIELDS if self.engine_field(n) is not None]
+        return names + [n for n in self._m.metadata if n not in names]
+
     def engine_field(self, name: str) -> str | None:
         """The engine field behind an A2M field name or metadata key; None if not exposed."""
         m = self._m

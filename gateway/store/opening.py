@@ -7,11 +7,13 @@ use; the lock makes concurrent first calls open it once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from connectors.errors import EngineConfigError
 from connectors.retry import deadline_scope
+from gateway.embedders import EmbedderUnavailable
 from gateway.security.scopes import CredentialForwarding
 from gateway.store.query_vectors import check_width
 
@@ -44,6 +46,12 @@ class Opener:
                 await self._run_bootstrap()
                 async with deadline_scope(store.timeout_s):
                     await self.open(store)
+                if store.embedder is not None:
+                    # The model loads now, not on the first query, and not under one call's
+                    # deadline: "ready" means ready. A model that cannot load is reported
+                    # by each query (EmbedderUnavailable), as before.
+                    with contextlib.suppress(EmbedderUnavailable):
+                        await store.embedder.warm()
 
     async def open(self, store: Store) -> None:
         """Run the bootstrap if it has not run, open the engine, fix capabilities.

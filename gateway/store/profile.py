@@ -27,21 +27,26 @@ class StoreProfile:
         self.limits = Limits.of(config.limits)
         self._search = {"mode": config.search.mode.value, "server": server_name}
         self.info: EngineInfo | None = None
-        self.value = self._profile([Capability.CORE], None)
+        # Until the engine is read: what the config alone declares (describe answers it
+        # while the engine is down); `embeddings` needs the index's vectors, so it waits.
+        self.value = self._profile(self._capabilities(None), None)
 
     def learn(self, info: EngineInfo) -> None:
         """Fix the capabilities from what the engine holds."""
+        self.info = info
+        self.value = self._profile(self._capabilities(info), self.embeddings())
+
+    def _capabilities(self, info: EngineInfo | None) -> list[Capability]:
         caps = [Capability.CORE]
         m = self.config.mapping
         if m.uri:
             caps.append(Capability.EXTERNAL)
         if m.key:
             caps.append(Capability.KEYS)
-        if info.vectors is not None:
+        if info is not None and info.vectors is not None:
             caps.append(Capability.EMBEDDINGS)
         caps.append(Capability.PROMPT)
-        self.info = info
-        self.value = self._profile(caps, self.embeddings())
+        return caps
 
     def embeddings(self) -> dict[str, Any] | None:
         """describe's `embeddings` block: the index's vectors and the query embedder's model."""

@@ -127,6 +127,12 @@ class Store:
     def profile(self) -> Profile:
         return self.declared.value
 
+    def admits(self, caller: Caller) -> bool:
+        return self.scope.may_use(caller)
+
+    def withheld(self, caller: Caller) -> frozenset[str]:
+        return frozenset()
+
     def scoped(self, caller: Caller) -> bool:
         return self.scope.declared(caller)
 

@@ -20,6 +20,7 @@ from starlette.responses import Response
 
 from gateway.a2m.jsonrpc import error_body
 from gateway.config import ServerConfig
+from gateway.observability.client_name import client_name
 from gateway.runtime import Gateway
 from gateway.security.auth import Authenticator
 from gateway.security.credential import AuthenticationError
@@ -41,7 +42,16 @@ class RequestHead:
     Authorization header, since more than one is refused.
     """
 
-    __slots__ = ("authorization", "content_length", "content_type", "host", "origin", "version")
+    __slots__ = (
+        "authorization",
+        "client",
+        "content_length",
+        "content_type",
+        "host",
+        "origin",
+        "user_agent",
+        "version",
+    )
 
     def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
         self.origin: str | None = None
@@ -49,6 +59,8 @@ class RequestHead:
         self.content_type: str | None = None
         self.content_length: str | None = None
         self.version: str | None = None
+        self.client: str | None = None
+        self.user_agent: str | None = None
         self.authorization: list[bytes] = []
         for key, value in raw:  # the first of each counts, as Starlette's Headers.get
             if key == b"host":
@@ -67,6 +79,10 @@ class RequestHead:
                     self.origin = value.decode("latin-1")
             elif key == b"a2m-protocol-version" and self.version is None:
                 self.version = value.decode("latin-1")
+            elif key == b"x-client-name" and self.client is None:
+                self.client = value.decode("latin-1")
+            elif key == b"user-agent" and self.user_agent is None:
+                self.user_agent = value.decode("latin-1")
 
     def media_type(self) -> str:
         """The Content-Type without parameters, lower case ('' when absent)."""
@@ -152,9 +168,10 @@ class Admission:
             if challenge_extra is not None:
                 challenge += challenge_extra()
             return plain(401, "authentication required", {"WWW-Authenticate": challenge})
-        if principal is None:
+        named = client_name(head.client, head.user_agent)
+        if principal is None and named is None:
             return self._anonymous
-        return Caller(network=True, principal=principal)
+        return Caller(network=True, principal=principal, client=named)
 
     async def charge(self, caller: Caller, store: str | None) -> Response | None:
         """The caller's rate limit, taken before its body is read (a JSON-RPC error if spent).

@@ -24,8 +24,9 @@ from gateway.observability.metrics import Metrics
 from gateway.observability.telemetry import active as active_tracing
 from gateway.runtime import Gateway, UnknownStore
 from gateway.security.auth import Authenticator
+from gateway.security.scopes import Caller
 from gateway.transports.admission import Admission, RequestHead, plain
-from gateway.transports.index_page import as_html, index_page, prefers_html
+from gateway.transports.index_page import as_html, doc_file, index_page, prefers_html
 from gateway.transports.routes import route
 from gateway.transports.try_page import try_page_response
 
@@ -124,17 +125,31 @@ class A2MEndpoints:
         try:
             result: dict[str, Any] = await dispatcher.dispatch("memory/describe", {}, caller)
         except A2MError as err:  # the dispatcher maps every failure to one
-            status = 429 if err.code is ErrorCode.QUOTA_EXCEEDED else 503
+            status = _DESCRIBE_STATUS.get(err.code, 503)
             return Response(error_body(None, err), status_code=status, media_type=JSON)
         if store is None:
-            result = {**result, **self._endpoints}
+            result = {**result, **self._visible_endpoints(caller)}
         return Response(orjson.dumps(result), media_type=JSON)
+
+    def _visible_endpoints(self, caller: Caller) -> dict[str, dict[str, str]]:
+        """The endpoints map, without the stores and federations `caller` may not use."""
+        gateway = self._gateway
+        shown: dict[str, dict[str, str]] = {}
+        for kind, sources in (("stores", gateway.stores), ("federations", gateway.federations)):
+            if kind in self._endpoints:
+                listed = self._endpoints[kind]
+                shown[kind] = {n: path for n, path in listed.items() if sources[n].admits(caller)}
+        return shown
 
     async def well_known(self, request: Request) -> Response:
         return await self.describe_doc(request, None)
 
     async def well_known_store(self, request: Request) -> Response:
         return await self.describe_doc(request, request.path_params["store"])
+
+
+_DESCRIBE_STATUS = {ErrorCode.QUOTA_EXCEEDED: 429, ErrorCode.SCOPE_DENIED: 403}
+"""A well-known document's status when its describe is refused; engine trouble is 503."""
 
 
 class OperatorEndpoints:
@@ -158,6 +173,7 @@ class OperatorEndpoints:
     def routes(self) -> list[BaseRoute]:
         return [
             route("GET", "/", self.index),
+            route("GET", "/docs/{name}", self.doc),
             route("GET", "/healthz", self.healthz),
             route("GET", "/readyz", self.readyz),
             route("GET", "/metrics", self.prometheus),
@@ -175,6 +191,13 @@ class OperatorEndpoints:
                 return try_page_response()
             return Response(as_html(page), media_type="text/html; charset=utf-8")
         return Response(orjson.dumps(page), media_type=JSON)
+
+    async def doc(self, request: Request) -> Response:
+        """One of the gateway's own docs (README, protocol, ...), as Markdown, where installed."""
+        path = doc_file(request.path_params["name"])
+        if path is None:
+            return plain(404, "not found")
+        return Response(path.read_bytes(), media_type="text/markdown; charset=utf-8")
 
     async def healthz(self, _: Request) -> Response:
         return Response(b'{"status":"ok"}', media_type=JSON)

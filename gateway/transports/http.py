@@ -161,18 +161,30 @@ class _A2MApp(Starlette):
             if not guard.permits(host):
                 await plain(421, "unknown host")(scope, receive, send)
                 return
+        path = route_path(scope)
         handler = self.rpc_handler
         if handler is not None and scope["method"] == "POST":
-            hit, store = _door_path(scope["path"], "/a2m")
+            hit, store = _door_path(path, "/a2m")
             if hit:
                 response = await handler(Request(scope, receive), store)
                 await response(scope, receive, send)
                 return
         door = self.mcp_door
-        if door is not None and _door_path(scope["path"], "/mcp")[0]:
-            await door(scope, receive, send)  # every method: the door answers each
+        if door is not None and _door_path(path, "/mcp")[0]:
+            # The door reads its store from the path: the app's own, under any mount.
+            inner = scope if path == scope["path"] else {**scope, "path": path}
+            await door(inner, receive, send)  # every method: the door answers each
             return
         await super().__call__(scope, receive, send)
+
+
+def route_path(scope: Any) -> str:
+    """The request's path within this app: without the ``root_path`` a mount put before it."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root):
+        return path[len(root) :] or "/"
+    return path
 
 
 def _door_path(path: str, prefix: str) -> tuple[bool, str | None]:

@@ -9,6 +9,7 @@ could read the discovery document anyway (auth off).
 from __future__ import annotations
 
 from html import escape
+from pathlib import Path
 from typing import Any
 
 from gateway import PROTOCOL
@@ -21,6 +22,27 @@ DOCS = {
     "spec": "https://github.com/dibenedetto/a2m-protocol",
 }
 """Where to read more: files of the gateway's source distribution, and the A2M draft."""
+
+
+def doc_file(name: str) -> Path | None:
+    """The file of doc `name` where this install carries it (a source checkout, the image).
+
+    None for the draft (an address, not a file), an unknown name, or an install without it.
+    """
+    where = DOCS.get(name)
+    if where is None or "://" in where:
+        return None
+    path = Path(__file__).resolve().parents[2] / where
+    return path if path.is_file() else None
+
+
+def served_docs() -> dict[str, str]:
+    """Where each doc is read on this server: its address, or ``/docs/<name>`` when served."""
+    return {
+        name: where if "://" in where else f"/docs/{name}"
+        for name, where in DOCS.items()
+        if "://" in where or doc_file(name) is not None
+    }
 
 
 MCP_ENDPOINTS = {
@@ -47,6 +69,7 @@ def index_page(stores: list[str] | None, *, mcp: bool = True) -> dict[str, Any]:
             "GET /metrics": "Prometheus metrics",
         },
         "docs": DOCS,
+        "doc_links": served_docs(),
     }
     if stores is not None:
         page["stores"] = {name: f"/a2m/{name}" for name in stores}
@@ -68,7 +91,13 @@ def as_html(page: dict[str, Any]) -> bytes:
     rows = "".join(
         f"<li><code>{escape(k)}</code> {escape(v)}</li>" for k, v in page["endpoints"].items()
     )
-    docs = "".join(f"<li>{escape(k)}: {escape(v)}</li>" for k, v in page["docs"].items())
+    links = page.get("doc_links", {})
+    docs = "".join(
+        f"<li>{escape(k)}: <a href='{escape(links[k])}'>{escape(v)}</a></li>"
+        if k in links
+        else f"<li>{escape(k)}: {escape(v)}</li>"
+        for k, v in page["docs"].items()
+    )
     stores = "".join(
         f"<li><code>POST {escape(v)}</code></li>" for v in page.get("stores", {}).values()
     )

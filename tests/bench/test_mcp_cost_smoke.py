@@ -10,9 +10,9 @@ REPO = Path(__file__).resolve().parents[2]
 ARGS = ("-n", "20", "--rounds", "1", "--warmup", "5", "--profile")
 
 
-def test_mcp_cost_runs_both_ways_and_profiles() -> None:
+def test_mcp_cost_runs_both_ways_and_profiles(scifact_dir: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "bench.mcp_cost", *ARGS],
+        [sys.executable, "-m", "bench.mcp_cost", *ARGS, "--scifact", str(scifact_dir)],
         cwd=REPO,
         capture_output=True,
         text=True,

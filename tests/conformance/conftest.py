@@ -1,7 +1,7 @@
 """Black-box conformance harness: the real gateway, started as a subprocess, over HTTP and stdio.
 
 The suite is written from the draft (``shared/spec/a2m-0.1.txt``) and from
-``shared/spec/DECISIONS.md``, not from the gateway's code: it talks to
+``docs/protocol.md``, not from the gateway's code: it talks to
 ``a2m-gateway serve`` / ``a2m-gateway stdio`` exactly as an agent would, with
 ``A2M_DATA_DIR`` pointing at a fresh directory so the embedded demo store is
 indexed from scratch. Every response a test reads through
@@ -70,7 +70,7 @@ EXIT_TIMEOUT_S = 20.0
 TIMESTAMP_RE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
 """§3.3: RFC 3339, UTC, `Z`, millisecond precision."""
 
-# DECISIONS.md §2, written out here rather than imported: the suite is black-box.
+# docs/protocol.md, written out here rather than imported: the suite is black-box.
 METHOD_CAPABILITY: dict[str, str] = {
     "memory/describe": "core",
     "memory/remember": "core",

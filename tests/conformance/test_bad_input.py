@@ -215,7 +215,7 @@ VALUES: dict[str, Any] = {
     "object": {},
     "object-nested": {"a": {"b": [1]}},
 }
-# JSON types each param accepts (DECISIONS.md §4); anything else must be INVALID_PARAMS.
+# JSON types each param accepts (docs/protocol.md); anything else must be INVALID_PARAMS.
 ACCEPTS: dict[str, dict[str, set[str]]] = {
     "memory/recall": {
         "query": {"string"},

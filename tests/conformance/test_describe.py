@@ -60,7 +60,7 @@ def test_capabilities_are_known_and_nothing_untrue(describe: dict[str, Any]) -> 
     caps = set(describe["capabilities"])
     assert caps <= KNOWN_CAPABILITIES, caps - KNOWN_CAPABILITIES
     # A read-only retrieval gateway has no tiers, salience, sessions or summarizer
-    # (DECISIONS.md §5); summarize would also have to write (§4.15).
+    # (docs/protocol.md); summarize would also have to write (§4.15).
     assert not caps & {"tiers", "salience", "sessions", "summarize"}
     assert "tiers" not in describe, "describe reports a tier layout without declaring tiers"
     if "events" in caps:
@@ -133,7 +133,7 @@ def test_prompt_object_when_declared(describe: dict[str, Any]) -> None:
     assert prompt["styles"]
     assert isinstance(prompt["methods"], list)
     assert "template" in prompt["methods"], "§4.16: the default method is template"
-    # Canonical §4.16 and DECISIONS.md §2: exactly what is offered, auto being a MUST.
+    # Canonical §4.16 and docs/protocol.md: exactly what is offered, auto being a MUST.
     assert set(prompt["styles"]) == {"auto", "facts", "transcript"}
     assert set(prompt["methods"]) == {"template", "none"}
     assert "model" in prompt, "§4.16 SHOULD report model"

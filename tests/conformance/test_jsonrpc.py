@@ -93,7 +93,7 @@ def test_tier_param_without_tiers_is_capability_not_supported(
 ) -> None:
     if "tiers" in describe["capabilities"]:
         pytest.skip("tiers declared")
-    # DECISIONS.md §4: silently dropping a tier filter changes the answer.
+    # docs/protocol.md: silently dropping a tier filter changes the answer.
     assert client.error_code("memory/recall", {"query": "x", "tier": "semantic"}) == (
         CAPABILITY_NOT_SUPPORTED
     )
@@ -125,7 +125,7 @@ WRITE_PARAMS: list[Any] = [
 def test_writes_are_read_only_whatever_the_params(
     client: A2MClient, method: str, params: Any
 ) -> None:
-    # §2.1: consistently READ_ONLY; DECISIONS.md §2: before params are looked at.
+    # §2.1: consistently READ_ONLY; docs/protocol.md: before params are looked at.
     err = client.error(method, params)
     assert err["code"] == READ_ONLY, err
 
@@ -144,7 +144,7 @@ def test_writes_are_read_only_whatever_the_params(
     ids=lambda p: repr(p)[:40],
 )
 def test_summarize_is_an_undeclared_capability(client: A2MClient, params: Any) -> None:
-    # DECISIONS.md §2: -32003 as for any undeclared capability (canonical §2, and the
+    # docs/protocol.md: -32003 as for any undeclared capability (canonical §2, and the
     # reference implementation), whatever the params.
     err = client.error("memory/summarize", params)
     assert err["code"] == CAPABILITY_NOT_SUPPORTED

@@ -1,4 +1,4 @@
-"""Engine trouble on the wire (DECISIONS.md §2): a retryable -32603 with data.reason.
+"""Engine trouble on the wire (docs/protocol.md): a retryable -32603 with data.reason.
 
 Each engine's real client library is pointed at a socket this test owns: a closed
 port (nothing listens: engine_unavailable) or a listener that accepts and never

@@ -96,7 +96,7 @@ async def test_engine_killed_then_restarted(engine: str, request: pytest.Fixture
             engines("kill", node)
             down = await recall()
             assert down["id"] == 7
-            # DECISIONS.md §2: engine trouble is a retryable server fault.
+            # docs/protocol.md: engine trouble is a retryable server fault.
             assert down["error"]["code"] == -32603, down
             assert down["error"]["data"]["reason"] == "engine_unavailable"
             assert down["error"]["data"]["retryable"] is True

@@ -15,6 +15,8 @@ import pytest
 
 from gateway.install import extra_command
 
+DEMO_YAML = Path(__file__).resolve().parents[2] / "config" / "demo.yaml"
+
 
 def run(args: list[str], tmp_path: Path, **env_vars: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **env_vars}
@@ -80,15 +82,19 @@ def test_check_names_the_store_host_and_attempts_of_an_unreachable_engine(
     out = json.loads(proc.stdout)
     assert out["ok"] is False
     assert out["engine"] == "http://127.0.0.1:9"
-    assert (
-        out["tried"]
-        == "opened "
-        + ("collection" if backend == "qdrant" else "index")
-        + " 'c': 3 attempts (connection.retries 2), 500 ms timeout each"
+    what = "collection" if backend == "qdrant" else "index"
+    tried = re.fullmatch(
+        f"opening {what} 'c': gave up after (\\d+\\.\\d) s "
+        "\\(up to 3 attempts with connection.retries 2, at most 500 ms each\\)",
+        out["tried"],
     )
+    assert tried is not None, out["tried"]
+    assert 0 < float(tried.group(1)) < 60
+    refused = "the connection was refused (nothing listens on that host and port)"
+    assert out["why"] == refused
     line = f"a2m-gateway: store docs ({backend}, http://127.0.0.1:9): "
     assert line in proc.stderr
-    assert "tried: opened" in proc.stderr
+    assert f": {refused} (tried: opening {what}" in proc.stderr
     # One line from check itself, not one WARNING per attempt from the client library.
     assert "WARNING" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
@@ -114,6 +120,48 @@ def test_top_level_help_explains_the_gateway(capsys: pytest.CaptureFixture[str])
     assert "Without --config every command uses the embedded demo store" in text
     for command in ("serve", "stdio", "check", "recall", "hash-key"):
         assert command in text
+
+
+def test_bare_command_prints_the_help(tmp_path: Path) -> None:
+    proc = run([], tmp_path)
+    assert proc.returncode == 2
+    assert "Without --config every command uses the embedded demo store" in " ".join(
+        proc.stdout.split()
+    )
+    assert "hash-key" in proc.stdout
+    assert "arguments are required" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["serve", "--prot", "9000"], "did you mean --port?"),
+        (["recall", "q", "--lmit", "3"], "did you mean --limit?"),
+        (["check", "--confg", "x.yaml"], "did you mean --config?"),
+    ],
+)
+def test_a_misspelt_option_gets_the_nearest_one(tmp_path: Path, args: list[str], hint: str) -> None:
+    proc = run(args, tmp_path)
+    assert proc.returncode == 2
+    assert f"unrecognized arguments: {' '.join(args[-2:])} ({hint})" in proc.stderr
+    assert f"usage: a2m-gateway {args[0]}" in proc.stderr
+
+
+def test_an_option_like_nothing_gets_no_guess(tmp_path: Path) -> None:
+    proc = run(["serve", "--xyzzy"], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.rstrip().endswith("unrecognized arguments: --xyzzy")
+
+
+def test_the_help_text_wraps_evenly() -> None:
+    # The description is printed as written: no line much shorter than its paragraph's others.
+    from gateway import cli
+
+    paragraphs = [p.splitlines() for p in (cli.__doc__ or "").split("\n\n")]
+    for lines in paragraphs:
+        prose = [line for line in lines if not line.startswith("  ")]
+        for line in prose[:-1]:  # a paragraph's last line may be short
+            assert len(line) >= 70, line
 
 
 def test_serve_help_gives_host_and_port_defaults(capsys: pytest.CaptureFixture[str]) -> None:
@@ -152,13 +200,33 @@ def test_recall_json_is_the_a2m_result(tmp_path: Path) -> None:
     assert all(r["uri"].startswith("gateway/demo/corpus/helm.md#") for r in result["records"])
 
 
-def test_recall_refuses_an_unknown_store_and_a_bad_limit(tmp_path: Path) -> None:
+def test_check_says_a_host_name_does_not_resolve(tmp_path: Path) -> None:
+    cfg = tmp_path / "dns.yaml"
+    cfg.write_text(
+        "stores:\n  docs:\n    backend: elasticsearch\n    index: c\n"
+        "    connection: {hosts: ['http://no-such-host.invalid:9200'], timeout_ms: 500, "
+        "retries: 0}\n    mapping: {content: body}\n    search: {text_fields: [body]}\n"
+    )
+    proc = run(["check", "--config", str(cfg)], tmp_path)
+    assert proc.returncode == 1
+    out = json.loads(proc.stdout)
+    assert out["why"] == "its host name does not resolve (DNS)"
+    assert "(DNS) (tried: opening index 'c': gave up after" in proc.stderr
+
+
+def test_recall_refuses_an_unknown_store(tmp_path: Path) -> None:
     proc = run(["recall", "x", "--store", "nope"], tmp_path)
     assert proc.returncode == 2
     assert "no store named 'nope'" in proc.stderr
-    proc = run(["recall", "x", "--limit", "0"], tmp_path)
-    assert proc.returncode == 2
-    assert "--limit must be at least 1" in proc.stderr
+
+
+@pytest.mark.parametrize("limit", ["-1", "1000"])
+def test_recall_refuses_a_limit_in_the_a2m_wording(tmp_path: Path, limit: str) -> None:
+    proc = run(["recall", "x", "--config", str(DEMO_YAML), "--limit", limit], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    wording = "'limit' must be between 0 and 100 (the store's max_recall_limit; 0: as many"
+    assert wording in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_recall_on_an_unreachable_engine_is_one_error_line(tmp_path: Path) -> None:
@@ -173,6 +241,10 @@ def test_recall_on_an_unreachable_engine_is_one_error_line(tmp_path: Path) -> No
     assert proc.stdout == ""
     assert proc.stderr.startswith("a2m-gateway: recall failed: ")
     assert "(-32" in proc.stderr
+    assert proc.stderr.rstrip().endswith(
+        ": the connection was refused (nothing listens on that host and port)"
+    )
+    assert len(proc.stderr.splitlines()) == 1
     assert "Traceback" not in proc.stderr
 
 
@@ -334,3 +406,34 @@ def test_check_on_a_server_that_is_no_search_engine_says_so(
     out = json.loads(proc.stdout)
     assert "does not exist" not in out["error"]
     assert "not an Elasticsearch or OpenSearch node" in out["error"]
+
+
+def test_recall_where_a_key_the_store_cannot_test_is_named(tmp_path: Path) -> None:
+    proc = run(
+        ["recall", "read only", "--config", str(DEMO_YAML), "--where", "grop=recall"], tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "No record answers 'read only'.\n"
+    assert proc.stderr == (
+        "a2m-gateway: where.grop matched nothing: store demo cannot test it "
+        "(keys it can test: id, key, group, uri, media_type, title)\n"
+    )
+
+
+def test_recall_where_filters_on_a_key_the_store_can_test(tmp_path: Path) -> None:
+    args = ["recall", "scores", "--config", str(DEMO_YAML), "--json", "--limit", "5"]
+    proc = run([*args, "--where", "group=recall", "--where", "group=describe"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    groups = {r["group"] for r in json.loads(proc.stdout)["records"]}
+    assert groups
+    assert groups <= {"recall", "describe"}
+    # Control: without the filter other groups answer too.
+    unfiltered = json.loads(run(args, tmp_path).stdout)["records"]
+    assert {r["group"] for r in unfiltered} - {"recall", "describe"}
+
+
+def test_recall_where_needs_key_equals_value(tmp_path: Path) -> None:
+    proc = run(["recall", "x", "--config", str(DEMO_YAML), "--where", "group"], tmp_path)
+    assert proc.returncode == 2
+    assert "--where 'group': expected KEY=VALUE" in proc.stderr

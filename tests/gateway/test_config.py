@@ -100,8 +100,46 @@ def test_yaml_errors_and_missing_file(tmp_path: Path) -> None:
     bad.write_text("stores: [unclosed\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(bad)
-    with pytest.raises(ConfigError, match="cannot be read"):
+    with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "missing.yaml")
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_config(tmp_path)
+
+
+def test_a_yaml_error_names_line_column_and_cause(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("stores:\n  docs:\n    backend: qdrant\n    index: a: b\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(bad)
+    assert str(info.value).endswith(
+        "is not valid YAML at line 4, column 13: mapping values are not allowed here"
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        (
+            {"stores": {"docs": es_store(search={"mode": "fuzzy", "text_fields": ["b"]})}},
+            "stores.docs.search.mode: must be one of lexical, dense, hybrid",
+        ),
+        ({"stores": {}}, "stores: at least one store is required"),
+        (
+            {"stores": {"docs": es_store(index=5)}},
+            "stores.docs.index: expected a string",
+        ),
+        (
+            {"stores": {"docs": {k: v for k, v in es_store().items() if k != "index"}}},
+            "stores.docs.index: is required",
+        ),
+    ],
+)
+def test_config_errors_speak_the_projects_words(data: dict[str, Any], line: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(data)
+    assert str(info.value) == f"invalid config: {line}"
+    for pydantic_words in ("Input should", "Value error", "Field required"):
+        assert pydantic_words not in str(info.value)
 
 
 def test_example_configs_validate(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,7 +157,10 @@ def test_example_configs_validate(monkeypatch: pytest.MonkeyPatch) -> None:
     for f in files:
         text = f.read_text()
         assert "${" in text or "demo" in f.name, f"{f.name}: secrets must come from ${{...}}"
-        load_config(f)
+        cfg = load_config(f)
+        # The examples embed with the torch-free minilm extra, never sentence-transformers.
+        kinds = {store.search.embedder.kind.value for store in cfg.stores.values()}
+        assert "local" not in kinds, f.name
 
 
 def test_a_doubled_dollar_is_a_literal_reference(monkeypatch: pytest.MonkeyPatch) -> None:

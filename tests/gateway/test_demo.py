@@ -262,7 +262,9 @@ def test_without_the_extra_the_demo_is_lexical_and_says_so(
     assert store.search.vector_field is None
     assert store.description is not None
     assert "lexical search only" in store.description
-    assert "minilm extra makes it hybrid" in store.description
+    assert "with the gateway's minilm extra, the demo served without --config is hybrid" in (
+        store.description or ""
+    )
     assert "pip" not in store.description  # remote callers read it: no local paths
 
 
@@ -300,6 +302,36 @@ async def test_with_the_extra_the_demo_is_hybrid(tmp_path: Path) -> None:
     assert await ensure_demo_index(lexical) == len(chunks())
 
 
+@pytest.mark.integration
+@pytest.mark.skipif(
+    not __import__("gateway.embedders.minilm").embedders.minilm.available_weights(),
+    reason="the minilm extra is not installed",
+)
+async def test_a_hybrid_store_is_ready_with_its_model_loaded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ "ready" comes after the model is loaded, and the start says the search mode."""
+    import logging
+
+    from gateway.embedders.minilm import MiniLMEmbedder
+    from gateway.runtime import Gateway
+
+    gateway = Gateway(default_demo_config(tmp_path, hybrid=True))
+    try:
+        with caplog.at_level(logging.INFO):
+            await gateway.start()
+        embedder = gateway.stores[DEMO_STORE].embedder
+        assert isinstance(embedder, MiniLMEmbedder)
+        assert embedder.weights is not None  # loaded before the first query
+    finally:
+        await gateway.close()
+    lines = [r.getMessage() for r in caplog.records]
+    loaded = next(i for i, m in enumerate(lines) if m.startswith("all-MiniLM-L6-v2 loaded"))
+    ready = next(i for i, m in enumerate(lines) if m.startswith("store demo ready"))
+    assert loaded < ready
+    assert "demo store: hybrid search (words and meaning, with all-MiniLM-L6-v2)" in lines
+
+
 async def test_the_first_hybrid_start_says_what_it_embeds_and_where_it_caches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -334,3 +366,7 @@ async def test_the_first_hybrid_start_says_what_it_embeds_and_where_it_caches(
     with caplog.at_level(logging.INFO, logger="gateway.demo"):
         await embed_chunks(store, texts, "sha")
     assert not [r for r in caplog.records if "embedding" in r.getMessage()]
+    # A restart says where its vectors came from.
+    again = [r.getMessage() for r in caplog.records if r.name == "gateway.demo"]
+    cached = next((tmp_path / "cache").iterdir())
+    assert again == [f"demo store: vectors of {len(texts)} chunks read from {cached}"]

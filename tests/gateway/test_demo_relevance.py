@@ -38,8 +38,8 @@ DEMO_MODES: dict[str, Callable[[], GatewayConfig]] = {
 }
 
 FLOORS: dict[tuple[str, str], tuple[int, int]] = {
-    ("lexical", "heading-like"): (22, 24),
-    ("hybrid", "heading-like"): (21, 24),
+    ("lexical", "heading-like"): (25, 27),
+    ("hybrid", "heading-like"): (24, 27),
     ("lexical", "newcomer-train"): (43, 48),
     ("hybrid", "newcomer-train"): (45, 48),
     ("lexical", "newcomer-dev"): (15, 21),

@@ -4,6 +4,7 @@ store names only where the discovery document is open too."""
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import httpx
 import pytest
@@ -13,6 +14,7 @@ from gateway.demo import default_demo_config
 from gateway.runtime import Gateway
 from tests.support.asgi import asgi_client
 
+README = Path(__file__).resolve().parents[2] / "README.md"
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
 
@@ -90,3 +92,24 @@ async def test_with_mcp_off_the_mcp_door_is_not_listed() -> None:
         mcp = await http.post("/mcp", json={})
     assert not any("/mcp" in endpoint for endpoint in page["endpoints"])
     assert mcp.status_code in (404, 405)  # the control: the door really is closed
+
+
+async def test_the_docs_this_install_carries_are_served_and_linked() -> None:
+    readme = README.read_bytes()
+    async with _client(default_demo_config()) as http:
+        page = (await http.get("/")).json()
+        served = await http.get("/docs/readme")
+        draft = await http.get("/docs/spec")
+        unknown = await http.get("/docs/..%2Fpyproject.toml")
+    no_try = default_demo_config().model_dump(mode="json", exclude_none=True)
+    no_try.setdefault("server", {})["try_page"] = False
+    async with _client(GatewayConfig.model_validate(no_try)) as http:
+        html = (await http.get("/", headers={"accept": "text/html"})).text
+    assert page["doc_links"]["readme"] == "/docs/readme"
+    assert page["doc_links"]["spec"].startswith("https://")
+    assert served.status_code == 200
+    assert served.headers["content-type"] == "text/markdown; charset=utf-8"
+    assert served.content == readme
+    assert draft.status_code == 404  # an address, not a file this server holds
+    assert unknown.status_code == 404  # only the named docs, never a path
+    assert "<a href='/docs/protocol'>docs/protocol.md</a>" in html

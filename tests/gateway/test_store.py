@@ -143,7 +143,7 @@ async def test_limits_are_enforced() -> None:
 
 
 async def test_limit_zero_is_as_many_as_the_store_allows() -> None:
-    """DECISIONS.md §2: the canonical client sends limit 0 to mean "all"."""
+    """docs/protocol.md: the canonical client sends limit 0 to mean "all"."""
     # Newest first, as the connector answers an ordered read with newest_first.
     docs = [
         Hit(id=str(i), source={"body": "x", "ts": f"2026-01-01T{i // 60:02d}:{i % 60:02d}:00Z"})
@@ -211,7 +211,7 @@ async def test_read_only_and_unknown_methods() -> None:
         for params in ({}, {"records": [{"content": "x"}]}, {"ids": ["1"]}):
             assert await code_of(client, method, params) == -32004
     for method in (
-        "memory/summarize",  # DECISIONS.md §2: an undeclared capability, as the reference does
+        "memory/summarize",  # docs/protocol.md: an undeclared capability, as the reference does
         "memory/promote",
         "memory/consolidate",
         "memory/reinforce",

@@ -183,8 +183,43 @@ def test_a_query_on_the_demo(browser: Any, open_server: HttpServer) -> None:
         assert mapped["id"] == document["id"]
         assert mapped["content"] == document["source"]["content"]
         assert mapped["metadata"]["title"] == document["source"]["title"]
+    # Content reads as prose: the corpus's hard line breaks are not kept inside a paragraph;
+    # the preview shows a string's line breaks as breaks, never as \n escapes.
+    paragraphs = browser.find_elements("css selector", "#records li.record .content p")
+    assert paragraphs
+    assert all("\n" not in p.text for p in paragraphs)
+    cells = browser.find_elements("css selector", "#preview-table tbody td pre")
+    assert cells
+    assert all("\\n" not in str(c.get_attribute("textContent")) for c in cells)
+    # The footer's docs are links: those this server serves, and the draft's address.
+    links = {
+        a.text: str(a.get_attribute("href"))
+        for a in browser.find_elements("css selector", "#server-docs a")
+    }
+    assert links["readme"].endswith("/docs/readme")
+    assert links["spec"].startswith("https://")
     screenshot(browser, "demo-query")
     assert severe_console(browser) == []  # no CSP violation, no failed request
+
+
+def test_a_where_key_the_store_cannot_test_is_named(browser: Any, open_server: HttpServer) -> None:
+    _open(browser, open_server.base_url + "/try")
+    _fill(browser, "query", "read only")
+    _fill(browser, "where", '{"grop": "recall"}')
+    _run(browser)
+    assert not shown(browser, "error"), text(browser, "error")
+    assert records(browser) == []
+    assert shown(browser, "where-note")
+    assert text(browser, "where-note") == (
+        "where.grop matched nothing: store demo cannot test it "
+        "(keys it can test: id, key, group, uri, media_type, title)"
+    )
+    # Control: a key the store can test filters, and no note is shown.
+    _fill(browser, "where", '{"group": "recall"}')
+    _run(browser)
+    assert not shown(browser, "where-note")
+    assert records(browser)
+    assert severe_console(browser) == []
 
 
 def test_fetch_by_key_on_the_demo(browser: Any, open_server: HttpServer) -> None:

@@ -85,3 +85,14 @@ async def test_on_several_stores_the_description_names_each_and_the_argument() -
         "Search the stores 'demo' and 'notes' (pick one with `store`; default 'demo')"
     )
     assert "About it" not in search.description
+
+
+async def test_the_where_schema_names_the_keys_the_store_can_test() -> None:
+    tools = await _tools().list_tools(Endpoint())
+    search = next(t for t in tools if t.name == "search")
+    where = search.input_schema["properties"]["where"]
+    assert (
+        "The keys this store can test: id, key, group, uri, media_type, title;"
+        in (where["description"])
+    )
+    assert list(where["properties"]) == ["id", "key", "group", "uri", "media_type", "title"]

@@ -1,4 +1,4 @@
-"""Scopes as document-level security (§6, DECISIONS.md §5), on each transport.
+"""Scopes as document-level security (§6, docs/protocol.md), on each transport.
 
 The engine here is :class:`MemoryConnector`, which applies filters as the real
 connectors do; what is checked is what the store asks of it, and what comes

@@ -109,8 +109,11 @@ def preview_pairs(driver: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     for row in rows:
         cells = row.find_elements("css selector", "td pre")
         if len(cells) == 2:
-            # textContent: the whole JSON, however the cell wraps or scrolls.
-            doc, rec = (json.loads(str(c.get_attribute("textContent"))) for c in cells)
+            # textContent: the whole JSON, however the cell wraps or scrolls; a string's line
+            # breaks are shown as breaks (strict=False reads them back).
+            doc, rec = (
+                json.loads(str(c.get_attribute("textContent")), strict=False) for c in cells
+            )
             pairs.append((doc, rec))
     return pairs
 

@@ -5,11 +5,11 @@ What it does, and where the text says so:
 
 - calls memory/describe first and refuses locally what the server did not declare (§2);
 - sends `limit: 0` for "everything" on timeline, as the reference client and its
-  adapters do (§4.3, §4.4; DECISIONS.md §2);
+  adapters do (§4.3, §4.4; docs/protocol.md);
 - carries records as dicts and hands them back whole (§2: tolerate unknown fields);
 - retries only what the server says is retryable — a -32603 whose `data.retryable` is
   true, after `data.retry_after_ms` — and never a deterministic refusal such as -32004
-  READ_ONLY or -32003 (§7; DECISIONS.md §2);
+  READ_ONLY or -32003 (§7; docs/protocol.md);
 - sends the A2M-Protocol-Version header on HTTP (§8.3.2).
 """
 

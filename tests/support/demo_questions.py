@@ -43,6 +43,12 @@ DEMO_QUESTIONS: list[tuple[str, str]] = [
     ("can agents talk to the gateway over stdio?", "demo/overview/transports"),
     ("what does a2m-gateway check do?", "demo/configuration/one-yaml-file"),
     ("how do I test a helm release?", "demo/helm/testing-a-release"),
+    ("can an agent write to the store?", "demo/read-only/refusing-writes-consistently"),
+    (
+        "which tools does the gateway give to an MCP client?",
+        "demo/overview/the-tools-an-mcp-client-gets",
+    ),
+    ("can I search several indexes at once?", "demo/backends/searching-several-stores-at-once"),
 ]
 
 

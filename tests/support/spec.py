@@ -1,4 +1,4 @@
-"""Facts of the A2M draft and shared/spec/DECISIONS.md that several tests check against."""
+"""Facts of the A2M draft and docs/protocol.md that several tests check against."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ RECORD_FIELDS = frozenset(
         "embedding",
     }
 )
-"""Every field a record may carry (DECISIONS.md §3); anything else on the wire is a leak."""
+"""Every field a record may carry (docs/protocol.md); anything else on the wire is a leak."""
 
 
 CANONICAL_CODES = {
@@ -31,7 +31,7 @@ CANONICAL_CODES = {
     -32601: "METHOD_NOT_FOUND",
     -32602: "INVALID_PARAMS",
     -32603: "INTERNAL_ERROR",
-    # A2M 0.1 §7, restated in shared/spec/DECISIONS.md §1 (a closed list)
+    # A2M 0.1 §7, restated in docs/protocol.md (a closed list)
     -32001: "UNKNOWN_RECORD",
     -32002: "UNKNOWN_TIER",
     -32003: "CAPABILITY_NOT_SUPPORTED",

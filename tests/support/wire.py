@@ -1,6 +1,6 @@
 """The project's JSON Schema of A2M 0.1 responses (a2m-0.1.wire.schema.json), as validators.
 
-The schema is written from the canonical tables (shared/spec/DECISIONS.md §1), not
+The schema is written from the canonical tables (docs/protocol.md), not
 generated from the gateway's models, so a change in the gateway's wire shape that
 the tables do not allow fails every test that received it.
 """

@@ -4,6 +4,9 @@
 "use strict";
 
 (function () {
+  // Where the gateway is mounted ("" at the root; "/memory" under a parent app's mount):
+  // this script is served at BASE + "/try/try.js", and every endpoint is under BASE.
+  const BASE = new URL(document.currentScript.src).pathname.replace(/\/try\/try\.js$/, "");
   const state = { credential: "", stores: {}, federations: {}, describe: null, seq: 0 };
   const $ = (id) => document.getElementById(id);
 
@@ -17,6 +20,22 @@
   function pretty(value) {
     return JSON.stringify(value, null, 2);
   }
+
+  // JSON for a person: a string's line breaks shown as breaks, not as \n escapes.
+  function readable(value) {
+    return pretty(value).replace(/(?<!\\)\\n/g, "\n");
+  }
+
+  // Record content as prose: blank lines part paragraphs; the source's hard line breaks
+  // within a paragraph are its wrapping, not the text's.
+  function prose(text) {
+    const box = el("div", "content");
+    for (const para of (text || "").split(/\n\s*\n/)) {
+      if (para.trim()) box.append(el("p", null, para.replace(/\s*\n\s*/g, " ").trim()));
+    }
+    return box;
+  }
+
 
   function showError(message) {
     const box = $("error");
@@ -64,7 +83,7 @@
     if (payload !== undefined) init.body = JSON.stringify(payload);
     let response;
     try {
-      response = await fetch(path, init);
+      response = await fetch(BASE + path, init);
     } catch (err) {
       return { ok: false, status: 0, body: null };
     }
@@ -290,15 +309,18 @@
     $("results").hidden = true;
     try {
       const call = mcpCall(form.mode, form.params);
-      const [a2m, mcp] = await Promise.all([
+      const [a2m, mcp, note] = await Promise.all([
         rpc(store, "memory/" + form.mode, params),
         mcpTool(store, call),
+        whereNote(store, form.params.where),
       ]);
       if (a2m.error) {
         showError(a2m.error);
         $("results").hidden = true;
         return;
       }
+      $("where-note").textContent = note;
+      $("where-note").hidden = !note;
       showRecords(a2m.result);
       showMcp(call.name, mcp);
       $("results").hidden = false;
@@ -315,6 +337,27 @@
     if (!reply.ok || !reply.body) return { error: httpProblem(reply) };
     if (reply.body.error) return { error: "MCP error " + reply.body.error.code + ": " + reply.body.error.message };
     return { result: reply.body.result };
+  }
+
+  // A where key the store cannot test matches nothing (A2M); say so, with the keys it can
+  // test, read from the MCP search tool's input schema (the same list an agent sees).
+  async function whereNote(store, where) {
+    const keys = Object.keys(where || {});
+    if (!keys.length) return "";
+    const body = { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} };
+    const reply = await request("POST", "/mcp/" + encodeURIComponent(store), body, {
+      Accept: "application/json, text/event-stream",
+    });
+    const tools = (reply.ok && reply.body && reply.body.result && reply.body.result.tools) || [];
+    const search = tools.find((t) => t.name === "search" || t.name === "timeline");
+    const schema = search && search.inputSchema && search.inputSchema.properties;
+    if (!schema || !schema.where || !schema.where.properties) return "";
+    const testable = Object.keys(schema.where.properties);
+    return keys
+      .filter((k) => !testable.includes(k))
+      .map((k) => "where." + k + " matched nothing: store " + store + " cannot test it (keys it can test: " +
+        (testable.join(", ") || "none") + ")")
+      .join("\n");
   }
 
   function field(card, name, value) {
@@ -346,7 +389,7 @@
       field(card, "created_at", r.created_at);
       field(card, "group", r.group);
       if (r.metadata && Object.keys(r.metadata).length) field(card, "metadata", JSON.stringify(r.metadata));
-      card.append(el("pre", "content", r.content || ""));
+      card.append(prose(r.content));
       list.append(card);
     }
     const prompt = $("prompt");
@@ -401,9 +444,9 @@
     for (const pair of docs) {
       const row = el("tr");
       const doc = el("td", "document");
-      doc.append(el("pre", null, pretty(pair.document)));
+      doc.append(el("pre", null, readable(pair.document)));
       const rec = el("td", "record");
-      rec.append(el("pre", null, pretty(pair.record)));
+      rec.append(el("pre", null, readable(pair.record)));
       row.append(doc, rec);
       tbody.append(row);
     }
@@ -416,8 +459,23 @@
   async function serverDocs() {
     const reply = await request("GET", "/");
     if (!reply.ok || !reply.body || !reply.body.docs) return;
-    const names = Object.entries(reply.body.docs).map(([k, v]) => k + ": " + v);
-    $("server-docs").textContent = "Docs: " + names.join(" · ");
+    const links = reply.body.doc_links || {};
+    const footer = $("server-docs");
+    footer.replaceChildren("Docs: ");
+    Object.entries(reply.body.docs).forEach(([name, where], i) => {
+      if (i) footer.append(" · ");
+      const href = links[name];
+      if (!href) {
+        footer.append(name + ": " + where);
+        return;
+      }
+      // A doc this server serves is under BASE; the draft is an address of its own.
+      const a = el("a", null, name);
+      a.href = href.startsWith("/") ? BASE + href : href;
+      a.rel = "noopener noreferrer";
+      a.title = where;
+      footer.append(a);
+    });
   }
 
   document.addEventListener("DOMContentLoaded", () => {
