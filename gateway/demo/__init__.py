@@ -1,4 +1,4 @@
-"""The embedded demo store: a small corpus shipped in the package, indexed into Qdrant local mode.
+"""The embedded demo store: a small corpus shipped in the package, indexed into Qdrant in process.
 
 ``gateway/demo/corpus/*.md`` are short documents about A2M and this gateway.
 Each ``##`` section becomes one chunk (one point) with ``content`` (the
@@ -16,8 +16,9 @@ collection's IDF modifier) and, when the ``minilm`` extra is installed, an
 all-MiniLM-L6-v2 dense vector: the store is then hybrid, else lexical (its
 description says which). Nothing is downloaded either way.
 
-:func:`ensure_demo_index` indexes the corpus at start (in memory: each gateway
-process holds its own copy, so no two processes contend for local mode's lock);
+The engine is Qdrant's own, in this process (qdrant-edge): :func:`ensure_demo_index`
+indexes the corpus at start into a shard (in memory: each gateway process writes its
+own in a private temporary directory, so no two processes contend for a shard's lock);
 the store then opens the collection through the ordinary Qdrant connector.
 :func:`default_demo_config` is the demo store's config built in code;
 ``config/demo.yaml`` is the same config as a file.
@@ -25,6 +26,7 @@ the store then opens the collection through the ordinary Qdrant connector.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import os
@@ -53,9 +55,8 @@ from gateway.config import (
 )
 
 if TYPE_CHECKING:
-    from qdrant_client import AsyncQdrantClient
-
     from connectors.base import Connector
+    from connectors.qdrant.shard import ShardPoint
 
 log = logging.getLogger(__name__)
 
@@ -155,13 +156,13 @@ async def ensure_demo_index(store: StoreConfig, connector: Connector | None = No
     """Fill the demo collection unless it is current.
 
     ``connection.location: ":memory:"`` (the CLI's demo, ``config/demo.yaml``):
-    the collection is built inside ``connector``'s own local client, so every
-    gateway process holds a private copy and nothing is locked or written.
-    ``connection.path`` (the Helm chart's per-pod emptyDir): the collection is
-    built on disk on first start and reused after; a collection indexed from
-    another version of the corpus, or left half-written, is rebuilt, and the
-    client is closed before returning because local mode locks its path and the
-    connector opens it next.
+    the shard is written into ``connector``'s private temporary directory (on a
+    memory-backed filesystem where there is one), so every gateway process holds
+    its own copy and no two contend for a shard's lock. ``connection.path`` (the
+    Helm chart's per-pod emptyDir): the shard is written on disk on first start and
+    reused after; a shard indexed from another version of the corpus, or left
+    half-written, is rebuilt, and it is closed before returning because a shard
+    opens in one place at a time and the connector opens it next.
 
     Payload field names follow the store's mapping (``content``, ``uri``, …
     when unmapped), the sparse vector is ``store.search.sparse_vector``.
@@ -170,12 +171,13 @@ async def ensure_demo_index(store: StoreConfig, connector: Connector | None = No
         The number of chunks indexed; 0 when the collection was already current.
 
     Raises:
-        EngineConfigError: the store is not a Qdrant local-mode store with a sparse
-            vector, or an in-memory demo has no Qdrant connector to fill.
-        LocalStorageLocked: the path is locked by another process.
+        EngineConfigError: the store is not an in-process Qdrant store with a sparse
+            vector, an in-memory demo has no Qdrant connector to fill, or the path
+            holds qdrant-client local mode's files.
+        LocalStorageLocked: the shard is locked by another process.
     """
     from connectors.qdrant.connector import QdrantConnector
-    from connectors.qdrant.local import open_local
+    from connectors.qdrant.shard import refuse_local_mode, shard_dir
 
     if (
         not isinstance(store, QdrantStoreConfig)
@@ -183,7 +185,8 @@ async def ensure_demo_index(store: StoreConfig, connector: Connector | None = No
         or not store.search.sparse_vector
     ):
         raise EngineConfigError(
-            "the demo store needs backend qdrant in local mode and search.sparse_vector"
+            "the demo store needs backend qdrant in this process (connection.path or "
+            "location) and search.sparse_vector"
         )
     c = store.connection
     items = chunks()
@@ -193,50 +196,110 @@ async def ensure_demo_index(store: StoreConfig, connector: Connector | None = No
     if c.path is None:
         if not isinstance(connector, QdrantConnector):
             raise EngineConfigError("an in-memory demo store is filled through its connector")
-        client = connector.local_client()
-        if await _is_current(client, store.index, len(items), sha):
-            return 0
-        await index_chunks(client, store, items, sha)
-        return len(items)
-    client = open_local(c.path)
-    try:
-        if await _is_current(client, store.index, len(items), sha):
-            return 0
-        await index_chunks(client, store, items, sha)
-        log.info("demo corpus indexed: %d chunks into %s", len(items), store.index)
-        return len(items)
-    finally:
-        await client.close()
+        path = connector.local_shard_path()
+    else:
+        refuse_local_mode(c.path)
+        path = shard_dir(c.path, store.index)
+    dense_vectors = None
+    if dense:
+        texts = [_indexed_text(chunk) for chunk in items]
+        dense_vectors = await embed_chunks(store, texts, sha)
+    written = await asyncio.to_thread(_write_if_stale, path, store, items, sha, dense_vectors)
+    if written and c.path is not None:
+        log.info("demo corpus indexed: %d chunks into %s", written, store.index)
+    return written
 
 
-async def _is_current(client: AsyncQdrantClient, index: str, count: int, sha: str) -> bool:
-    if not await client.collection_exists(index):
+def _indexed_text(c: Chunk) -> str:
+    # The title leads each chunk's terms, so a query naming the document finds it; the
+    # search terms add a reader's words for what the section's own words name.
+    return "\n".join(filter(None, (c.title, c.search_terms, c.content)))
+
+
+def _write_if_stale(
+    path: str, store: QdrantStoreConfig, items: list[Chunk], sha: str, dense_vectors: Any
+) -> int:
+    """Write the shard at path unless it holds this corpus already; the chunks written.
+
+    Raises:
+        LocalStorageLocked: another process holds the shard.
+    """
+    import qdrant_edge
+
+    from connectors.errors import LocalStorageLocked
+    from connectors.qdrant.shard import is_shard
+
+    if is_shard(path):
+        try:
+            shard = qdrant_edge.EdgeShard.load(path)
+        except Exception as exc:  # qdrant-edge's own: its WAL lock, or a broken shard
+            if "WAL" in str(exc):
+                raise LocalStorageLocked(os.path.dirname(path)) from exc
+            log.info("demo shard unreadable (%s): rebuilt", exc)
+        else:
+            try:
+                if _is_current(shard, len(items), sha):
+                    return 0
+            finally:
+                shard.close()
+    shard = index_chunks(path, store, items, sha, dense_vectors)
+    shard.close()
+    return len(items)
+
+
+def _is_current(shard: Any, count: int, sha: str) -> bool:
+    import qdrant_edge
+
+    if shard.count(qdrant_edge.CountRequest(exact=True)) != count:
         return False
-    if (await client.count(index, exact=True)).count != count:
-        return False
-    records, _ = await client.scroll(index, limit=1, with_payload=[_FINGERPRINT])
+    records, _ = shard.scroll(qdrant_edge.ScrollRequest(limit=1, with_payload=[_FINGERPRINT]))
     return bool(records) and (records[0].payload or {}).get(_FINGERPRINT) == sha
 
 
-async def index_chunks(
-    client: AsyncQdrantClient, store: QdrantStoreConfig, items: list[Chunk], sha: str
-) -> None:
-    from qdrant_client import models
+def index_chunks(
+    path: str, store: QdrantStoreConfig, items: list[Chunk], sha: str, dense_vectors: Any
+) -> Any:
+    """A new shard at path holding the chunks (replacing any); the open shard.
+
+    Payload indexes (:func:`payload_indexes`): keyword on the key and group fields,
+    datetime on created_at, which the timeline orders by.
+    """
+    from connectors.qdrant.shard import create_shard, write_points
 
     sparse_name = store.search.sparse_vector
     assert sparse_name is not None
-    if await client.collection_exists(store.index):
-        await client.delete_collection(store.index)
     dense_name = store.search.vector_field
-    await client.create_collection(
-        store.index,
-        vectors_config={dense_name: models.VectorParams(size=384, distance=models.Distance.COSINE)}
-        if dense_name
-        else {},
-        sparse_vectors_config={
-            sparse_name: models.SparseVectorParams(modifier=models.Modifier.IDF)
-        },
+    shard = create_shard(
+        path,
+        dense={dense_name: (384, "cosine")} if dense_name else None,
+        sparse_idf=[sparse_name],
+        indexes=payload_indexes(store),
     )
+    write_points(shard, demo_points(store, items, sha, dense_vectors))
+    return shard
+
+
+def payload_indexes(store: QdrantStoreConfig) -> dict[str, str]:
+    """The demo's payload indexes by field: what fetch, where and the timeline read."""
+    m = store.mapping
+    return {
+        m.key or "key": "keyword",
+        m.group or "group": "keyword",
+        m.created_at or "created_at": "datetime",
+    }
+
+
+def demo_points(
+    store: QdrantStoreConfig, items: list[Chunk], sha: str, dense_vectors: Any
+) -> list[ShardPoint]:
+    """The chunks as points: payload under the mapping's names, the sparse vector, and
+    the dense one when ``dense_vectors`` (one row per chunk) is given."""
+    from connectors.base import SparseVector
+    from connectors.qdrant.shard import ShardPoint
+
+    sparse_name = store.search.sparse_vector
+    assert sparse_name is not None
+    dense_name = store.search.vector_field
     m = store.mapping
     names = {
         "content": m.content or "content",
@@ -246,14 +309,11 @@ async def index_chunks(
         "group": m.group or "group",
         "created_at": m.created_at or "created_at",
     }
-    # The title leads each chunk's terms, so a query naming the document finds it; the
-    # search terms add a reader's words for what the section's own words name.
-    texts = ["\n".join(filter(None, (c.title, c.search_terms, c.content))) for c in items]
+    texts = [_indexed_text(c) for c in items]
     analyzer = store.search.sparse_analyzer
     encoder = LexicalSparseEncoder(
         avgdl=LexicalSparseEncoder.average_length(texts, analyzer), analyzer=analyzer
     )
-    dense_vectors = await embed_chunks(store, texts, sha) if dense_name else None
     points = []
     for i, (c, text) in enumerate(zip(items, texts, strict=True), start=1):
         payload: dict[str, Any] = {
@@ -266,14 +326,13 @@ async def index_chunks(
             "title": c.title,
             _FINGERPRINT: sha,
         }
-        sv = encoder.encode_document(text)
-        vectors: dict[str, Any] = {
-            sparse_name: models.SparseVector(indices=list(sv.indices), values=list(sv.values))
+        vectors: dict[str, list[float] | SparseVector] = {
+            sparse_name: encoder.encode_document(text)
         }
         if dense_name and dense_vectors is not None:
             vectors[dense_name] = [float(x) for x in dense_vectors[i - 1]]
-        points.append(models.PointStruct(id=i, vector=vectors, payload=payload))
-    await client.upsert(store.index, points=points)
+        points.append(ShardPoint(id=i, vectors=vectors, payload=payload))
+    return points
 
 
 async def embed_chunks(store: QdrantStoreConfig, texts: list[str], sha: str) -> Any:
@@ -283,8 +342,6 @@ async def embed_chunks(store: QdrantStoreConfig, texts: list[str], sha: str) -> 
     version are kept in the user's cache directory (``A2M_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/a2m-gateway``): only the first start pays for the model.
     """
-    import asyncio
-
     import numpy as np
 
     from gateway.embedders.minilm import load_encoder
@@ -349,7 +406,7 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
         hybrid = missing_message("auto") is None
     where = "in memory" if data_dir is None else "on disk"
     about = (
-        f"Documentation of A2M and this gateway, packaged as a demo (Qdrant local mode, {where})"
+        f"Documentation of A2M and this gateway, packaged as a demo (Qdrant in process, {where})"
     )
     if hybrid:
         about += "; hybrid search: lexical and all-MiniLM-L6-v2, computed on this machine"
