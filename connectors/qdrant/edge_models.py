@@ -12,6 +12,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from connectors.base import SparseVector
+from connectors.errors import EngineRejected
 from connectors.qdrant.engine import Nearest, Ranked, Rrf, Scroll
 from connectors.qdrant.query import (
     AllOf,
@@ -26,13 +27,21 @@ from connectors.qdrant.query import (
 
 
 def edge_filter(qfilter: AllOf | None) -> qe.Filter | None:
-    """The payload filter as qdrant-edge's ``Filter``."""
+    """The payload filter as qdrant-edge's ``Filter``.
+
+    Raises:
+        EngineRejected: a condition on a boolean value (qdrant-edge cannot express it).
+    """
     if qfilter is None:
         return None
     return qe.Filter(must=[_condition(c) for c in qfilter.conditions])
 
 
 def _condition(c: Cond) -> Any:
+    if isinstance(c, Match) and isinstance(c.value, bool):
+        # qdrant-edge-py 0.9.0 reads a Python bool as the integer 1 or 0, which matches no
+        # boolean payload: refused rather than answered with nothing.
+        raise EngineRejected("qdrant-edge cannot match a boolean payload value")
     if isinstance(c, Match):
         return qe.FieldCondition(key=c.field, match=qe.MatchValue(c.value))
     if isinstance(c, MatchAnyOf):

@@ -140,10 +140,7 @@ def write_points(shard: qe.EdgeShard, points: Iterable[ShardPoint], batch: int =
                 [
                     qe.Point(
                         id=p.id,
-                        vector={
-                            n: vector(list(v) if not isinstance(v, SparseVector) else v)
-                            for n, v in p.vectors.items()
-                        },
+                        vector={n: _point_vector(v) for n, v in p.vectors.items()},
                         payload=p.payload,
                     )
                     for p in chunk
@@ -153,6 +150,12 @@ def write_points(shard: qe.EdgeShard, points: Iterable[ShardPoint], batch: int =
         written += len(chunk)
     shard.flush()
     return written
+
+
+def _point_vector(v: Sequence[float] | SparseVector) -> Any:
+    if isinstance(v, SparseVector):
+        return vector(v)
+    return [float(x) for x in v]
 
 
 def _batches(points: Iterable[ShardPoint], size: int) -> Iterator[list[ShardPoint]]:
