@@ -87,11 +87,15 @@ class OpenSearchConnection(_LuceneConnection):
 
 
 class QdrantConnection(_Transport):
-    """A Qdrant server (``url``) or local mode in this process (``path`` or ``location``)."""
+    """A Qdrant server (``url``) or Qdrant's engine in this process (qdrant-edge) (``path`` or ``location``)."""
 
     url: str | None = Field(default=None, description="a Qdrant server (REST port in the URL)")
-    path: str | None = Field(default=None, description="Qdrant local mode on disk")
-    location: str | None = Field(default=None, description="Qdrant ':memory:' local mode")
+    path: str | None = Field(
+        default=None, description="a directory of qdrant-edge shards, one per index"
+    )
+    location: str | None = Field(
+        default=None, description="':memory:': a private temporary qdrant-edge shard"
+    )
     api_key: SecretStr | None = None
     access_token: SecretStr | None = Field(
         default=None, description="a Qdrant JWT access token (read-only or per collection)"
