@@ -93,11 +93,13 @@ def build_qdrant_store(
 
     from qdrant_client import QdrantClient, models
 
+    from tests.support.edge_client import EdgeWriter
+
     path = root / "qdrant"
     encoder = LexicalSparseEncoder(avgdl=LexicalSparseEncoder.average_length(TOPICS))
     name = "vec" if server is None else f"a2m-conformance-vec-{distance.lower()}"
     if server is None:
-        client = QdrantClient(path=str(path))
+        client: Any = EdgeWriter(path)
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # an api key over http, on loopback

@@ -38,9 +38,11 @@ class FixedWidth(QueryEmbedder):
 
 
 def _gateway(tmp_path: Path, embedder: QueryEmbedder) -> Gateway:
-    from qdrant_client import QdrantClient, models
+    from qdrant_client import models
 
-    client = QdrantClient(path=str(tmp_path / "q"))
+    from tests.support.edge_client import EdgeWriter
+
+    client = EdgeWriter(tmp_path / "q")
     try:
         client.create_collection(
             COLLECTION,

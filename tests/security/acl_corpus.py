@@ -189,11 +189,13 @@ def server_client_args(server: QdrantServer) -> dict[str, Any]:
 
 
 def qdrant_client_for(path: Path, server: dict[str, Any] | None) -> Any:
-    """A qdrant-client: local mode at `path`, or the server `server` names."""
+    """A qdrant-client on the server `server` names, or qdrant-edge shards at `path`."""
     from qdrant_client import QdrantClient
 
+    from tests.support.edge_client import EdgeWriter
+
     if server is None:
-        return QdrantClient(path=str(path))
+        return EdgeWriter(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # an api key over http, on loopback
         return QdrantClient(**server)

@@ -211,13 +211,14 @@ def write_qdrant(
 
     The client is closed before returning: local mode locks the directory.
     """
-    from qdrant_client import QdrantClient, models
+    from qdrant_client import models
 
     from connectors.qdrant.sparse import LexicalSparseEncoder
+    from tests.support.edge_client import EdgeWriter
 
     texts = [str(p[text_field]) for _, p in docs]
     encoder = LexicalSparseEncoder(avgdl=LexicalSparseEncoder.average_length(texts))
-    client = QdrantClient(path=str(path))
+    client = EdgeWriter(path)
     try:
         client.create_collection(
             collection,
