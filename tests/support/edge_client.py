@@ -18,7 +18,8 @@ from connectors.qdrant.shard import ShardPoint, create_shard, shard_dir, write_p
 
 _METRIC: dict[str, Metric] = {"Cosine": "cosine", "Dot": "dot", "Euclid": "l2"}
 _ALWAYS_INDEXED = {"created_at": "datetime", "ts": "datetime"}
-"""Date fields the suites order by: qdrant-edge needs a payload index to order_by them."""
+"""Date fields the suites order by, indexed in every collection: qdrant-edge (like a
+server) orders only by an indexed field, and the connector checks the index at open."""
 
 
 class EdgeWriter:
@@ -75,14 +76,12 @@ class EdgeWriter:
                 shard_dir(self._path, collection), dense=dense, sparse_idf=list(sparse)
             )
         self._open[collection] = shard
+        for field, kind in _ALWAYS_INDEXED.items():
+            self.create_payload_index(collection, field, kind)
 
     def upsert(self, collection: str, points: list[Any], wait: bool = True) -> None:
         shard = self._shard(collection)
         write_points(shard, [_point(p) for p in points])
-        fields = {k for p in points for k in (p.payload or {})}
-        for field, kind in _ALWAYS_INDEXED.items():
-            if field in fields:
-                self.create_payload_index(collection, field, kind)
 
     def set_payload(self, collection: str, payload: dict[str, Any], points: list[Any]) -> None:
         self._shard(collection).update(qe.UpdateOperation.set_payload(list(points), payload))
