@@ -187,7 +187,7 @@ def engine_errors() -> Iterator[None]:
             raise _untrusted(exc) from exc
         raise EngineUnavailable("qdrant cannot be reached") from exc
     except ValueError as exc:
-        # Local mode raises ValueError where a server answers 4xx/404.
+        # qdrant-client raises ValueError for a request it cannot build.
         text = str(exc)
         log.debug("qdrant refused the request: %s", text)
         if text.startswith("Collection ") and text.endswith(" not found"):

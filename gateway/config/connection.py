@@ -109,7 +109,7 @@ class QdrantConnection(_Transport):
 
     @property
     def local(self) -> bool:
-        """The engine runs in this process (local mode)."""
+        """The engine runs in this process (qdrant-edge)."""
         return self.url is None
 
     @model_validator(mode="after")

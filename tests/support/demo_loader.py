@@ -1,7 +1,7 @@
 """The packaged demo corpus in an Elasticsearch or OpenSearch index, and the store serving it.
 
 The conformance suite (``tests/conformance``) runs against the embedded demo
-store (Qdrant local mode) and against the same corpus in a real Elasticsearch
+store (Qdrant in process, qdrant-edge) and against the same corpus in a real Elasticsearch
 and OpenSearch index. The chunks are :func:`gateway.demo.chunks`, exactly as the
 demo indexes them; each becomes one document whose ``_id`` is its 1-based
 position (the demo's Qdrant point id) and whose fields are the demo's payload:
