@@ -87,7 +87,7 @@ class OpenSearchConnection(_LuceneConnection):
 
 
 class QdrantConnection(_Transport):
-    """A Qdrant server (``url``) or Qdrant's engine in this process (qdrant-edge) (``path`` or ``location``)."""
+    """A Qdrant server (``url``), or qdrant-edge in this process (``path``, ``location``)."""
 
     url: str | None = Field(default=None, description="a Qdrant server (REST port in the URL)")
     path: str | None = Field(
