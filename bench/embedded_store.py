@@ -214,13 +214,13 @@ def demo_collection() -> tuple[Collection, list[tuple[SparseVector, list[float] 
     from gateway.config import QdrantStoreConfig
     from gateway.demo import (
         DEMO_STORE,
-        _indexed_text,
         chunks,
         default_demo_config,
         demo_points,
         embed_chunks,
         fingerprint,
     )
+    from gateway.demo.index import indexed_text
     from gateway.embedders.minilm import load_encoder, missing_message
 
     hybrid = missing_message("auto") is None
@@ -232,7 +232,7 @@ def demo_collection() -> tuple[Collection, list[tuple[SparseVector, list[float] 
     )
     vectors = None
     if hybrid:
-        texts = [_indexed_text(c) for c in items]
+        texts = [indexed_text(c) for c in items]
         vectors = asyncio.run(embed_chunks(store, texts, sha))
     points = [
         ShardPoint(
