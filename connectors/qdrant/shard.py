@@ -121,6 +121,9 @@ def create_shard(
         n: qe.EdgeVectorParams(size=s, distance=_DISTANCE[m]) for n, (s, m) in (dense or {}).items()
     }
     config = qe.EdgeConfig(
+        # One search thread (the default is one per CPU): searches of a gateway's size
+        # gain nothing from more, and the event loop keeps the other cores.
+        max_search_threads=1,
         vectors=vectors or None,
         sparse_vectors={n: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf) for n in sparse_idf}
         or None,
