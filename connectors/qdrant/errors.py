@@ -198,12 +198,9 @@ def engine_errors() -> Iterator[None]:
                 "is not in the collection"
             ) from exc
         raise EngineRejected("qdrant refused the request") from exc
-    except RuntimeError as exc:
-        log.debug("qdrant local mode failed: %s", exc)
-        raise EngineUnavailable("qdrant local mode is closed") from exc
-    except ArithmeticError as exc:  # local mode computes scores with numpy in-process
-        log.debug("qdrant local mode arithmetic failed: %s", exc)
-        raise EngineRejected("qdrant could not score the query") from exc
+    except RuntimeError as exc:  # qdrant-client used after close
+        log.debug("qdrant client failed: %s", exc)
+        raise EngineUnavailable("qdrant client is closed") from exc
 
 
 def _untrusted(exc: BaseException) -> EngineConfigError:

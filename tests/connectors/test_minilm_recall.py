@@ -1,6 +1,6 @@
 """Text-only dense recall with the local all-MiniLM-L6-v2 embedder against real engines.
 
-Qdrant local mode holds a SciFact subset (the judged documents of the first 50
+Qdrant in process (qdrant-edge) holds a SciFact subset (the judged documents of the first 50
 train queries plus 300 others) with the shared vectors; OpenSearch holds the
 whole corpus (the session's shared test index). The store embeds each query's
 text itself (``embedder: {kind: minilm}``) and must rank as the reference

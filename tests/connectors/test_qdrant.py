@@ -530,7 +530,7 @@ async def test_ordered_by_created_at(loaded: Loaded, conn: QdrantConnector) -> N
     newest = await conn.ordered(OrderedRequest(limit=25, newest_first=True))
     assert [r.id for r in newest] == by_time[-25:][::-1]
     assert all(r.score is None for r in newest)
-    # ISO-8601 strings are ordered as datetimes (local mode parses them).
+    # ISO-8601 strings are ordered as datetimes (the datetime payload index parses them).
     stamps = [r.source["created_at"] for r in oldest]
     assert stamps == sorted(stamps)
 

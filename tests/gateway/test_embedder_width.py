@@ -1,6 +1,6 @@
 """The server's own embedder giving the wrong width is the server's fault.
 
-A real Qdrant (local mode) holds 4-dimensional vectors; the embedder is a stub,
+A real Qdrant (qdrant-edge) holds 4-dimensional vectors; the embedder is a stub,
 which is what is under test's control: the width it gives.
 """
 

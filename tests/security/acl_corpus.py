@@ -117,7 +117,7 @@ def load_index(
 
 
 QDRANT_SERVER_ACL = "a2m-test-sec-acl"
-"""The ACL corpus's collection on the Qdrant server (``scifact`` in local mode)."""
+"""The ACL corpus's collection on the Qdrant server (``scifact`` in process)."""
 
 
 def load_qdrant_acl(
@@ -127,7 +127,7 @@ def load_qdrant_acl(
     server: dict[str, Any] | None = None,
     collection: str = QDRANT_SERVER_ACL,
 ) -> None:
-    """SciFact in Qdrant with acl and owner payloads: local mode at `path` (collection
+    """SciFact in Qdrant with acl and owner payloads: a qdrant-edge shard under `path` (collection
     ``scifact``), or with `server` (qdrant-client keyword arguments) the collection
     `collection` on that server, with keyword indexes on both fields."""
     from qdrant_client import models
@@ -217,7 +217,7 @@ def qdrant_store(
     grpc: bool = False,
     collection: str = QDRANT_SERVER_ACL,
 ) -> dict[str, Any]:
-    """The ACL store: local mode at `path`, or `collection` on `server`."""
+    """The ACL store: qdrant-edge at `path`, or `collection` on `server`."""
     return {
         "backend": "qdrant",
         "index": "scifact" if server is None else collection,
@@ -411,7 +411,7 @@ def load_qdrant_collisions(path: Path, server: dict[str, Any] | None = None) -> 
 def qdrant_collision_store(
     path: Path, server: QdrantServer | None = None, *, grpc: bool = False, index: str = ""
 ) -> dict[str, Any]:
-    """The colliding-ids store: local mode at `path`, or on `server` reading `index`
+    """The colliding-ids store: qdrant-edge at `path`, or on `server` reading `index`
     (the collection or its alias)."""
     return {
         "backend": "qdrant",
