@@ -72,11 +72,42 @@ def refuse_local_mode(path: str) -> None:
         )
 
 
+_MEMORY_PREFIX: Final = "a2m-qdrant-"
+
+
 def memory_root() -> str:
-    """A new private temporary directory, on /dev/shm where it is a writable directory."""
+    """A new private temporary directory, on /dev/shm where it is a writable directory.
+
+    Its name carries this process's id: the directories of processes that ended without
+    closing their store (killed) are removed first, so a memory-backed filesystem does
+    not fill up with them.
+    """
     shm = "/dev/shm"  # noqa: S108 - a private mkdtemp directory under it, mode 0700
-    root = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
-    return tempfile.mkdtemp(prefix="a2m-qdrant-", dir=root)
+    root = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else tempfile.gettempdir()
+    _remove_orphans(root)
+    return tempfile.mkdtemp(prefix=f"{_MEMORY_PREFIX}{os.getpid()}-", dir=root)
+
+
+def _remove_orphans(root: str) -> None:
+    """Remove this user's temporary shard directories whose process no longer runs."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.startswith(_MEMORY_PREFIX):
+            continue
+        pid_text = entry.name.removeprefix(_MEMORY_PREFIX).split("-", 1)[0]
+        if not pid_text.isdigit():
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            remove_tree(entry.path)  # its process is gone
+        except OSError:
+            continue  # running (another user's, or unknown): left alone
 
 
 def remove_tree(path: str) -> None:

@@ -154,3 +154,30 @@ def test_both_engines_put_the_filter_on_every_prefetch() -> None:
     assert len(server["prefetch"]) == 2
     assert all(p.filter == server["query_filter"] for p in server["prefetch"])
     assert server["query_filter"].must[0].key == "acl"
+
+
+def test_a_memory_store_removes_the_shards_of_processes_that_ended() -> None:
+    """A killed process cannot remove its :memory: shard; the next one to start does."""
+    import os
+
+    from connectors.qdrant.shard import memory_root, remove_tree
+
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    mine = memory_root()
+    root = Path(mine).parent
+    orphan = root / f"a2m-qdrant-{int(ended.stdout)}-x"
+    orphan.mkdir()
+    try:
+        second = memory_root()
+        assert not orphan.exists()
+        assert Path(mine).is_dir()  # this process still runs: its directory stays
+        assert Path(second).name.startswith(f"a2m-qdrant-{os.getpid()}-")
+        remove_tree(second)
+    finally:
+        remove_tree(mine)
+        remove_tree(str(orphan))
