@@ -49,6 +49,7 @@ def test_the_demo_and_a_path_store_never_import_qdrant_client(tmp_path: Path) ->
     code = textwrap.dedent(
         f"""
         import asyncio, sys
+        import gateway.cli, gateway.serve, gateway.transports.http  # what `serve` imports
         from connectors.base import OrderedRequest, SearchRequest
         from connectors.qdrant.connector import QdrantConnector
         from gateway.demo import DEMO_STORE, default_demo_config, ensure_demo_index
