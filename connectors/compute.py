@@ -1,6 +1,6 @@
 """The worker thread that in-process engine or model code computes on.
 
-Qdrant local mode and the local query embedders run pure Python and NumPy off the
+Qdrant in process (qdrant-edge) and the local query embedders compute off the
 event loop, on one thread each. On a machine with few cores that thread and the
 loop's thread compete for a CPU as well as for the GIL; the worker is made the
 nicer of the two (Linux, where a priority can be set per thread), so the loop is

@@ -43,7 +43,7 @@ class EngineConfigError(ConnectorError):
 
 
 class LocalStorageLocked(EngineConfigError):
-    """Qdrant local mode's directory is locked by another process (one process per directory).
+    """A Qdrant shard in this process is locked by another process (one process per shard).
 
     Not transient the way an unreachable server is: retrying never helps while the
     other process runs, so the CLI reports it at start-up with :attr:`path`, which
@@ -51,5 +51,5 @@ class LocalStorageLocked(EngineConfigError):
     """
 
     def __init__(self, path: str) -> None:
-        super().__init__("qdrant local storage is locked by another process")
+        super().__init__("qdrant storage is locked by another process")
         self.path = path

@@ -68,7 +68,7 @@ def _serve_workers(args: argparse.Namespace, cfg: GatewayConfig) -> int:
     if locked:
         sys.stderr.write(
             f"a2m-gateway: --workers needs stores every process can open; {', '.join(locked)} "
-            "use qdrant local mode on disk (one process per path): serve a Qdrant server "
+            "use a qdrant shard on disk (one process per shard): serve a Qdrant server "
             "(connection.url) or run one worker\n"
         )
         return 2

@@ -165,9 +165,9 @@ class Gateway:
             log.info("store %s ready: %s", name, ", ".join(c.value for c in store.capabilities))
 
     async def open_local_stores(self, only: str | None = None) -> None:
-        """Open now every store whose engine runs in this process (Qdrant local mode).
+        """Open now every store whose engine runs in this process (Qdrant on qdrant-edge).
 
-        Called before a transport starts serving: local mode has no network to wait
+        Called before a transport starts serving: an in-process engine has no network to wait
         for, so a failure here (a path locked by another process, a missing
         collection) is final, and the in-memory demo is indexed before the first call.
 

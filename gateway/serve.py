@@ -59,9 +59,9 @@ def address(store: StoreConfig) -> str:
     c = store.connection
     if isinstance(c, QdrantConnection):
         if c.path is not None:
-            return f"local mode at {c.path}"
+            return f"qdrant-edge at {c.path}"
         if c.location is not None:
-            return f"local mode in {c.location}"
+            return f"qdrant-edge in {c.location}"
         urls = [c.url] if c.url is not None else []
     elif isinstance(c, ElasticsearchConnection) and c.cloud_id is not None:
         return "Elastic Cloud (connection.cloud_id)"
@@ -83,8 +83,8 @@ def start_failure(name: str, store: StoreConfig, exc: ConnectorError) -> str:
     """The one-line start-up error for a store that cannot be opened."""
     if isinstance(exc, LocalStorageLocked):
         return (
-            f"store {name}: qdrant local mode storage {exc.path} is locked by another process "
-            "(local mode allows one process per directory); stop that process or give this "
+            f"store {name}: qdrant storage {exc.path} is locked by another process "
+            "(a shard opens in one process at a time); stop that process or give this "
             "store another connection.path"
         )
     why = why_unreachable(exc)

@@ -1,6 +1,6 @@
 """How the event loop shares the interpreter with the threads a store computes on.
 
-Qdrant local mode (one worker thread) and a local query embedder run Python off
+Qdrant on qdrant-edge (one worker thread) and a local query embedder run Python off
 the loop, but hold the GIL while they compute; each time the loop wakes it waits
 for the GIL up to the interpreter's switch interval (5 ms by default). Measured
 with one pure-Python worker thread on this 2-core machine (load average ~22):

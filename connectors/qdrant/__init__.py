@@ -1,1 +1,1 @@
-"""Qdrant: local mode and server (REST or gRPC), dense, sparse and hybrid reads."""
+"""Qdrant: in process (qdrant-edge) and server (REST or gRPC), dense, sparse and hybrid reads."""

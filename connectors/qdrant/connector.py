@@ -1,13 +1,16 @@
-"""Qdrant connector: qdrant-client's async API, one code path for a server and local mode.
+"""Qdrant connector: one code path for a Qdrant server and Qdrant's engine in this process.
 
-Where the store points:
-  * ``connection.url`` (+ ``api_key``): a Qdrant server over REST. A URL
-    without a port means 6333, qdrant-client's convention; write ``:443``
+Where the store points (each an engine of ``connectors.qdrant.engine``):
+  * ``connection.url`` (+ ``api_key``): a Qdrant server over REST or gRPC, through
+    qdrant-client (``connectors.qdrant.server``; imported only for such a store). A
+    URL without a port means 6333, qdrant-client's convention; write ``:443``
     behind a TLS proxy.
-  * ``connection.path`` or ``connection.location: ":memory:"``: Qdrant's
-    in-process local mode (the embedded demo and the test engine), run on one
-    worker thread off the event loop (``connectors.qdrant.local``); it locks
-    its path: one process at a time. Meant for the demo and small stores.
+  * ``connection.path`` or ``connection.location: ":memory:"``: Qdrant's own engine
+    in this process, qdrant-edge (``connectors.qdrant.edge``): the collection is the
+    shard in ``<path>/<index>`` (``connectors.qdrant.shard``), or a private temporary
+    shard for ``:memory:`` (the embedded demo). Its calls run on one worker thread
+    off the event loop; a shard is open in one process at a time. A directory
+    written by qdrant-client's local mode is refused with how to rebuild it.
 
 Search (run in ``connectors.qdrant.searcher``, its legs and query built in
 ``connectors.qdrant.search``):
@@ -34,10 +37,10 @@ Filters become payload filters (``connectors.qdrant.query``). Qdrant has no
 prefix match on keyword payloads, so ``key_prefix`` is a token prefilter
 (``MatchText`` on the prefix's complete words, which are whole tokens of every
 key that starts with the prefix) plus an exact ``startswith`` post-filter.
-Local mode and a server without a text index on the key field tokenize with
-Qdrant's default word tokenizer, which is what the prefilter assumes; on a
-server give the key field a full-text index with the ``word`` (or ``prefix``)
-tokenizer — a ``whitespace`` tokenizer would make the prefilter drop matches.
+Without a text index on the key field Qdrant matches each word as a substring,
+which is what the prefilter assumes; give the key field a full-text index with the
+``word`` (or ``prefix``) tokenizer — a ``whitespace`` tokenizer would make the
+prefilter drop matches.
 Ordered reads and fetch page on until ``limit`` exact matches are found.
 Search first resolves the prefix into point ids (a scroll reading only the
 key field, at most 10,000 points and 2,000 matches) and ranks with a
@@ -45,16 +48,17 @@ key field, at most 10,000 points and 2,000 matches) and ranks with a
 over-fetching ``candidates`` and post-filtering, which can return fewer than
 ``limit`` hits when few of those candidates carry the prefix.
 
-Ordered reads use ``scroll`` with ``order_by`` on ``mapping.created_at``. A
-server needs a ``datetime`` (ISO-8601 payloads), ``integer`` or ``float``
-payload index on that field (checked at open()); local mode needs none and
-parses ISO-8601 strings itself. Qdrant's order_by has no tie-breaker: records
-with the same timestamp come in the engine's order. Points without the field
+Ordered reads use ``scroll`` with ``order_by`` on ``mapping.created_at``, which
+needs a ``datetime`` (ISO-8601 payloads), ``integer`` or ``float`` payload index
+on that field (checked at open(), on either engine). Qdrant's order_by has no
+tie-breaker: records with the same timestamp are put in id order within the
+window read. Points without the field
 are not returned by order_by. Without ``mapping.created_at`` the order is the
 point id ascending; newest-first then means the last ``limit`` ids, which
 costs a scan of every matching point (kept in a bounded deque).
 
-Errors are translated in ``connectors.qdrant.errors`` only: connection failures, 5xx and 429 ->
+Errors are translated in ``connectors.qdrant.errors`` (server) and
+``connectors.qdrant.edge`` (in process) only: connection failures, 5xx and 429 ->
 EngineUnavailable (retried, with Retry-After honoured in retry_after_ms),
 timeouts -> EngineTimeout, other 4xx and refused requests -> EngineRejected,
 a missing collection or vector, a 404, or refused credentials ->
@@ -66,22 +70,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from connectors.base import EngineInfo, Filter, Hit, OrderedRequest
 from connectors.errors import EngineConfigError
-from connectors.qdrant.connect import server_client
+from connectors.qdrant.engine import Engine
 from connectors.qdrant.layout import METRICS, inspect_collection
-from connectors.qdrant.local import LocalClient, open_local
 from connectors.qdrant.query import UnsatisfiableFilter, translate_filter
 from connectors.qdrant.search import vector_of
 from connectors.qdrant.searcher import ENCODE_INLINE_CHARS, QdrantSearcher
 from connectors.retry import remaining
 
 if TYPE_CHECKING:
-    from qdrant_client import AsyncQdrantClient
-    from qdrant_client.http import models
-
     from connectors.spec import ConnectorSpec
 
 log = logging.getLogger(__name__)
@@ -102,25 +102,21 @@ class QdrantConnector(QdrantSearcher):
 
         Raises:
             EngineConfigError: the collection, the configured dense or sparse vector,
-                or a server's payload index on ``mapping.created_at`` is missing, or
-                the dense vector's distance is not one A2M can name.
-            LocalStorageLocked: another process holds the local-mode path.
+                or a payload index on ``mapping.created_at`` is missing, the dense
+                vector's distance is not one A2M can name, or ``connection.path`` holds
+                qdrant-client local mode's files instead of a qdrant-edge shard.
+            LocalStorageLocked: another process holds the shard.
             EngineUnavailable: the server cannot be reached.
             EngineTimeout: the server did not answer in time.
         """
         if self._client is None:
             self._client = self._make_client()
         try:
-            info = await self._read(lambda c: c.get_collection(self._collection))
-            self._layout = inspect_collection(info, self._spec, local=self._local)
-            if self._local:
-                from importlib.metadata import version
-
-                engine = f"qdrant local mode (qdrant-client {version('qdrant-client')})"
-            else:
-                engine = f"qdrant {(await self._read(lambda c: c.info())).version}"
+            shape = await self._read(lambda c: c.get_collection())
+            self._layout = inspect_collection(shape, self._spec)
+            engine = self._client.engine_name
         except BaseException:
-            # Local mode holds a lock on its path: never keep it after a failed open.
+            # An in-process shard is locked while open: never keep it after a failed open.
             await self.close()
             raise
         for need in self._layout.indexes:
@@ -152,41 +148,46 @@ class QdrantConnector(QdrantSearcher):
         client = self._client
         if client is None:
             return False
-        if isinstance(client, LocalClient):
-            # In-process: open is up. Asking would queue behind a running scan on the worker.
-            return not client.closed
         try:
             async with asyncio.timeout(min(self._timeout_s, remaining(self._timeout_s))):
-                return bool(await client.collection_exists(self._collection))
+                return await client.ping()
         except Exception as exc:  # a health probe reports, it does not raise
             log.debug("qdrant ping failed: %r", exc)
             return False
 
-    def _make_client(self) -> AsyncQdrantClient:
+    def _make_client(self) -> Engine:
         c = self._spec.connection
         if c.url is not None:
-            return server_client(c, self._timeout_s)
-        try:
-            return open_local(c.path, c.location)
-        except ValueError as exc:
-            log.debug("qdrant client refused the connection settings: %s", exc)
-            raise EngineConfigError("qdrant connection settings are invalid") from exc
+            from connectors.qdrant.server import ServerEngine
 
-    def local_client(self) -> AsyncQdrantClient:
-        """The in-process client of a local-mode store, created on first use.
+            return ServerEngine(c, self._collection, self._timeout_s)
+        from connectors.qdrant.edge import EdgeEngine
+        from connectors.qdrant.shard import memory_root, shard_dir
 
-        For filling a ``:memory:`` collection before :meth:`open` (the embedded demo):
-        that collection lives in this client only.
+        if c.path is not None:
+            return EdgeEngine(shard_dir(c.path, self._collection), where=c.path)
+        if c.location != ":memory:":
+            raise EngineConfigError("qdrant connection.location must be ':memory:'")
+        root = memory_root()
+        return EdgeEngine(shard_dir(root, self._collection), where=root, temporary=True)
+
+    def local_shard_path(self) -> str:
+        """The directory of an in-process store's shard, its engine created on first use.
+
+        For writing the shard of a ``:memory:`` store before :meth:`open` (the embedded
+        demo): that directory is private to this connector and removed at close.
 
         Raises:
             EngineConfigError: the store points at a Qdrant server.
-            LocalStorageLocked: another process holds the local-mode path.
         """
+        from connectors.qdrant.edge import EdgeEngine
+
         if not self._local:
-            raise EngineConfigError("a qdrant server store has no local client")
+            raise EngineConfigError("a qdrant server store has no in-process shard")
         if self._client is None:
             self._client = self._make_client()
-        return self._client
+        assert isinstance(self._client, EdgeEngine)
+        return self._client.path
 
     # -- ordered reads and fetch ---------------------------------------------------------
 
@@ -227,7 +228,7 @@ class QdrantConnector(QdrantSearcher):
 
     # -- helpers -----------------------------------------------------------------------
 
-    def _hit(self, record: models.Record, with_vectors: bool) -> Hit:
+    def _hit(self, record: Any, with_vectors: bool) -> Hit:
         return Hit(
             id=str(record.id),
             source=dict(record.payload or {}),

@@ -187,7 +187,7 @@ def engine_errors() -> Iterator[None]:
             raise _untrusted(exc) from exc
         raise EngineUnavailable("qdrant cannot be reached") from exc
     except ValueError as exc:
-        # Local mode raises ValueError where a server answers 4xx/404.
+        # qdrant-client raises ValueError for a request it cannot build.
         text = str(exc)
         log.debug("qdrant refused the request: %s", text)
         if text.startswith("Collection ") and text.endswith(" not found"):
@@ -198,12 +198,9 @@ def engine_errors() -> Iterator[None]:
                 "is not in the collection"
             ) from exc
         raise EngineRejected("qdrant refused the request") from exc
-    except RuntimeError as exc:
-        log.debug("qdrant local mode failed: %s", exc)
-        raise EngineUnavailable("qdrant local mode is closed") from exc
-    except ArithmeticError as exc:  # local mode computes scores with numpy in-process
-        log.debug("qdrant local mode arithmetic failed: %s", exc)
-        raise EngineRejected("qdrant could not score the query") from exc
+    except RuntimeError as exc:  # qdrant-client used after close
+        log.debug("qdrant client failed: %s", exc)
+        raise EngineUnavailable("qdrant client is closed") from exc
 
 
 def _untrusted(exc: BaseException) -> EngineConfigError:

@@ -1,8 +1,8 @@
 """What a Qdrant collection holds, checked once at open(): the layout every read relies on.
 
 Changes with Qdrant's collection configuration (vector params, sparse vectors,
-payload indexes), not with how a request is asked: the read path only reads the
-:class:`Layout` this returns.
+payload indexes, as either engine reports them in a :class:`Shape`), not with how a
+request is asked: the read path only reads the :class:`Layout` this returns.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from connectors.base import IndexNeed, Metric, VectorInfo
 from connectors.errors import EngineConfigError
 
 if TYPE_CHECKING:
-    from qdrant_client.http import models
-
+    from connectors.qdrant.engine import Shape
     from connectors.spec import ConnectorSpec
 
 METRICS: Final[tuple[Metric, ...]] = ("cosine", "dot", "l2")
@@ -36,30 +35,31 @@ class Layout:
     indexes: tuple[IndexNeed, ...] = ()
 
 
-def inspect_collection(info: models.CollectionInfo, spec: ConnectorSpec, *, local: bool) -> Layout:
+def inspect_collection(shape: Shape, spec: ConnectorSpec) -> Layout:
     """Check the configured vectors exist and fix the dense metric.
 
     Raises:
         EngineConfigError: the configured dense or sparse vector is missing, the
-            sparse vector lacks the IDF modifier, a server has no payload index to
-            order by ``mapping.created_at``, or the distance is not one A2M can name.
+            sparse vector lacks the IDF modifier, the collection has no payload index
+            to order by ``mapping.created_at``, or the distance is not one A2M can name.
     """
     s = spec.search
-    params = info.config.params
-    dense_cfg = _dense_config(params, spec)
-    sparse_name = _sparse_name(params, spec)
+    dense_cfg = _dense_config(shape, spec)
+    sparse_name = _sparse_name(shape, spec)
 
-    indexes = () if local else index_needs(info, spec)
+    indexes = index_needs(shape, spec)
     missing_order = [n for n in indexes if n.kinds == _RANGE and not n.present]
     if missing_order:
         raise EngineConfigError(
             "mapping.created_at needs a datetime, integer or float payload index "
-            "on the qdrant server (create_payload_index) to order by it"
+            "in the qdrant collection (create_payload_index, or qdrant-edge's "
+            "create_field_index) to order by it"
         )
 
     if dense_cfg is None:
         return Layout(dense_name=s.vector_field, sparse_name=sparse_name, indexes=indexes)
-    metric = _METRIC_OF.get(str(dense_cfg.distance))
+    size, distance = dense_cfg
+    metric = _METRIC_OF.get(distance)
     if metric is None:
         raise EngineConfigError(
             "the dense vector's distance is not cosine, dot or euclid (A2M cannot name it)"
@@ -69,28 +69,22 @@ def inspect_collection(info: models.CollectionInfo, spec: ConnectorSpec, *, loca
         has_dense=True,
         metric=metric,
         sparse_name=sparse_name,
-        vectors=VectorInfo(dimensions=dense_cfg.size, metric=metric, metrics=METRICS),
+        vectors=VectorInfo(dimensions=size, metric=metric, metrics=METRICS),
         indexes=indexes,
     )
 
 
-def _dense_config(
-    params: models.CollectionParams, spec: ConnectorSpec
-) -> models.VectorParams | None:
+def _dense_config(shape: Shape, spec: ConnectorSpec) -> tuple[int, str] | None:
     """The dense vector searched: the named one, else the collection's unnamed default."""
-    from qdrant_client.http import models
-
     s = spec.search
-    vectors = params.vectors
+    vectors = shape.dense
     if s.vector_field is not None:
-        if not isinstance(vectors, dict) or s.vector_field not in vectors:
+        if s.vector_field not in vectors:
             raise EngineConfigError(
                 "the dense vector named by search.vector_field is not in the collection"
             )
         return vectors[s.vector_field]
-    if isinstance(vectors, models.VectorParams):
-        return vectors
-    if isinstance(vectors, dict) and "" in vectors:
+    if "" in vectors:
         return vectors[""]
     if vectors and spec.has_vectors:
         raise EngineConfigError(
@@ -103,19 +97,17 @@ def _dense_config(
     return None
 
 
-def _sparse_name(params: models.CollectionParams, spec: ConnectorSpec) -> str | None:
+def _sparse_name(shape: Shape, spec: ConnectorSpec) -> str | None:
     """The sparse vector of the lexical leg, checked to carry Qdrant's IDF modifier."""
-    from qdrant_client.http import models
-
     name = spec.search.sparse_vector
     if name is None:
         return None
-    sparse_cfg = (params.sparse_vectors or {}).get(name)
-    if sparse_cfg is None:
+    idf = shape.sparse.get(name)
+    if idf is None:
         raise EngineConfigError(
             "the sparse vector named by search.sparse_vector is not in the collection"
         )
-    if sparse_cfg.modifier != models.Modifier.IDF:
+    if not idf:
         # Query vectors carry term weights only (connectors.qdrant.sparse):
         # without Qdrant's IDF modifier every term would weigh alike.
         raise EngineConfigError(
@@ -133,8 +125,8 @@ _SCAN: Final = (
 )
 
 
-def index_needs(info: models.CollectionInfo, spec: ConnectorSpec) -> tuple[IndexNeed, ...]:
-    """The payload indexes a server collection needs for the store's mapping, and which it has.
+def index_needs(shape: Shape, spec: ConnectorSpec) -> tuple[IndexNeed, ...]:
+    """The payload indexes a collection needs for the store's mapping, and which it has.
 
     ``order_by`` on ``mapping.created_at`` needs a range-capable index (refused at
     open without one); exact matches on the key, group, owner and scope fields
@@ -142,11 +134,10 @@ def index_needs(info: models.CollectionInfo, spec: ConnectorSpec) -> tuple[Index
     Key-prefix matching runs a word prefilter on the key field and checks the
     exact prefix itself, so a keyword index on the key serves it too.
     """
-    schema = info.payload_schema or {}
+    schema = shape.payload_schema
 
     def has(field: str, kinds: tuple[str, ...]) -> bool:
-        index = schema.get(field)
-        return index is not None and str(index.data_type) in kinds
+        return schema.get(field) in kinds
 
     f = spec.fields
     needs: list[IndexNeed] = []
@@ -157,7 +148,7 @@ def index_needs(info: models.CollectionInfo, spec: ConnectorSpec) -> tuple[Index
                 _RANGE,
                 has(f.created_at, _RANGE),
                 "mapping.created_at: timeline and recall without a query order by it",
-                "refused at open: the server cannot order_by a field without a range index",
+                "refused at open: qdrant cannot order_by a field without a range index",
             )
         )
     purposes: dict[str | None, str] = {

@@ -1,31 +1,29 @@
-"""Qdrant filter translation: the connector's neutral Filter -> a Qdrant payload filter.
+"""Qdrant filter translation: the connector's neutral Filter -> a payload filter of conditions.
 
-Pure (no I/O). ``key_prefix`` becomes a token prefilter plus an exact
+Pure (no I/O, no client library): the conditions here are the engine-neutral shape
+of a Qdrant payload filter, which the server client (``connectors.qdrant.server_models``)
+and the in-process engine (``connectors.qdrant.edge_models``) each turn into their
+own request objects. ``key_prefix`` becomes a token prefilter plus an exact
 ``startswith`` post-check (see ``connectors.qdrant.connector``'s docstring for why).
 """
 
 from __future__ import annotations
 
-import logging
 import re
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from connectors.base import ID_FIELD, Condition, Filter, Scalar, TimeWindows
-from connectors.errors import EngineRejected
-
-if TYPE_CHECKING:
-    from qdrant_client.http import models
-
-log = logging.getLogger("connectors.qdrant.connector")
 
 _MAX_POINT_ID: Final = 2**64
 _WORD: Final = re.compile(r"[^\W_]+")
-# Characters that end a word for every Qdrant word tokenizer (regex-based in
-# local mode, Unicode word boundaries on a server). '.', ':', ',' and "'" are
-# not among them: Unicode keeps "v1.2" or "a:b" as one word.
+# Characters that end a word for every Qdrant word tokenizer (Unicode word
+# boundaries). '.', ':', ',' and "'" are not among them: Unicode keeps "v1.2" or
+# "a:b" as one word.
 _SAFE_SEPARATORS: Final = re.compile(r"[\s/\-#|()\[\]{}<>=&?!*+~]+")
+
+PointId = int | str
 
 
 class UnsatisfiableFilter(Exception):
@@ -33,8 +31,74 @@ class UnsatisfiableFilter(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Match:
+    """The field holds this value (a keyword, an integer or a bool)."""
+
+    field: str
+    value: str | int | bool
+
+
+@dataclass(frozen=True, slots=True)
+class MatchAnyOf:
+    """The field holds one of these values (all strings or all integers)."""
+
+    field: str
+    values: tuple[str, ...] | tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Words:
+    """The field's text holds this word (Qdrant's ``MatchText``)."""
+
+    field: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class HasIds:
+    """The point id is one of these."""
+
+    ids: tuple[PointId, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FloatRange:
+    """gte <= the field's number <= lte (floats match by range only)."""
+
+    field: str
+    gte: float
+    lte: float
+
+
+@dataclass(frozen=True, slots=True)
+class DateRange:
+    """gte <= the field's datetime < lt (ISO-8601 strings)."""
+
+    field: str
+    gte: str
+    lt: str
+
+
+@dataclass(frozen=True, slots=True)
+class AnyOf:
+    """At least one of the conditions holds (a nested ``should``)."""
+
+    conditions: tuple[Cond, ...]
+
+
+Cond = Match | MatchAnyOf | Words | HasIds | FloatRange | DateRange | AnyOf
+
+
+@dataclass(frozen=True, slots=True)
+class AllOf:
+    """Every condition holds (a filter's ``must``)."""
+
+    conditions: tuple[Cond, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Translated:
-    qfilter: models.Filter | None
+    qfilter: AllOf | None
     prefix: tuple[str, str] | None
     """(payload field, exact prefix) still to check on each point."""
 
@@ -44,83 +108,59 @@ def translate_filter(flt: Filter) -> Translated:
 
     Raises:
         UnsatisfiableFilter: no point can satisfy the filter.
-        EngineRejected: a value the client's models refuse (pydantic validation).
     """
-    try:
-        return _build_filter(flt)
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        log.debug("qdrant filter refused: %s", exc)
-        raise EngineRejected("qdrant cannot express the filter") from exc
-
-
-def _build_filter(flt: Filter) -> Translated:
-    from qdrant_client.http import models
-
-    must: list[Any] = [_condition(c) for c in flt.must]
+    must: list[Cond] = [_condition(c) for c in flt.must]
     must.extend(_time_windows(t) for t in flt.times)
     prefix: tuple[str, str] | None = None
     if flt.key_prefix is not None and flt.key_prefix[1]:
         field, value = flt.key_prefix
         prefix = (field, value)
         # One match per word: with a full-text index each is a token lookup; without one
-        # (a keyword index, local mode) a server matches each as a substring, which a whole
+        # (a keyword index, or none) the engine matches each as a substring, which a whole
         # word of the key always is (the words joined by spaces would not be).
-        for token in dict.fromkeys(prefix_words(value)):
-            must.append(models.FieldCondition(key=field, match=models.MatchText(text=token)))
-    return Translated(qfilter=models.Filter(must=must) if must else None, prefix=prefix)
+        must.extend(Words(field, token) for token in dict.fromkeys(prefix_words(value)))
+    return Translated(qfilter=AllOf(tuple(must)) if must else None, prefix=prefix)
 
 
 def with_ids(tr: Translated, ids: list[Any]) -> Translated:
     """tr narrowed to the ids of a resolved key prefix: exact, so no post-filter remains."""
-    from qdrant_client.http import models
-
-    must: list[Any] = []
-    if tr.qfilter is not None and isinstance(tr.qfilter.must, list):
-        must.extend(tr.qfilter.must)  # translate_filter always builds a list
-    must.append(models.HasIdCondition(has_id=ids))
-    return Translated(qfilter=models.Filter(must=must), prefix=None)
+    must = tr.qfilter.conditions if tr.qfilter is not None else ()
+    return Translated(qfilter=AllOf((*must, HasIds(tuple(ids)))), prefix=None)
 
 
-def _condition(cond: Condition) -> Any:
-    from qdrant_client.http import models
-
+def _condition(cond: Condition) -> Cond:
     if not cond.values:
         raise UnsatisfiableFilter
     if cond.field == ID_FIELD:
         ids = [i for i in (point_id(v) for v in cond.values) if i is not None]
         if not ids:
             raise UnsatisfiableFilter
-        return models.HasIdCondition(has_id=ids)
+        return HasIds(tuple(ids))
     values = list(dict.fromkeys(cond.values))
     if len(values) == 1:
         return _one_value(cond.field, values[0])
-    if all(isinstance(v, str) for v in values):
-        return models.FieldCondition(key=cond.field, match=models.MatchAny(any=values))
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return models.FieldCondition(key=cond.field, match=models.MatchAny(any=values))
+    strings = [v for v in values if isinstance(v, str)]
+    if len(strings) == len(values):
+        return MatchAnyOf(cond.field, tuple(strings))
+    ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    if len(ints) == len(values):
+        return MatchAnyOf(cond.field, tuple(ints))
     # Mixed types (or floats, bools): any-of as a nested should.
-    return models.Filter(should=[_one_value(cond.field, v) for v in values])
+    return AnyOf(tuple(_one_value(cond.field, v) for v in values))
 
 
-def _time_windows(times: TimeWindows) -> Any:
-    from qdrant_client.http import models
-
-    ranges = [
-        models.FieldCondition(key=times.field, range=models.DatetimeRange(gte=gte, lt=lt))
-        for gte, lt in times.windows
-    ]
+def _time_windows(times: TimeWindows) -> Cond:
+    ranges = [DateRange(times.field, gte, lt) for gte, lt in times.windows]
     if not ranges:
         raise UnsatisfiableFilter
-    return ranges[0] if len(ranges) == 1 else models.Filter(should=ranges)
+    return ranges[0] if len(ranges) == 1 else AnyOf(tuple(ranges))
 
 
-def _one_value(field: str, value: Scalar) -> Any:
-    from qdrant_client.http import models
-
+def _one_value(field: str, value: Scalar) -> Cond:
     if isinstance(value, float):
-        # Qdrant matches floats by range only (MatchValue takes str/int/bool).
-        return models.FieldCondition(key=field, range=models.Range(gte=value, lte=value))
-    return models.FieldCondition(key=field, match=models.MatchValue(value=value))
+        # Qdrant matches floats by range only (a match takes str/int/bool).
+        return FloatRange(field, value, value)
+    return Match(field, value)
 
 
 def point_id(value: Scalar) -> int | str | None:

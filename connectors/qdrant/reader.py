@@ -10,23 +10,22 @@ prefix they page on until ``limit`` exact matches.
 from __future__ import annotations
 
 import asyncio
-import math
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from connectors.errors import EngineUnavailable
-from connectors.qdrant.errors import asked_retry_after_s, engine_errors, is_transient
+from connectors.qdrant.engine import Engine, Scroll, WithVectors
 from connectors.qdrant.layout import Layout
 from connectors.qdrant.query import Translated, has_prefix
 from connectors.retry import remaining, retry_read
 from connectors.tracing import traced_client
 
 if TYPE_CHECKING:
-    from qdrant_client import AsyncQdrantClient
-    from qdrant_client.http import models
-
     from connectors.spec import ConnectorSpec
+
+Record = Any
+"""A point as the engine returns it: ``id``, ``payload``, ``vector``."""
 
 T = TypeVar("T")
 
@@ -44,7 +43,7 @@ class QdrantReader:
 
     def __init__(self, spec: ConnectorSpec) -> None:
         self._collection = spec.index
-        self._client: AsyncQdrantClient | None = None
+        self._client: Engine | None = None
         self._payload_fields = list(spec.fields.read)
         self._created_at = spec.fields.created_at
         self._retries = spec.connection.retries
@@ -52,11 +51,7 @@ class QdrantReader:
         # Fixed by the connector's open(): which vectors the collection holds.
         self._layout = Layout()
 
-    def _server_timeout(self) -> int:
-        """Whole seconds for the server's own timeout (it takes an int), at least 1."""
-        return max(1, math.ceil(remaining(self._timeout_s)))
-
-    async def _read(self, call: Callable[[AsyncQdrantClient], Awaitable[T]]) -> T:
+    async def _read(self, call: Callable[[Engine], Awaitable[T]]) -> T:
         """One engine read: retried while transient, bounded by the deadline, translated.
 
         Raises:
@@ -70,15 +65,15 @@ class QdrantReader:
             async with asyncio.timeout(remaining(self._timeout_s)):
                 return await call(traced_client(client, "qdrant", self._collection))
 
-        with engine_errors():
+        with client.errors():
             return await retry_read(
                 attempt,
-                transient=is_transient,
+                transient=client.is_transient,
                 attempts=self._retries,
-                retry_after=asked_retry_after_s,
+                retry_after=client.retry_after_s,
             )
 
-    def _with_vectors(self, wanted: bool) -> bool | list[str]:
+    def _with_vectors(self, wanted: bool) -> WithVectors:
         if not wanted or not self._layout.has_dense:
             return False
         name = self._layout.dense_name
@@ -88,23 +83,19 @@ class QdrantReader:
 
     async def _by_value(
         self, tr: Translated, limit: int, newest_first: bool, with_vectors: bool
-    ) -> list[models.Record]:
+    ) -> list[Record]:
         """scroll + order_by; with a key prefix the window doubles until limit exact matches.
 
         Re-reading a doubled window from the start (instead of start_from paging)
         stays correct when many points share one timestamp.
         """
-        from qdrant_client.http import models
-
         assert self._created_at is not None
-        order = models.OrderBy(
-            key=self._created_at,
-            direction=models.Direction.DESC if newest_first else models.Direction.ASC,
-        )
+        order = (self._created_at, newest_first)
         window = limit if tr.prefix is None else max(4 * limit, _PAGE)
         wv = self._with_vectors(with_vectors)
         while True:
             records, _ = await self._scroll(tr, window, wv, order_by=order)
+            records = _ties_by_id(records, newest_first)
             matched = [r for r in records if has_prefix(r.payload, tr.prefix)]
             if len(matched) >= limit or len(records) < window:
                 return matched[:limit]
@@ -115,7 +106,7 @@ class QdrantReader:
         tr: Translated,
         with_vectors: bool,
         page: int,
-        visit: Callable[[models.Record], bool],
+        visit: Callable[[Record], bool],
     ) -> None:
         """Scroll by id ascending, calling visit on each exact match until it returns False."""
         offset: Any = None
@@ -132,24 +123,21 @@ class QdrantReader:
         self,
         tr: Translated,
         limit: int,
-        with_vectors: bool | list[str],
+        with_vectors: WithVectors,
         *,
-        order_by: models.OrderBy | None = None,
+        order_by: tuple[str, bool] | None = None,
         offset: Any = None,
         payload: list[str] | None = None,
-    ) -> tuple[list[models.Record], Any]:
-        return await self._read(
-            lambda c: c.scroll(
-                self._collection,
-                scroll_filter=tr.qfilter,
-                limit=limit,
-                order_by=order_by,
-                offset=offset,
-                with_payload=(payload or self._payload_fields) or False,
-                with_vectors=with_vectors,
-                timeout=self._server_timeout(),
-            )
+    ) -> tuple[list[Record], Any]:
+        request = Scroll(
+            qfilter=tr.qfilter,
+            limit=limit,
+            with_payload=(payload or self._payload_fields) or False,
+            with_vectors=with_vectors,
+            order_by=order_by,
+            offset=offset,
         )
+        return await self._read(lambda c: c.scroll(request))
 
     async def _prefix_ids(self, tr: Translated) -> list[Any] | None:
         """Ids of the points whose key starts with the prefix, or None when too many.
@@ -175,12 +163,10 @@ class QdrantReader:
             if offset is None:
                 return ids
 
-    async def _first_by_id(
-        self, tr: Translated, limit: int, with_vectors: bool
-    ) -> list[models.Record]:
-        out: list[models.Record] = []
+    async def _first_by_id(self, tr: Translated, limit: int, with_vectors: bool) -> list[Record]:
+        out: list[Record] = []
 
-        def keep(r: models.Record) -> bool:
+        def keep(r: Record) -> bool:
             out.append(r)
             return len(out) < limit
 
@@ -188,15 +174,37 @@ class QdrantReader:
         await self._scan_by_id(tr, with_vectors, page, keep)
         return out
 
-    async def _last_by_id(
-        self, tr: Translated, limit: int, with_vectors: bool
-    ) -> list[models.Record]:
+    async def _last_by_id(self, tr: Translated, limit: int, with_vectors: bool) -> list[Record]:
         """The last ``limit`` ids, highest first: a full scan, memory bounded by limit."""
-        tail: deque[models.Record] = deque(maxlen=limit)
+        tail: deque[Record] = deque(maxlen=limit)
 
-        def keep(r: models.Record) -> bool:
+        def keep(r: Record) -> bool:
             tail.append(r)
             return True
 
         await self._scan_by_id(tr, with_vectors, max(limit, _PAGE * 4), keep)
         return list(reversed(tail))
+
+
+def id_key(point_id: Any) -> tuple[int, int | str]:
+    """A point id's sort key: integers first, by value, then UUIDs by their text."""
+    if isinstance(point_id, int):
+        return (0, point_id)
+    return (1, str(point_id))
+
+
+def _ties_by_id(records: list[Record], newest_first: bool) -> list[Record]:
+    """Records with one order value by id: the engine's order of ties is not stable."""
+    values: list[float] = []
+    for r in records:
+        value = getattr(r, "order_value", None)
+        if not isinstance(value, int | float):
+            return records
+        values.append(value)
+    sign = -1 if newest_first else 1
+    return [
+        r
+        for _, r in sorted(
+            zip(values, records, strict=True), key=lambda vr: (sign * vr[0], id_key(vr[1].id))
+        )
+    ]

@@ -1,4 +1,4 @@
-"""One Qdrant ranked request: the legs to send, the query_points arguments, the scores back.
+"""One Qdrant ranked request: the legs to send, the engine-neutral query, the scores back.
 
 Pure: changes with Qdrant's query API (prefetch, RRF, named vectors) and its
 score ranges, never with opening or reading. See :mod:`connectors.qdrant.connector` for
@@ -7,28 +7,16 @@ the rules (which legs, weights, fusion, score scaling).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from connectors.base import SearchRequest, SparseVector
 from connectors.errors import EngineRejected
 from connectors.fusion import cosine_score, l2_score, scale_by_max
+from connectors.qdrant.engine import Nearest, Ranked, Rrf, WithPayload, WithVectors
 from connectors.qdrant.layout import Layout
-
-if TYPE_CHECKING:
-    from qdrant_client.http import models
+from connectors.qdrant.query import AllOf
 
 Kind = Literal["sparse", "dense", "rrf"]
-
-
-@dataclass(frozen=True, slots=True)
-class RankedQuery:
-    """What ``query_points`` is asked (without filter and limit) and how to read its scores."""
-
-    kind: Kind
-    query: Any
-    using: str | None = None
-    prefetch: list[Any] | None = None
 
 
 def check_legs(request: SearchRequest, layout: Layout) -> None:
@@ -44,18 +32,15 @@ def check_legs(request: SearchRequest, layout: Layout) -> None:
         raise EngineRejected("this collection has no dense vector")
 
 
-Leg = tuple[Kind, Any, str | None, float]
+Leg = tuple[Kind, list[float] | SparseVector, str | None, float]
 """(kind, query vector, the collection's vector name, weight)."""
 
 
 def legs(request: SearchRequest, sparse: SparseVector | None, layout: Layout) -> list[Leg]:
     """The legs to rank by; none when nothing can rank (a query of stopwords only)."""
-    from qdrant_client.http import models
-
     out: list[Leg] = []
     if sparse is not None and sparse.indices:
-        vector = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-        out.append(("sparse", vector, layout.sparse_name, request.lexical_weight))
+        out.append(("sparse", sparse, layout.sparse_name, request.lexical_weight))
     if request.dense is not None:
         dense = [float(x) for x in request.dense]
         out.append(("dense", dense, layout.dense_name, request.dense_weight))
@@ -65,46 +50,55 @@ def legs(request: SearchRequest, sparse: SparseVector | None, layout: Layout) ->
 
 
 def ranked_query(
-    request: SearchRequest, ranked_legs: list[Leg], qfilter: models.Filter | None
-) -> RankedQuery:
+    request: SearchRequest,
+    ranked_legs: list[Leg],
+    qfilter: AllOf | None,
+    *,
+    limit: int,
+    with_payload: WithPayload,
+    with_vectors: WithVectors,
+) -> tuple[Kind, Ranked]:
     """The query for one or two legs; two are prefetched under the same filter and fused."""
-    from qdrant_client.http import models
-
     if len(ranked_legs) == 1:
-        kind, query, using, _ = ranked_legs[0]
-        return RankedQuery(kind=kind, query=query, using=using)
-    prefetch = [
-        models.Prefetch(query=q, using=name, limit=request.candidates, filter=qfilter)
-        for _, q, name, _ in ranked_legs
-    ]
-    weights = [w for *_, w in ranked_legs]
-    rrf = models.Rrf(k=request.rrf_k, weights=None if weights == [1.0, 1.0] else weights)
-    return RankedQuery(kind="rrf", query=models.RrfQuery(rrf=rrf), prefetch=prefetch)
+        kind, vector, using, _ = ranked_legs[0]
+        query: Nearest | Rrf = Nearest(vector, using)
+        prefetch: tuple[Nearest, ...] = ()
+    else:
+        kind = "rrf"
+        prefetch = tuple(Nearest(v, name, request.candidates) for _, v, name, _ in ranked_legs)
+        weights = [w for *_, w in ranked_legs]
+        query = Rrf(k=request.rrf_k, weights=None if weights == [1.0, 1.0] else weights)
+    ranked = Ranked(
+        query=query,
+        qfilter=qfilter,
+        limit=limit,
+        with_payload=with_payload,
+        with_vectors=with_vectors,
+        prefetch=prefetch,
+    )
+    return kind, ranked
 
 
 def leg_requests(
     request: SearchRequest,
     ranked_legs: list[Leg],
-    qfilter: models.Filter | None,
+    qfilter: AllOf | None,
     *,
     limit: int,
-    with_payload: Any,
-    with_vectors: Any,
-) -> list[Any]:
-    """One ``QueryRequest`` per leg, for the gateway to fuse (``search.fusion`` other than
-    rrf): each leg ``candidates`` deep (at least ``limit``), under the same filter."""
-    from qdrant_client.http import models
-
+    with_payload: WithPayload,
+    with_vectors: WithVectors,
+) -> list[Ranked]:
+    """One query per leg, for the gateway to fuse (``search.fusion`` other than rrf):
+    each leg ``candidates`` deep (at least ``limit``), under the same filter."""
     return [
-        models.QueryRequest(
-            query=models.NearestQuery(nearest=query),
-            using=using,
-            filter=qfilter,
+        Ranked(
+            query=Nearest(vector, using),
+            qfilter=qfilter,
             limit=max(limit, request.candidates),
             with_payload=with_payload,
-            with_vector=with_vectors,
+            with_vectors=with_vectors,
         )
-        for _, query, using, _ in ranked_legs
+        for _, vector, using, _ in ranked_legs
     ]
 
 

@@ -19,7 +19,7 @@ from connectors.qdrant.query import (
     translate_filter,
     with_ids,
 )
-from connectors.qdrant.reader import QdrantReader
+from connectors.qdrant.reader import QdrantReader, id_key
 from connectors.qdrant.search import (
     Leg,
     check_legs,
@@ -80,28 +80,22 @@ class QdrantSearcher(QdrantReader):
         with_vectors = self._with_vectors(request.with_vectors)
         if len(ranked_legs) == 2 and request.fusion != "rrf":
             return await self._fused(request, ranked_legs, tr, limit, with_vectors)
-        ranked = ranked_query(request, ranked_legs, tr.qfilter)  # the prefix's ids included
-        response = await self._read(
-            lambda c: c.query_points(
-                self._collection,
-                query=ranked.query,
-                using=ranked.using,
-                prefetch=ranked.prefetch,
-                query_filter=tr.qfilter,
-                limit=limit,
-                with_payload=self._payload_fields or False,
-                with_vectors=with_vectors,
-                timeout=self._server_timeout(),
-            )
+        kind, ranked = ranked_query(  # the prefix's ids included in the filter
+            request,
+            ranked_legs,
+            tr.qfilter,
+            limit=limit,
+            with_payload=self._payload_fields or False,
+            with_vectors=with_vectors,
         )
-        points = [p for p in response.points if has_prefix(p.payload, tr.prefix)]
-        scores = normalise(ranked.kind, self._layout, [p.score for p in points])
-        # Ordered by the normalised score (a Euclid distance ranks low-first); a server
+        response = await self._read(lambda c: c.query_points(ranked))
+        points = [p for p in response if has_prefix(p.payload, tr.prefix)]
+        scores = normalise(kind, self._layout, [p.score for p in points])
+        # Ordered by the normalised score (a Euclid distance ranks low-first); the engine
         # returns equal scores (common under RRF) in no fixed order: ties by id.
-        best = sorted(
-            zip(scores, points, strict=True),
-            key=lambda sp: (-sp[0], isinstance(sp[1].id, str), sp[1].id),
-        )[: request.limit]
+        best = sorted(zip(scores, points, strict=True), key=lambda sp: (-sp[0], id_key(sp[1].id)))[
+            : request.limit
+        ]
         return [
             Hit(
                 id=str(p.id),
@@ -129,14 +123,10 @@ class QdrantSearcher(QdrantReader):
             with_payload=self._payload_fields or False,
             with_vectors=with_vectors,
         )
-        responses = await self._read(
-            lambda c: c.query_batch_points(
-                self._collection, requests=requests, timeout=self._server_timeout()
-            )
-        )
+        responses = await self._read(lambda c: c.query_batch_points(requests))
         lists: list[tuple[list[Hit], float]] = []
         for (kind, *_, weight), response in zip(ranked_legs, responses, strict=True):
-            points = [p for p in response.points if has_prefix(p.payload, tr.prefix)]
+            points = [p for p in response if has_prefix(p.payload, tr.prefix)]
             scores = normalise(kind, self._layout, [p.score for p in points])
             hits = [
                 Hit(

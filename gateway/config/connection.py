@@ -87,11 +87,15 @@ class OpenSearchConnection(_LuceneConnection):
 
 
 class QdrantConnection(_Transport):
-    """A Qdrant server (``url``) or local mode in this process (``path`` or ``location``)."""
+    """A Qdrant server (``url``), or qdrant-edge in this process (``path``, ``location``)."""
 
     url: str | None = Field(default=None, description="a Qdrant server (REST port in the URL)")
-    path: str | None = Field(default=None, description="Qdrant local mode on disk")
-    location: str | None = Field(default=None, description="Qdrant ':memory:' local mode")
+    path: str | None = Field(
+        default=None, description="a directory of qdrant-edge shards, one per index"
+    )
+    location: str | None = Field(
+        default=None, description="':memory:': a private temporary qdrant-edge shard"
+    )
     api_key: SecretStr | None = None
     access_token: SecretStr | None = Field(
         default=None, description="a Qdrant JWT access token (read-only or per collection)"
@@ -105,7 +109,7 @@ class QdrantConnection(_Transport):
 
     @property
     def local(self) -> bool:
-        """The engine runs in this process (local mode)."""
+        """The engine runs in this process (qdrant-edge)."""
         return self.url is None
 
     @model_validator(mode="after")

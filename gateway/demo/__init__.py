@@ -1,4 +1,4 @@
-"""The embedded demo store: a small corpus shipped in the package, indexed into Qdrant local mode.
+"""The embedded demo store: a small corpus shipped in the package, indexed into Qdrant in process.
 
 ``gateway/demo/corpus/*.md`` are short documents about A2M and this gateway.
 Each ``##`` section becomes one chunk (one point) with ``content`` (the
@@ -16,8 +16,9 @@ collection's IDF modifier) and, when the ``minilm`` extra is installed, an
 all-MiniLM-L6-v2 dense vector: the store is then hybrid, else lexical (its
 description says which). Nothing is downloaded either way.
 
-:func:`ensure_demo_index` indexes the corpus at start (in memory: each gateway
-process holds its own copy, so no two processes contend for local mode's lock);
+The engine is Qdrant's own, in this process (qdrant-edge): :func:`ensure_demo_index`
+indexes the corpus at start into a shard (in memory: each gateway process writes its
+own in a private temporary directory, so no two processes contend for a shard's lock);
 the store then opens the collection through the ordinary Qdrant connector.
 :func:`default_demo_config` is the demo store's config built in code;
 ``config/demo.yaml`` is the same config as a file.
@@ -26,18 +27,12 @@ the store then opens the collection through the ordinary Qdrant connector.
 from __future__ import annotations
 
 import hashlib
-import logging
-import os
 import re
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from connectors.errors import EngineConfigError
-from connectors.qdrant.sparse import LexicalSparseEncoder
 from gateway.config import (
     Backend,
     DemoConfig,
@@ -49,15 +44,7 @@ from gateway.config import (
     QdrantSearchConfig,
     QdrantStoreConfig,
     SearchMode,
-    StoreConfig,
 )
-
-if TYPE_CHECKING:
-    from qdrant_client import AsyncQdrantClient
-
-    from connectors.base import Connector
-
-log = logging.getLogger(__name__)
 
 DEMO_STORE = "demo"
 DEMO_INDEX = "a2m-demo"
@@ -151,187 +138,6 @@ def fingerprint(items: list[Chunk], analyzer: str = "light") -> str:
     return digest.hexdigest()[:16]
 
 
-async def ensure_demo_index(store: StoreConfig, connector: Connector | None = None) -> int:
-    """Fill the demo collection unless it is current.
-
-    ``connection.location: ":memory:"`` (the CLI's demo, ``config/demo.yaml``):
-    the collection is built inside ``connector``'s own local client, so every
-    gateway process holds a private copy and nothing is locked or written.
-    ``connection.path`` (the Helm chart's per-pod emptyDir): the collection is
-    built on disk on first start and reused after; a collection indexed from
-    another version of the corpus, or left half-written, is rebuilt, and the
-    client is closed before returning because local mode locks its path and the
-    connector opens it next.
-
-    Payload field names follow the store's mapping (``content``, ``uri``, …
-    when unmapped), the sparse vector is ``store.search.sparse_vector``.
-
-    Returns:
-        The number of chunks indexed; 0 when the collection was already current.
-
-    Raises:
-        EngineConfigError: the store is not a Qdrant local-mode store with a sparse
-            vector, or an in-memory demo has no Qdrant connector to fill.
-        LocalStorageLocked: the path is locked by another process.
-    """
-    from connectors.qdrant.connector import QdrantConnector
-    from connectors.qdrant.local import open_local
-
-    if (
-        not isinstance(store, QdrantStoreConfig)
-        or not store.connection.local
-        or not store.search.sparse_vector
-    ):
-        raise EngineConfigError(
-            "the demo store needs backend qdrant in local mode and search.sparse_vector"
-        )
-    c = store.connection
-    items = chunks()
-    dense = store.search.vector_field
-    # A store that gains or loses its dense leg (the extra installed or removed) is rebuilt.
-    sha = fingerprint(items, store.search.sparse_analyzer) + (f"+{dense}" if dense else "")
-    if c.path is None:
-        if not isinstance(connector, QdrantConnector):
-            raise EngineConfigError("an in-memory demo store is filled through its connector")
-        client = connector.local_client()
-        if await _is_current(client, store.index, len(items), sha):
-            return 0
-        await index_chunks(client, store, items, sha)
-        return len(items)
-    client = open_local(c.path)
-    try:
-        if await _is_current(client, store.index, len(items), sha):
-            return 0
-        await index_chunks(client, store, items, sha)
-        log.info("demo corpus indexed: %d chunks into %s", len(items), store.index)
-        return len(items)
-    finally:
-        await client.close()
-
-
-async def _is_current(client: AsyncQdrantClient, index: str, count: int, sha: str) -> bool:
-    if not await client.collection_exists(index):
-        return False
-    if (await client.count(index, exact=True)).count != count:
-        return False
-    records, _ = await client.scroll(index, limit=1, with_payload=[_FINGERPRINT])
-    return bool(records) and (records[0].payload or {}).get(_FINGERPRINT) == sha
-
-
-async def index_chunks(
-    client: AsyncQdrantClient, store: QdrantStoreConfig, items: list[Chunk], sha: str
-) -> None:
-    from qdrant_client import models
-
-    sparse_name = store.search.sparse_vector
-    assert sparse_name is not None
-    if await client.collection_exists(store.index):
-        await client.delete_collection(store.index)
-    dense_name = store.search.vector_field
-    await client.create_collection(
-        store.index,
-        vectors_config={dense_name: models.VectorParams(size=384, distance=models.Distance.COSINE)}
-        if dense_name
-        else {},
-        sparse_vectors_config={
-            sparse_name: models.SparseVectorParams(modifier=models.Modifier.IDF)
-        },
-    )
-    m = store.mapping
-    names = {
-        "content": m.content or "content",
-        "uri": m.uri or "uri",
-        "media_type": m.media_type or "media_type",
-        "key": m.key or "key",
-        "group": m.group or "group",
-        "created_at": m.created_at or "created_at",
-    }
-    # The title leads each chunk's terms, so a query naming the document finds it; the
-    # search terms add a reader's words for what the section's own words name.
-    texts = ["\n".join(filter(None, (c.title, c.search_terms, c.content))) for c in items]
-    analyzer = store.search.sparse_analyzer
-    encoder = LexicalSparseEncoder(
-        avgdl=LexicalSparseEncoder.average_length(texts, analyzer), analyzer=analyzer
-    )
-    dense_vectors = await embed_chunks(store, texts, sha) if dense_name else None
-    points = []
-    for i, (c, text) in enumerate(zip(items, texts, strict=True), start=1):
-        payload: dict[str, Any] = {
-            names["content"]: c.content,
-            names["uri"]: c.uri,
-            names["media_type"]: MEDIA_TYPE,
-            names["key"]: c.key,
-            names["group"]: c.group,
-            names["created_at"]: c.created_at,
-            "title": c.title,
-            _FINGERPRINT: sha,
-        }
-        sv = encoder.encode_document(text)
-        vectors: dict[str, Any] = {
-            sparse_name: models.SparseVector(indices=list(sv.indices), values=list(sv.values))
-        }
-        if dense_name and dense_vectors is not None:
-            vectors[dense_name] = [float(x) for x in dense_vectors[i - 1]]
-        points.append(models.PointStruct(id=i, vector=vectors, payload=payload))
-    await client.upsert(store.index, points=points)
-
-
-async def embed_chunks(store: QdrantStoreConfig, texts: list[str], sha: str) -> Any:
-    """The chunks' all-MiniLM-L6-v2 vectors, computed off the event loop, cached per corpus.
-
-    Every process indexes the in-memory demo at start, so the vectors of one corpus
-    version are kept in the user's cache directory (``A2M_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/a2m-gateway``): only the first start pays for the model.
-    """
-    import asyncio
-
-    import numpy as np
-
-    from gateway.embedders.minilm import load_encoder
-
-    weights = store.search.embedder.weights
-    cache = _cache_dir() / f"demo-vectors-{sha}-{weights}.npy"
-
-    def run() -> Any:
-        try:
-            cached = np.load(cache)
-            if cached.shape == (len(texts), 384):
-                log.info("demo store: vectors of %d chunks read from %s", len(texts), cache)
-                return cached
-        except (OSError, ValueError):
-            pass
-        # Tens of seconds on a small machine, once per corpus version: say so before it starts.
-        log.info(
-            "demo store: embedding %d chunks with all-MiniLM-L6-v2 (%s weights) on this "
-            "machine, once: the vectors are cached in %s for later starts",
-            len(texts),
-            weights,
-            cache,
-        )
-        started = time.monotonic()
-        vectors = load_encoder(weights, 1).encode(texts)
-        log.info("demo store: embedded %d chunks in %.1f s", len(texts), time.monotonic() - started)
-        try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-            with tmp.open("wb") as f:
-                np.save(f, vectors)
-            os.replace(tmp, cache)  # atomic: a concurrent start reads the old or the new file
-        except OSError as exc:
-            log.info("demo vectors not cached (%s): the next start embeds again", exc)
-        return vectors
-
-    return await asyncio.to_thread(run)
-
-
-def _cache_dir() -> Path:
-    explicit = os.environ.get("A2M_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "a2m-gateway"
-
-
 def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None) -> GatewayConfig:
     """The demo gateway config: one Qdrant store ``demo``.
 
@@ -350,7 +156,7 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
         hybrid = missing_message("auto") is None
     where = "in memory" if data_dir is None else "on disk"
     about = (
-        f"Documentation of A2M and this gateway, packaged as a demo (Qdrant local mode, {where})"
+        f"Documentation of A2M and this gateway, packaged as a demo (Qdrant in process, {where})"
     )
     if hybrid:
         about += "; hybrid search: lexical and all-MiniLM-L6-v2, computed on this machine"
@@ -391,4 +197,15 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
     return GatewayConfig(stores={DEMO_STORE: store})
 
 
-__all__ = ["DEMO_STORE", "Chunk", "chunks", "default_demo_config", "ensure_demo_index"]
+# The indexer (gateway/demo/index.py) reads the names above.
+from gateway.demo.index import demo_points, embed_chunks, ensure_demo_index  # noqa: E402
+
+__all__ = [
+    "DEMO_STORE",
+    "Chunk",
+    "chunks",
+    "default_demo_config",
+    "demo_points",
+    "embed_chunks",
+    "ensure_demo_index",
+]

@@ -19,9 +19,11 @@ Encoding runs on one dedicated worker thread, never on the event loop.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import importlib
 import importlib.util
 import logging
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from importlib import resources
@@ -160,6 +162,9 @@ class OnnxMiniLM(MiniLMEncoder):
         self._session = ort.InferenceSession(
             str(path), sess_options=opts, providers=["CPUExecutionProvider"]
         )
+        # Building the session folds the int8 weights' Cast/Mul into fp32 constants (what
+        # makes an encode fast) and frees the intermediates, which glibc keeps in the heap.
+        release_freed_heap()
 
     def _hidden(self, ids: npt.NDArray[np.int64], mask: F32) -> F32:
         feeds = {
@@ -169,6 +174,20 @@ class OnnxMiniLM(MiniLMEncoder):
         }
         out: F32 = self._session.run(["last_hidden_state"], feeds)[0]
         return out
+
+
+def release_freed_heap() -> None:
+    """Return the C heap's free pages to the OS (glibc's ``malloc_trim``); elsewhere a no-op.
+
+    Best effort: a libc without it, or a platform that is not Linux, changes nothing.
+    """
+    if sys.platform != "linux":
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError) as exc:
+        log.debug("malloc_trim unavailable: %s", exc)
 
 
 def _erf(x: F32) -> F32:

@@ -12,7 +12,7 @@ the packaged demo corpus and config, the lexical encoder (to build a store with
 vectors) and the in-process binding.
 
 Every store-facing test runs against three stores holding the same packaged
-demo corpus (``backend``): the embedded demo (Qdrant local mode, ``serve`` with
+demo corpus (``backend``): the embedded demo (qdrant-edge, ``serve`` with
 no ``--config``), and the corpus bulk-loaded into a real Elasticsearch and a real
 OpenSearch index (``tests/support/demo_loader.py``) served from a config file
 whose store is also named ``demo``, with the demo's mapping and BM25 over
@@ -64,7 +64,7 @@ PROTOCOL = "a2m/0.1"
 CALL_TIMEOUT_S = 30.0
 """Every single call must be answered within this; a hang fails the test, never the run."""
 START_TIMEOUT_S = 240.0
-"""First start indexes the packaged corpus into Qdrant local mode."""
+"""First start indexes the packaged corpus into qdrant-edge."""
 EXIT_TIMEOUT_S = 20.0
 
 TIMESTAMP_RE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"

@@ -1,6 +1,6 @@
 """embeddings (§3.7) on a store that declares it: the demo is lexical only, so this module builds a
 small store with a dense vector on each backend and serves it through the real CLI, over HTTP and
-stdio, from a config file: a Qdrant local-mode collection (the dense vector beside the sparse one),
+stdio, from a config file: a qdrant-edge collection (the dense vector beside the sparse one),
 or an Elasticsearch (``dense_vector``) / OpenSearch (``knn_vector``, Lucene HNSW) index of the
 same points, searched by BM25 on the text and kNN on the vector.
 """
@@ -87,17 +87,19 @@ def build_store(backend: StoreBackend, root: Path, distance: str) -> Path:
 def build_qdrant_store(
     root: Path, distance: str, server: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """In local mode under root, or on the Qdrant server a ``server`` connection names."""
+    """A qdrant-edge shard under root, or on the Qdrant server a ``server`` connection names."""
     import os
     import warnings
 
     from qdrant_client import QdrantClient, models
 
+    from tests.support.edge_client import EdgeWriter
+
     path = root / "qdrant"
     encoder = LexicalSparseEncoder(avgdl=LexicalSparseEncoder.average_length(TOPICS))
     name = "vec" if server is None else f"a2m-conformance-vec-{distance.lower()}"
     if server is None:
-        client = QdrantClient(path=str(path))
+        client: Any = EdgeWriter(path)
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # an api key over http, on loopback
@@ -204,7 +206,7 @@ def vec_client(
     tmp_path_factory: pytest.TempPathFactory,
     backend: StoreBackend,
 ) -> Iterator[A2MClient]:
-    """A cosine store over each transport (Qdrant: each process on its own copy, local mode
+    """A cosine store over each transport (Qdrant: each process on its own copy, a shard
     locks; an engine: one index)."""
     root = tmp_path_factory.mktemp(f"vec-{backend.name}-{request.param}")
     config = build_store(backend, root, "Cosine")

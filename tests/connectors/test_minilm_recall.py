@@ -1,6 +1,6 @@
 """Text-only dense recall with the local all-MiniLM-L6-v2 embedder against real engines.
 
-Qdrant local mode holds a SciFact subset (the judged documents of the first 50
+Qdrant in process (qdrant-edge) holds a SciFact subset (the judged documents of the first 50
 train queries plus 300 others) with the shared vectors; OpenSearch holds the
 whole corpus (the session's shared test index). The store embeds each query's
 text itself (``embedder: {kind: minilm}``) and must rank as the reference
@@ -123,14 +123,16 @@ async def test_text_only_dense_recall_on_opensearch(os_loaded: LuceneLoaded) -> 
 
 
 async def test_width_mismatch_fails_at_start(tmp_path: Path) -> None:
-    from qdrant_client import AsyncQdrantClient, models
+    from qdrant_client import models
 
-    client = AsyncQdrantClient(path=str(tmp_path))
-    await client.create_collection(
+    from tests.support.edge_client import EdgeWriter
+
+    client = EdgeWriter(tmp_path)
+    client.create_collection(
         COLLECTION,
         vectors_config={"dense": models.VectorParams(size=8, distance=models.Distance.COSINE)},
     )
-    await client.close()
+    client.close()
     config = qdrant_store(tmp_path)
     store = Store("s", config, make_connector(connector_spec(config)))
     try:
@@ -214,12 +216,14 @@ def test_check_compares_stored_vectors_with_re_embedded_content(
 
     # The same documents with each one's vector shifted to the next document: a corpus
     # embedded by something else, of the right width.
-    from qdrant_client import QdrantClient, models
+    from qdrant_client import models
+
+    from tests.support.edge_client import EdgeWriter
 
     other = tmp_path / "other"
     _, dids = subset(sf, n_queries=5, n_others=20)
     load_qdrant(other, sf, dids, collection=COLLECTION, sparse_name=None)
-    client = QdrantClient(path=str(other))
+    client = EdgeWriter(other)
     try:
         points, _ = client.scroll(COLLECTION, limit=100, with_vectors=True)
         vecs = [cast(dict[str, Any], p.vector)["dense"] for p in points]

@@ -1,7 +1,8 @@
-"""Qdrant local mode runs off the event loop: deadlines fire and the loop keeps answering.
+"""Qdrant in process (qdrant-edge) runs off the event loop: deadlines fire and the loop
+keeps answering.
 
-A real local-mode collection of 20,000 points without a date field: a newest-first
-timeline scans every point by id (241 ms of loop stall measured for it).
+A real in-memory shard of 20,000 points without a date field: a newest-first timeline
+scans every point by id, page by page on the worker thread.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ COLLECTION = "a2m-test-local-loop"
 
 @pytest.fixture
 async def large() -> AsyncIterator[QdrantConnector]:
-    from qdrant_client import models
+    from connectors.qdrant.shard import ShardPoint, create_shard, write_points
 
     spec = spec_of(
         {
@@ -35,20 +36,17 @@ async def large() -> AsyncIterator[QdrantConnector]:
         }
     )
     c = QdrantConnector(spec)
-    client = c.local_client()  # the in-memory collection lives in this client only
-    await client.create_collection(
-        COLLECTION, vectors_config=models.VectorParams(size=4, distance=models.Distance.COSINE)
+    shard = create_shard(c.local_shard_path(), dense={"": (4, "cosine")})  # private to c
+    write_points(
+        shard,
+        (
+            ShardPoint(
+                id=i, vectors={"": [1.0, float(i % 7), 0.5, 0.25]}, payload={"content": f"d{i}"}
+            )
+            for i in range(POINTS)
+        ),
     )
-    for start in range(0, POINTS, 2_000):
-        await client.upsert(
-            COLLECTION,
-            points=[
-                models.PointStruct(
-                    id=i, vector=[1.0, float(i % 7), 0.5, 0.25], payload={"content": f"d{i}"}
-                )
-                for i in range(start, start + 2_000)
-            ],
-        )
+    shard.close()
     await c.open()
     try:
         yield c

@@ -7,7 +7,7 @@ run and CI do). A fuzz run is, for example::
     A2M_FUZZ_EXAMPLES=12000 pytest -m fuzz -p no:randomly -s
 
 which draws fresh random examples (hypothesis prints the seed of a failure;
-re-run with ``--hypothesis-seed``). The gateway serves Qdrant (local mode)
+re-run with ``--hypothesis-seed``). The gateway serves Qdrant (qdrant-edge)
 always, and Elasticsearch and OpenSearch when their URLs are set, each a
 scoped SciFact store with ACLs. It runs on an event loop owned by the module,
 so a synchronous hypothesis test can drive it request by request.

@@ -1,4 +1,4 @@
-"""The embedded demo store: the packaged corpus, its indexing into Qdrant local mode, and
+"""The embedded demo store: the packaged corpus, its indexing into qdrant-edge, and
 recall through the ordinary Qdrant connector with lexical sparse queries."""
 
 from __future__ import annotations
@@ -57,12 +57,12 @@ def test_the_demo_says_where_it_is_indexed_as_it_really_is() -> None:
     assert isinstance(store.connection, QdrantConnection)
     assert store.connection.location == ":memory:"
     about = next(c for c in chunks() if c.key == "demo/overview/this-demo").content
-    assert "local mode in memory" in about
+    assert "qdrant-edge, in memory" in about
     assert "on disk" not in about.replace("no index to disk", "")
     assert store.description is not None
     assert "in memory" in store.description
     readme = (REPO / "README.md").read_text()
-    assert "local mode **in memory**" in readme
+    assert "qdrant-edge) **in memory**" in readme
 
 
 def test_a_chunk_does_not_repeat_its_heading_in_content() -> None:
@@ -112,7 +112,7 @@ async def demo(tmp_path: Path) -> AsyncIterator[QdrantConnector]:
     store = _store(tmp_path)
     assert await ensure_demo_index(store) == len(chunks())
     conn = QdrantConnector(connector_spec(store))
-    info = await conn.open()  # the indexer released local mode's lock
+    info = await conn.open()  # the indexer released the shard's lock
     assert info.lexical
     assert info.vectors is None
     try:
@@ -130,13 +130,12 @@ async def test_second_start_does_not_reindex(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 async def test_a_stale_collection_is_rebuilt(tmp_path: Path) -> None:
-    from qdrant_client import AsyncQdrantClient
+    from connectors.qdrant.shard import create_shard, shard_dir
 
     store = _store(tmp_path)
     assert store.connection.path is not None
-    client = AsyncQdrantClient(path=store.connection.path)
-    await client.create_collection(store.index, vectors_config={})  # empty, half-written
-    await client.close()
+    # Empty, half-written:
+    create_shard(shard_dir(store.connection.path, store.index), sparse_idf=["x"]).close()
     assert await ensure_demo_index(store) == len(chunks())
 
 

@@ -1,6 +1,6 @@
 """The server's own embedder giving the wrong width is the server's fault.
 
-A real Qdrant (local mode) holds 4-dimensional vectors; the embedder is a stub,
+A real Qdrant (qdrant-edge) holds 4-dimensional vectors; the embedder is a stub,
 which is what is under test's control: the width it gives.
 """
 
@@ -38,9 +38,11 @@ class FixedWidth(QueryEmbedder):
 
 
 def _gateway(tmp_path: Path, embedder: QueryEmbedder) -> Gateway:
-    from qdrant_client import QdrantClient, models
+    from qdrant_client import models
 
-    client = QdrantClient(path=str(tmp_path / "q"))
+    from tests.support.edge_client import EdgeWriter
+
+    client = EdgeWriter(tmp_path / "q")
     try:
         client.create_collection(
             COLLECTION,

@@ -3,7 +3,7 @@
 The ACL corpus of :mod:`tests.security.acl_corpus` is split into three disjoint
 shards by a hash of the id: one in Elasticsearch, one in OpenSearch (reached
 through a TCP proxy the tests stop, stall and restart, never the shared node
-itself) and one in Qdrant local mode. Federation ``all`` spans the three, each
+itself) and one in Qdrant in process (qdrant-edge). Federation ``all`` spans the three, each
 member keeping its own scope filter; ``solo`` spans only the proxied member.
 """
 

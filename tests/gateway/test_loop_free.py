@@ -4,7 +4,7 @@ Each heavy step (encoding a 4,000-character query, mapping a large page, shaping
 large result) is made to wait, in whatever thread it runs, until a probe task on
 the event loop has run. Run on the loop, the step would wait for a task the
 blocked loop cannot schedule: the wait gives up and the test fails. Run off the
-loop, the probe runs first. Against a real Qdrant local-mode store.
+loop, the probe runs first. Against a real Qdrant store in process (qdrant-edge).
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ from bench.process import (
     start_gateway,
     stop_server,
 )
-from connectors.qdrant.local import open_local
 
 pytestmark = pytest.mark.integration
 
@@ -82,7 +81,7 @@ def test_serve_and_stdio_on_config_demo_yaml_at_once(demo_server: GatewayProcess
 
 @pytest.fixture
 def locked_store(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    """A real (non-demo) local-mode store whose directory this test process holds open."""
+    """A real (non-demo) on-disk store whose shard this test process holds open."""
     storage = tmp_path / "qdrant-store"
     cfg = tmp_path / "local.yaml"
     # A remote store first: the error must name the local store that failed, not the first.
@@ -94,13 +93,13 @@ def locked_store(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
         f"    connection: {{path: '{storage}'}}\n"
         "    mapping: {content: body}\n    search: {mode: lexical, sparse_vector: s}\n"
     )
-    holder = open_local(str(storage))
+    from connectors.qdrant.shard import create_shard, shard_dir
+
+    holder = create_shard(shard_dir(str(storage), "notes"), sparse_idf=["s"])
     try:
         yield cfg, storage
     finally:
-        import asyncio
-
-        asyncio.run(holder.close())
+        holder.close()
 
 
 @pytest.mark.parametrize("command", ["stdio", "serve", "check"])
@@ -117,7 +116,7 @@ def test_a_locked_local_store_is_refused_at_start_with_its_path(
     line = json.dumps(_rpc("memory/describe", {}, 1)) + "\n"
     proc = _gateway(*args, stdin=line)
     assert proc.returncode == (1 if command == "check" else 2), proc.stderr
-    assert f"store notes: qdrant local mode storage {storage} is locked" in proc.stderr
+    assert f"store notes: qdrant storage {storage} is locked" in proc.stderr
     assert "another process" in proc.stderr
     assert "store remote" not in proc.stderr or command == "check"
     assert "Traceback" not in proc.stderr
@@ -213,7 +212,7 @@ def test_serve_workers_refuses_a_local_store_on_disk(locked_store: tuple[Path, P
     cfg, _ = locked_store
     proc = _gateway("serve", "--config", str(cfg), "--port", "0", "--workers", "2")
     assert proc.returncode == 2, proc.stderr
-    assert "--workers needs stores every process can open; notes use qdrant local mode" in (
+    assert "--workers needs stores every process can open; notes use a qdrant shard on disk" in (
         proc.stderr
     )
     assert "Traceback" not in proc.stderr

@@ -42,7 +42,7 @@ async def test_only_the_served_store_is_opened(tmp_path: Path) -> None:
 
 
 def two_stores(tmp_path: Path, dead_url: str) -> Path:
-    """A config: store `a` in local mode (reachable), store `b` at `dead_url`."""
+    """A config: store `a` on qdrant-edge (reachable), store `b` at `dead_url`."""
     import yaml
 
     from tests.security.support import write_qdrant

@@ -1,7 +1,7 @@
 """OpenTelemetry traces of A2M calls over HTTP, on the real engines (docs/operations.md).
 
 Each backend serves the packaged demo corpus: the Elasticsearch and OpenSearch
-nodes (the conformance suite's index) and the embedded Qdrant local mode. A
+nodes (the conformance suite's index) and the embedded Qdrant (qdrant-edge). A
 recall sent with a W3C ``traceparent`` must give one call span under that
 parent and one child span per engine request, and the engine must receive a
 ``traceparent`` of the same trace.

@@ -1,6 +1,6 @@
 """The try page in a real browser (headless Chromium) against a real `a2m-gateway serve`.
 
-Two servers: an open one (the demo, two Qdrant local-mode stores and their federation)
+Two servers: an open one (the demo, two Qdrant stores in process and their federation)
 and one with `server.auth` (API keys) serving a store scoped by the caller's groups.
 Assertions read the DOM; each test keeps a full-page screenshot (tests/support/browser.py).
 """
@@ -36,7 +36,7 @@ UNMAPPED = "classified-note-q7"
 """A payload value of a field the team store does not map: it must never reach the page."""
 SLOW_MACHINE_MS = 120_000
 """The servers' request deadline: what is tested is the page, not the deadline, and a loaded
-CI machine can take longer than the default 10 s to open a local-mode store or embed a query."""
+CI machine can take longer than the default 10 s to open an in-process store or embed a query."""
 MARKUP = '<img src="/nowhere.png" onerror="window.pwned = 1">'
 """In one record's content: the page must show it as text, never run or load it."""
 

@@ -1,6 +1,6 @@
 """MCP tests reuse the conformance suite's real servers: one `a2m-gateway serve` per backend.
 
-The embedded demo (Qdrant local mode) and the packaged demo corpus bulk-loaded
+The embedded demo (qdrant-edge) and the packaged demo corpus bulk-loaded
 into the Elasticsearch and OpenSearch nodes, each served by a real process
 whose MCP endpoint is the one under test.
 """

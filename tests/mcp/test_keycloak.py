@@ -68,7 +68,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, keycloak_url: str) -> Itera
     keycloak = Keycloak(keycloak_url)
     qdrant = tmp_path_factory.mktemp("mcp-keycloak-qdrant")
     load_qdrant_collisions(qdrant)
-    # Opening local mode on a busy CI host can take longer than the default deadline.
+    # Opening an in-process store on a busy CI host can take longer than the default deadline.
     store = {**qdrant_collision_store(qdrant), "scope": TENANT_SCOPE, "request_timeout_ms": 60_000}
     port = free_port()
     resource = f"http://127.0.0.1:{port}/mcp"

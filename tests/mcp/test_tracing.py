@@ -1,6 +1,6 @@
 """An MCP tool call over Streamable HTTP is one span, parent of its A2M call spans.
 
-The embedded demo (Qdrant local mode) behind the gateway's ASGI app in this
+The embedded demo (qdrant-edge) behind the gateway's ASGI app in this
 process, driven by the official SDK client; spans go to an in-memory exporter.
 """
 

@@ -117,7 +117,7 @@ def load_index(
 
 
 QDRANT_SERVER_ACL = "a2m-test-sec-acl"
-"""The ACL corpus's collection on the Qdrant server (``scifact`` in local mode)."""
+"""The ACL corpus's collection on the Qdrant server (``scifact`` in process)."""
 
 
 def load_qdrant_acl(
@@ -127,7 +127,7 @@ def load_qdrant_acl(
     server: dict[str, Any] | None = None,
     collection: str = QDRANT_SERVER_ACL,
 ) -> None:
-    """SciFact in Qdrant with acl and owner payloads: local mode at `path` (collection
+    """SciFact in Qdrant with acl and owner payloads: a qdrant-edge shard under `path` (collection
     ``scifact``), or with `server` (qdrant-client keyword arguments) the collection
     `collection` on that server, with keyword indexes on both fields."""
     from qdrant_client import models
@@ -189,11 +189,13 @@ def server_client_args(server: QdrantServer) -> dict[str, Any]:
 
 
 def qdrant_client_for(path: Path, server: dict[str, Any] | None) -> Any:
-    """A qdrant-client: local mode at `path`, or the server `server` names."""
+    """A qdrant-client on the server `server` names, or qdrant-edge shards at `path`."""
     from qdrant_client import QdrantClient
 
+    from tests.support.edge_client import EdgeWriter
+
     if server is None:
-        return QdrantClient(path=str(path))
+        return EdgeWriter(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # an api key over http, on loopback
         return QdrantClient(**server)
@@ -215,7 +217,7 @@ def qdrant_store(
     grpc: bool = False,
     collection: str = QDRANT_SERVER_ACL,
 ) -> dict[str, Any]:
-    """The ACL store: local mode at `path`, or `collection` on `server`."""
+    """The ACL store: qdrant-edge at `path`, or `collection` on `server`."""
     return {
         "backend": "qdrant",
         "index": "scifact" if server is None else collection,
@@ -409,7 +411,7 @@ def load_qdrant_collisions(path: Path, server: dict[str, Any] | None = None) -> 
 def qdrant_collision_store(
     path: Path, server: QdrantServer | None = None, *, grpc: bool = False, index: str = ""
 ) -> dict[str, Any]:
-    """The colliding-ids store: local mode at `path`, or on `server` reading `index`
+    """The colliding-ids store: qdrant-edge at `path`, or on `server` reading `index`
     (the collection or its alias)."""
     return {
         "backend": "qdrant",

@@ -199,7 +199,7 @@ def rpc(method: str, params: Any = None, rid: Any = 1) -> dict[str, Any]:
     return msg
 
 
-# -- a Qdrant local-mode collection ----------------------------------------------------------------
+# -- a Qdrant collection in process (qdrant-edge) -------------------------------------------------
 
 SPARSE = "text-sparse"
 
@@ -207,17 +207,18 @@ SPARSE = "text-sparse"
 def write_qdrant(
     path: Path, collection: str, docs: Sequence[tuple[int, Mapping[str, Any]]], text_field: str
 ) -> None:
-    """Create ``collection`` at ``path`` (local mode) with a lexical sparse vector per point.
+    """Create ``collection`` at ``path`` (a qdrant-edge shard), a lexical sparse vector per point.
 
-    The client is closed before returning: local mode locks the directory.
+    The shard is closed before returning: it opens in one process at a time.
     """
-    from qdrant_client import QdrantClient, models
+    from qdrant_client import models
 
     from connectors.qdrant.sparse import LexicalSparseEncoder
+    from tests.support.edge_client import EdgeWriter
 
     texts = [str(p[text_field]) for _, p in docs]
     encoder = LexicalSparseEncoder(avgdl=LexicalSparseEncoder.average_length(texts))
-    client = QdrantClient(path=str(path))
+    client = EdgeWriter(path)
     try:
         client.create_collection(
             collection,

@@ -258,78 +258,60 @@ async def test_pit_pages_and_the_hybrid_re_read_carry_the_scope(
 
 # -- Qdrant ----------------------------------------------------------------------------------------
 
-_READS = frozenset(
-    {
-        "query_points",
-        "query_batch_points",
-        "scroll",
-        "retrieve",
-        "search",
-        "count",
-        "query_points_groups",
-    }
-)
-_BOOKKEEPING = frozenset({"get_collection", "collection_exists", "info", "close"})
+_READS = frozenset({"query_points", "query_batch_points", "scroll"})
+_BOOKKEEPING = frozenset({"get_collection", "ping", "close"})
 
 
 class RecordingQdrant:
-    """Wraps the connector's AsyncQdrantClient and records each read's name and kwargs."""
+    """Wraps the connector's engine and records each read's name and request."""
 
     def __init__(self, client: Any) -> None:
         self._client = client
-        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.calls: list[tuple[str, Any]] = []
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._client, name)
-        if not callable(attr):
+        if not callable(attr) or name in ("errors", "is_transient", "retry_after_s"):
             return attr
 
         async def call(*args: Any, **kwargs: Any) -> Any:
-            self.calls.append((name, kwargs))
+            self.calls.append((name, args[0] if args else None))
             return await attr(*args, **kwargs)
 
         return call
 
 
-def _qdrant_scoped(flt: Any, groups: list[str]) -> bool:
-    from qdrant_client.http import models
+def _qdrant_scoped(request: Any, groups: list[str]) -> bool:
+    """The request's payload filter requires an acl value among the caller's groups. The
+    filter of a ranked request also applies to each of its prefetches (both engines' model
+    builders put it there)."""
+    from connectors.qdrant.query import AllOf, Match, MatchAnyOf
 
-    if not isinstance(flt, models.Filter) or not isinstance(flt.must, list):
+    flt = getattr(request, "qfilter", None)
+    if not isinstance(flt, AllOf):
         return False
-    for cond in flt.must:
-        if isinstance(cond, models.FieldCondition) and cond.key == "acl":
-            match = cond.match
-            if isinstance(match, models.MatchValue) and match.value in groups:
-                return True
-            if isinstance(match, models.MatchAny) and set(match.any) <= set(groups):
-                return True
+    for cond in flt.conditions:
+        if isinstance(cond, Match) and cond.field == "acl" and cond.value in groups:
+            return True
+        if isinstance(cond, MatchAnyOf) and cond.field == "acl" and set(cond.values) <= set(groups):
+            return True
     return False
 
 
-def _as_list(value: Any) -> list[Any]:
-    return [] if value is None else value if isinstance(value, list) else [value]
-
-
-def check_qdrant_calls(calls: list[tuple[str, dict[str, Any]]], groups: list[str]) -> int:
+def check_qdrant_calls(calls: list[tuple[str, Any]], groups: list[str]) -> int:
     reads = 0
-    for name, kwargs in calls:
+    for name, request in calls:
         if name in _BOOKKEEPING:
             continue
         assert name in _READS, f"an unexpected qdrant call: {name}"
         if name == "query_batch_points":
             # One call, several searches (hybrid legs fused by the gateway): each is checked.
-            requests = kwargs["requests"]
-            assert requests, "an empty batch"
-            for req in requests:
-                assert _qdrant_scoped(req.filter, groups), f"a batched search without scope: {req}"
-                for prefetch in _as_list(req.prefetch):
-                    assert _qdrant_scoped(prefetch.filter, groups), "batched prefetch without scope"
-            reads += len(requests)
+            assert request, "an empty batch"
+            for req in request:
+                assert _qdrant_scoped(req, groups), f"a batched search without scope: {req}"
+            reads += len(request)
             continue
-        flt = kwargs.get("query_filter", kwargs.get("scroll_filter", kwargs.get("count_filter")))
-        assert _qdrant_scoped(flt, groups), f"{name} without the caller's scope: {kwargs}"
-        for prefetch in kwargs.get("prefetch") or []:
-            assert _qdrant_scoped(prefetch.filter, groups), f"{name} prefetch without scope"
+        assert _qdrant_scoped(request, groups), f"{name} without the caller's scope: {request}"
         reads += 1
     return reads
 
@@ -345,7 +327,7 @@ async def test_every_qdrant_read_carries_the_scope(
     recorder = RecordingQdrant(connector._client)
     connector._client = recorder
     vector, text = sf.query_vector(qids[0]), sf.queries[qids[0]]
-    calls: list[tuple[str, dict[str, Any]]] = [
+    calls: list[tuple[str, Any]] = [
         ("memory/recall", {"query": text}),
         ("memory/recall", {"embedding": vector}),
         ("memory/recall", {"query": text, "embedding": vector}),
@@ -378,10 +360,13 @@ async def test_every_qdrant_read_carries_the_scope(
 
 
 def test_the_qdrant_check_sees_a_missing_scope() -> None:
-    from qdrant_client.http import models
+    from connectors.qdrant.engine import Nearest, Ranked, Scroll
+    from connectors.qdrant.query import AllOf, HasIds, Match
 
-    bare = models.Filter(must=[models.HasIdCondition(has_id=[1])])
+    bare = Ranked(Nearest([1.0], None), AllOf((HasIds((1,)),)), 10, False, False)
     with pytest.raises(AssertionError):
-        check_qdrant_calls([("query_points", {"query_filter": bare})], [ALPHA])
+        check_qdrant_calls([("query_points", bare)], [ALPHA])
     with pytest.raises(AssertionError):
-        check_qdrant_calls([("scroll", {"scroll_filter": None})], [ALPHA])
+        check_qdrant_calls([("scroll", Scroll(None, 10, False, False))], [ALPHA])
+    scoped = Scroll(AllOf((Match("acl", ALPHA),)), 10, False, False)
+    assert check_qdrant_calls([("scroll", scoped)], [ALPHA]) == 1  # control

@@ -1,7 +1,7 @@
 """The packaged demo corpus in an Elasticsearch or OpenSearch index, and the store serving it.
 
 The conformance suite (``tests/conformance``) runs against the embedded demo
-store (Qdrant local mode) and against the same corpus in a real Elasticsearch
+store (Qdrant in process, qdrant-edge) and against the same corpus in a real Elasticsearch
 and OpenSearch index. The chunks are :func:`gateway.demo.chunks`, exactly as the
 demo indexes them; each becomes one document whose ``_id`` is its 1-based
 position (the demo's Qdrant point id) and whose fields are the demo's payload:
@@ -229,7 +229,8 @@ def qdrant_demo_store(server: Any, *, grpc: bool) -> dict[str, Any]:
     from qdrant_client import AsyncQdrantClient
 
     from gateway.config import QdrantStoreConfig
-    from gateway.demo import fingerprint, index_chunks
+    from gateway.demo import demo_points, fingerprint
+    from tests.support.scifact import server_point
 
     demo = default_demo_config(Path("/nonexistent")).stores["demo"]
     assert isinstance(demo, QdrantStoreConfig)
@@ -247,8 +248,24 @@ def qdrant_demo_store(server: Any, *, grpc: bool) -> dict[str, Any]:
                 url=server.url, api_key=server.api_key, timeout=60, check_compatibility=False
             )
         try:
+            from qdrant_client import models
+
             items = chunks()
-            await index_chunks(client, demo, items, fingerprint(items, demo.search.sparse_analyzer))
+            sha = fingerprint(items, demo.search.sparse_analyzer)
+            if await client.collection_exists(QDRANT_DEMO_COLLECTION):
+                await client.delete_collection(QDRANT_DEMO_COLLECTION)
+            assert demo.search.sparse_vector is not None
+            await client.create_collection(
+                QDRANT_DEMO_COLLECTION,
+                vectors_config={},
+                sparse_vectors_config={
+                    demo.search.sparse_vector: models.SparseVectorParams(
+                        modifier=models.Modifier.IDF
+                    )
+                },
+            )
+            points = [server_point(p) for p in demo_points(demo, items, sha, None)]
+            await client.upsert(QDRANT_DEMO_COLLECTION, points=points)
             for field, schema in QDRANT_DEMO_INDEXES.items():
                 await client.create_payload_index(QDRANT_DEMO_COLLECTION, field, schema, wait=True)
         finally:

@@ -1,4 +1,4 @@
-"""Two small Qdrant local-mode stores, `left` and `right`, for federation tests over stdio.
+"""Two small qdrant-edge stores, `left` and `right`, for federation tests over stdio.
 
 Each holds three notes about harbour cranes with keys `<name>/<i>` and `created_at`
 on 2026-01-01..03, left one minute before right, so a merged timeline interleaves them.

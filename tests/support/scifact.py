@@ -5,8 +5,8 @@ reads corpus, train queries, qrels and the all-MiniLM-L6-v2 vectors;
 :func:`subset` picks the judged documents of the first queries plus others;
 :func:`documents` gives each chosen document the payload the tests map
 (content, title, key, group, created_at, year, judged); :func:`load_qdrant`
-writes them to a Qdrant collection in local mode (or any qdrant-client
-location).
+writes them to a qdrant-edge shard (what a ``connection.path`` store reads) or to a
+Qdrant server.
 """
 
 from __future__ import annotations
@@ -17,12 +17,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from connectors.qdrant.sparse import LexicalSparseEncoder
+
+if TYPE_CHECKING:
+    from connectors.qdrant.shard import ShardPoint
 
 DENSE = "dense"
 SPARSE = "text-sparse"
@@ -149,26 +152,73 @@ def load_qdrant(
     batch: int = 256,
     server: dict[str, Any] | None = None,
 ) -> LexicalSparseEncoder:
-    """Create ``collection`` in Qdrant local mode at path and index the documents.
+    """Create ``collection`` as a qdrant-edge shard under path and index the documents.
 
+    The shard is ``<path>/<collection>``, what a ``connection.path`` store reads.
     Dense vectors (cosine) come from the shared MiniLM file under ``dense_name``
     (None: the collection's unnamed default vector); sparse vectors from
-    :class:`LexicalSparseEncoder` under ``sparse_name`` with the IDF modifier.
-    With ``server`` (qdrant-client's keyword arguments: url, api_key) the
-    collection is (re)created on that Qdrant server instead, with the payload
-    indexes of :data:`SERVER_INDEXES`; ``path`` is then unused.
-    The client is closed before returning, releasing local mode's lock on path.
-    Returns the encoder, whose ``avgdl`` was fitted to these documents.
+    :class:`LexicalSparseEncoder` under ``sparse_name`` with the IDF modifier; the
+    payload indexes of :data:`SERVER_INDEXES`. With ``server`` (qdrant-client's keyword
+    arguments: url, api_key) the collection is (re)created on that Qdrant server
+    instead; ``path`` is then unused. The shard is closed before returning, releasing
+    its lock. Returns the encoder, whose ``avgdl`` was fitted to these documents.
     """
-    from qdrant_client import QdrantClient, models
-
     docs = documents(sf, doc_ids)
     encoder = LexicalSparseEncoder(
         avgdl=LexicalSparseEncoder.average_length(d["content"] for d in docs)
     )
-    client = QdrantClient(**server) if server is not None else QdrantClient(path=str(path))
+    points = _points(sf, docs, encoder, dense_name or "", sparse_name)
+    if server is not None:
+        _load_server(server, sf, collection, dense_name, sparse_name, points, batch)
+        return encoder
+    from connectors.qdrant.shard import create_shard, shard_dir, write_points
+
+    shard = create_shard(
+        shard_dir(str(path), collection),
+        dense={dense_name or "": (sf.corpus_vectors.shape[1], "cosine")},
+        sparse_idf=[sparse_name] if sparse_name else [],
+        indexes={f: str(kind) for f, kind in SERVER_INDEXES.items()},
+    )
     try:
-        if server is not None and client.collection_exists(collection):
+        write_points(shard, points, batch)
+    finally:
+        shard.close()
+    return encoder
+
+
+def _points(
+    sf: SciFact,
+    docs: list[dict[str, Any]],
+    encoder: LexicalSparseEncoder,
+    dense_name: str,
+    sparse_name: str | None,
+) -> list[ShardPoint]:
+    from connectors.qdrant.shard import ShardPoint
+
+    out = []
+    for d in docs:
+        vectors: dict[str, Any] = {dense_name: sf.doc_vector(str(d["id"]))}
+        if sparse_name:
+            vectors[sparse_name] = encoder.encode_document(d["content"])
+        payload = {k: v for k, v in d.items() if k != "id"}
+        out.append(ShardPoint(id=d["id"], vectors=vectors, payload=payload))
+    return out
+
+
+def _load_server(
+    server: dict[str, Any],
+    sf: SciFact,
+    collection: str,
+    dense_name: str | None,
+    sparse_name: str | None,
+    points: list[ShardPoint],
+    batch: int,
+) -> None:
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(**server)
+    try:
+        if client.collection_exists(collection):
             client.delete_collection(collection)
         params = models.VectorParams(
             size=sf.corpus_vectors.shape[1], distance=models.Distance.COSINE
@@ -180,29 +230,30 @@ def load_qdrant(
             else None
         )
         client.create_collection(collection, vectors_config=vectors, sparse_vectors_config=sparse)
-        for chunk in _chunks(docs, batch):
-            points = []
-            for d in chunk:
-                payload = {k: v for k, v in d.items() if k != "id"}
-                dense = sf.doc_vector(str(d["id"]))
-                vector: dict[str, Any] = {}
-                if sparse_name:
-                    sv = encoder.encode_document(d["content"])
-                    vector[sparse_name] = models.SparseVector(
-                        indices=list(sv.indices), values=list(sv.values)
-                    )
-                if dense_name is None:
-                    vector[""] = dense
-                else:
-                    vector[dense_name] = dense
-                points.append(models.PointStruct(id=d["id"], vector=vector, payload=payload))
-            client.upsert(collection, points=points)
-        if server is not None:
-            for field, schema in SERVER_INDEXES.items():
-                client.create_payload_index(collection, field, schema, wait=True)
+        for start in range(0, len(points), batch):
+            client.upsert(
+                collection,
+                points=[server_point(p) for p in points[start : start + batch]],
+            )
+        for field, schema in SERVER_INDEXES.items():
+            client.create_payload_index(collection, field, schema, wait=True)
     finally:
         client.close()
-    return encoder
+
+
+def server_point(p: ShardPoint) -> Any:
+    """A point to write as qdrant-client's ``PointStruct``."""
+    from qdrant_client import models
+
+    from connectors.base import SparseVector
+
+    vectors: dict[str, Any] = {}
+    for name, v in p.vectors.items():
+        if isinstance(v, SparseVector):
+            vectors[name] = models.SparseVector(indices=list(v.indices), values=list(v.values))
+        else:
+            vectors[name] = [float(x) for x in v]
+    return models.PointStruct(id=p.id, vector=vectors, payload=p.payload)
 
 
 SERVER_INDEXES: dict[str, Any] = {
