@@ -57,15 +57,20 @@ PROTOCOLS = ["httptools", "h11"]
 
 @asynccontextmanager
 async def served(
-    server: dict[str, Any], protocol: str = "httptools", stores: tuple[str, ...] = ("docs",)
+    server: dict[str, Any],
+    protocol: str = "httptools",
+    stores: tuple[str, ...] = ("docs",),
+    federations: dict[str, Any] | None = None,
 ) -> AsyncIterator[tuple[int, Any]]:
-    """The gateway (memory stores named `stores`) on a real loopback uvicorn socket, built as
-    ``serve`` builds it (create_app, uvicorn_options): (port, the ASGI app)."""
+    """The gateway (memory stores named `stores`, and `federations`) on a real loopback
+    uvicorn socket, built as ``serve`` builds it (create_app, uvicorn_options): (port, the
+    ASGI app)."""
     server = {**server, "http": {**server.get("http", {}), "protocol": protocol}}
     gateway = build_gateway(
         server,
         {name: memory_store_config() for name in stores},
         {name: MemoryConnector(acl_docs()) for name in stores},
+        federations,
     )
     cfg = gateway.config.server
     app = create_app(gateway, cfg, Metrics(), bind_host="127.0.0.1")
