@@ -4,14 +4,14 @@ uvicorn bounds neither how long a client may take to send a request's headers
 nor how long a fresh connection may sit idle before its first byte: one client
 could hold sockets open indefinitely by trickling a header. The guarded
 protocol arms a timer when a connection opens and after each response, and
-closes the connection unless a complete request head arrives before it fires,
-and refuses (431, head_deadline.py) a head still incomplete past
-``max_header_bytes``; h11's own incomplete-event limit is set above that
-(uvicorn_config.py), as a backstop that never answers first. A head that
-arrives whole is measured by the app (gateway.transports.edge). h11 drops
-chunked trailers itself. It also sends each response in one write (coalesce.py). Everything else is
-uvicorn's. The httptools protocol (httptools_guard.py, the default) enforces the
-same limits; uvicorn_config.py picks one.
+closes the connection unless a complete request head arrives before it fires;
+it refuses (431, head_deadline.py) a head still incomplete past
+``max_header_bytes``, with h11's own incomplete-event limit set above that
+(uvicorn_config.py) as a backstop that never answers first. A head that arrives
+whole is measured by the app (gateway.transports.edge). h11 drops chunked
+trailers itself. It also sends each response in one write (coalesce.py).
+Everything else is uvicorn's. The httptools protocol (httptools_guard.py, the
+default) enforces the same limits; uvicorn_config.py picks one.
 """
 
 from __future__ import annotations
