@@ -2,9 +2,10 @@
 
 Two rules, on either parser:
 
-- A head over ``http.max_header_bytes`` is refused 431. The guarded protocols
-  count a head while it arrives over several reads (head_deadline.py); a head
-  that arrives whole in one read reaches the app, which measures it here.
+- A head over ``http.max_header_bytes`` is refused 431 and its connection
+  closed. The guarded protocols count a head while it arrives over several
+  reads (head_deadline.py); a head that arrives whole in one read reaches the
+  app, which measures it here.
 - An answer sent before the request's body was read to its end (a refusal: 401,
   403, 404, 405, 421, 431, a spent rate limit, ...) says ``Connection: close``,
   and uvicorn closes the connection once it is sent. Kept open, the unread
@@ -43,18 +44,19 @@ def measure_head(scope: Scope) -> tuple[int, bool]:
 class BodyWatch:
     """The request's ``receive``, noting when the last of its body has been read.
 
-    ``unread`` holds while a body the head announced has not been read to its end:
-    an answer sent then must close the connection (module docstring).
+    ``must_close`` holds while a body the head announced has not been read to its
+    end: an answer sent then closes the connection (module docstring). A refusal of
+    the head itself sets it too, body or none, as the parsers' own refusals close.
     """
 
-    __slots__ = ("_receive", "unread")
+    __slots__ = ("_receive", "must_close")
 
     def __init__(self, receive: Receive, announced: bool) -> None:
         self._receive = receive
-        self.unread = announced
+        self.must_close = announced
 
     async def receive(self) -> Message:
         message = await self._receive()
         if not message.get("more_body", False):  # the body's last chunk, or a disconnect
-            self.unread = False
+            self.must_close = False
         return message

@@ -147,12 +147,13 @@ class _A2MApp(Starlette):
             if message["type"] == "http.response.start":
                 status = int(message["status"])
                 # An answer before the body's end closes the connection (transports.edge).
-                extra = CLOSING_HEADERS if body.unread else SECURITY_HEADERS
+                extra = CLOSING_HEADERS if body.must_close else SECURITY_HEADERS
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await plain_send(message)
 
         try:
             if size > self.max_head_bytes:
+                body.must_close = True
                 await plain(431, HEAD_TOO_LARGE_MESSAGE)(scope, receive, send_secured)
             else:
                 await self._serve(scope, body.receive if announced else receive, send_secured)
