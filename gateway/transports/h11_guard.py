@@ -37,6 +37,8 @@ class HeaderDeadlineProtocol(HeadDeadline, H11Protocol):
         self._arm()
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # the rest of a refused head (head_deadline.py)
         super().data_received(data)
         if self.conn.their_state is not h11.IDLE:
             self._disarm()  # the head is in; the body has its own deadline
@@ -48,6 +50,10 @@ class HeaderDeadlineProtocol(HeadDeadline, H11Protocol):
         super().on_response_complete()
         if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
             self._arm()
+
+    def eof_received(self) -> None:
+        if not self._refused:  # refused: nothing more to parse; the transport closes
+            super().eof_received()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()

@@ -5,8 +5,13 @@ while the connection still waits for a request head, the connection is closed.
 Each protocol says, in ``_head_pending``, how its parser tells that it waits.
 
 A head still arriving once it is past ``max_header_bytes`` is refused here, 431
-on a closed connection, in the same words as the app's refusal of a head that
-arrived whole (gateway.transports.edge): the app never sees such a request.
+in the same words as the app's refusal of a head that arrived whole
+(gateway.transports.edge): the app never sees such a request. The rest of that
+head is likely in flight; closing on it would reset the connection, and the
+client could lose the 431. So the answer is followed by the end of the stream,
+the client's further bytes are discarded unparsed, and the connection closes
+when the client ends its side or ``LINGER_S`` after the refusal, whichever is
+first.
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ from __future__ import annotations
 import asyncio
 
 import orjson
+
+LINGER_S = 1.0
+"""How long a connection refused for its head's size is drained before it closes."""
 
 HEAD_TOO_LARGE_MESSAGE = "request header fields too large"
 """The one refusal of a head over ``http.max_header_bytes``, whichever layer counts it."""
@@ -37,6 +45,8 @@ class HeadDeadline:
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
     _head_timer: asyncio.TimerHandle | None = None
+    _refused: bool = False
+    """The head was refused: every further byte is discarded until the connection closes."""
 
     def _head_pending(self) -> bool:
         """Whether the connection is still waiting for a complete request head."""
@@ -57,8 +67,12 @@ class HeadDeadline:
             self.transport.close()
 
     def _refuse_large_head(self) -> None:
-        """Answer 431 and close: the pending head grew past ``max_header_bytes``."""
+        """Answer 431, end the stream, and close once drained (module docstring): the
+        pending head grew past ``max_header_bytes``."""
         self._disarm()
-        if not self.transport.is_closing():
-            self.transport.write(_HEAD_TOO_LARGE)
-            self.transport.close()
+        if self.transport.is_closing():
+            return
+        self._refused = True
+        self.transport.write(_HEAD_TOO_LARGE)
+        self.transport.write_eof()
+        self._head_timer = self.loop.call_later(LINGER_S, self.transport.close)

@@ -41,6 +41,8 @@ class GuardedHttpToolsProtocol(HeadDeadline, HttpToolsProtocol):
         self._arm()
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # the rest of a refused head (head_deadline.py)
         boundaries = self._boundaries
         super().data_received(data)
         if self._awaiting_head and self.parser is not None:

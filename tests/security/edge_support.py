@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import socket
@@ -93,11 +94,13 @@ async def served(
 
 
 async def closed_by_server(reader: asyncio.StreamReader) -> bytes:
-    """Everything the server sends until it closes the connection."""
+    """Everything the server sends until it closes the connection (a reset, the answer of a
+    closed socket to bytes the client sent after the close, counts as closed)."""
     data = b""
     async with asyncio.timeout(DEADLINE_S):
-        while chunk := await reader.read(65536):
-            data += chunk
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := await reader.read(65536):
+                data += chunk
     return data
 
 
