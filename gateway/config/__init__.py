@@ -16,7 +16,12 @@ from gateway.config.connection import (
     QdrantConnection,
 )
 from gateway.config.document import GatewayConfig
-from gateway.config.federation import FederationConfig, FederationMember, StoreName
+from gateway.config.federation import (
+    STORE_NAME,
+    FederationConfig,
+    FederationMember,
+    StoreName,
+)
 from gateway.config.load import expand_references, load_config, parse_config, read_api_keys
 from gateway.config.mapping import EPOCH, MappingConfig, template_fields
 from gateway.config.search import (
@@ -54,6 +59,7 @@ from gateway.config.stores import (
 __all__ = [
     "EPOCH",
     "STORE_MODELS",
+    "STORE_NAME",
     "ApiKeyEntry",
     "AuditConfig",
     "AuthConfig",

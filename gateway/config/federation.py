@@ -9,9 +9,10 @@ from pydantic import Field, model_validator
 
 from gateway.config.base import StrictModel
 
-_STORE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+STORE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+"""What a store or federation name may be (the config's keys and URL segments)."""
 
-StoreName = Annotated[str, Field(pattern=_STORE_NAME.pattern)]
+StoreName = Annotated[str, Field(pattern=STORE_NAME.pattern)]
 
 
 class FederationMember(StrictModel):

@@ -39,7 +39,8 @@ from starlette.types import Message, Receive, Scope, Send
 from gateway import __version__
 from gateway.a2m.errors import A2MError, InternalError, InvalidRequest, ParseError
 from gateway.a2m.jsonrpc import error_body
-from gateway.config import ServerConfig
+from gateway.config import STORE_NAME, ServerConfig
+from gateway.mcp.sdk_refusals import NOT_ONE_MESSAGE, in_own_words
 from gateway.mcp.single_call import SingleCall
 from gateway.mcp.stdio_lines import answered_to_the_end
 from gateway.mcp.tools import Endpoint, McpTools
@@ -184,11 +185,13 @@ class McpHttpApp:
     def _resource(self, scope: Scope, path: str) -> str:
         """The resource identifier (RFC 9728 §1.2) of an MCP path.
 
-        Built only from a configured store name and a well-formed Host, since it
-        is echoed into a quoted WWW-Authenticate parameter.
+        The same for a served name and any other well-formed one (before
+        authentication, nothing tells them apart); a path naming no well-formed
+        store is /mcp's. Built only from a well-formed store name and Host, since
+        it is echoed into a quoted WWW-Authenticate parameter.
         """
-        rest = path[len("/mcp") :].strip("/")
-        suffix = f"/{rest}" if self._served(rest) else ""
+        name = _path_name(path)
+        suffix = f"/{name}" if name else ""
         if self._cfg.resource is not None:
             return self._cfg.resource.rstrip("/") + suffix
         headers = dict(scope.get("headers") or [])
@@ -258,7 +261,8 @@ class McpHttpApp:
         await self._to_sdk({**scope, SCOPE_KEY: (endpoint, caller)}, raw, receive, send)
 
     async def _to_sdk(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
-        """The SDK's Streamable HTTP entry, given the body admission has already read."""
+        """The SDK's Streamable HTTP entry, given the body admission has already read; its
+        refusals of a message it cannot parse or validate leave in the door's words."""
         replayed = False
 
         async def replay() -> Message:
@@ -268,7 +272,7 @@ class McpHttpApp:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        await self._manager.handle_request(scope, replay, send)
+        await self._manager.handle_request(scope, replay, in_own_words(send))
 
     def _check_audience(self, scope: Scope, path: str, principal: Principal) -> None:
         """Raises: AuthenticationError: a JWT whose audience names neither this path nor /mcp."""
@@ -291,19 +295,19 @@ class McpHttpApp:
             await _rpc_error(send, ParseError())
             return None
         if not _is_message(msg):
-            await _rpc_error(
-                send, InvalidRequest("Invalid request: not one JSON-RPC 2.0 message object")
-            )
+            await _rpc_error(send, InvalidRequest(NOT_ONE_MESSAGE))
             return None
         message: dict[str, Any] = msg
         return message
 
     async def _metadata(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
-        """RFC 9728 protected resource metadata of /mcp or /mcp/<store>."""
+        """RFC 9728 protected resource metadata of /mcp or /mcp/<any well-formed store name>."""
         if scope["method"] not in ("GET", "HEAD"):
             await _json(send, 405, {"error": "method not allowed"}, {"allow": "GET"})
             return
-        if not path.startswith("/mcp") or not self._auth.enabled or self._endpoint(path) is None:
+        # Any well-formed name, served or not: whether a store exists is learnt after
+        # authentication only (docs/mcp.md, SECURITY.md).
+        if not self._auth.enabled or _path_name(path) is None:
             await _json(send, 404, {"error": "not found"})
             return
         doc: dict[str, Any] = {
@@ -316,6 +320,15 @@ class McpHttpApp:
         if self._cfg.scopes_supported:
             doc["scopes_supported"] = self._cfg.scopes_supported
         await _json(send, 200, doc)
+
+
+def _path_name(path: str) -> str | None:
+    """'' for /mcp, `name` for /mcp/<name> when `name` is a well-formed store name (served
+    or not); None for any other path."""
+    if path != "/mcp" and not path.startswith("/mcp/"):
+        return None
+    rest = path[len("/mcp") :].strip("/")
+    return rest if not rest or STORE_NAME.fullmatch(rest) else None
 
 
 def _is_message(msg: Any) -> bool:

@@ -48,6 +48,10 @@ class CoalescingTransport:
         self._flush()
         self._transport.close()
 
+    def write_eof(self) -> None:
+        self._flush()
+        self._transport.write_eof()
+
     def get_write_buffer_size(self) -> int:
         return self._transport.get_write_buffer_size() + sum(len(b) for b in self._held)
 

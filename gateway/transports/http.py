@@ -43,7 +43,9 @@ from gateway.observability.telemetry import configure_from_env as configure_trac
 from gateway.runtime import Gateway
 from gateway.security.auth import Authenticator
 from gateway.transports.admission import Admission, plain
+from gateway.transports.edge import CLOSE, BodyWatch, measure_head
 from gateway.transports.endpoints import A2MEndpoints, OperatorEndpoints
+from gateway.transports.head_deadline import HEAD_TOO_LARGE_MESSAGE
 from gateway.transports.mcp_door import McpDoor
 from gateway.transports.try_page import add_try_page
 
@@ -76,6 +78,7 @@ class OriginGuard:
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 SECURITY_HEADERS = [(b"x-content-type-options", b"nosniff"), (b"cache-control", b"no-store")]
+CLOSING_HEADERS = [*SECURITY_HEADERS, CLOSE]
 
 
 class HostGuard:
@@ -111,8 +114,10 @@ class HostGuard:
 class _A2MApp(Starlette):
     """The gateway's ASGI app: Starlette behind one outermost layer every request passes.
 
-    That layer, in order: the Host check (421), the security headers and the
-    ``a2m_http_responses`` count on every response, and the error handler (a
+    That layer, in order: the head's size (431, transports.edge), the Host check
+    (421), the security headers, ``Connection: close`` on an answer sent before
+    the request's body was read (transports.edge), the ``a2m_http_responses``
+    count on every response, and the error handler (a
     client gone mid-body is logged at debug; any other exception is logged once
     and, if nothing was sent yet, answered 500 with a fixed body: never a raw
     traceback). Inside it, ``POST /a2m`` and ``POST /a2m/{store}`` (the hot
@@ -123,6 +128,7 @@ class _A2MApp(Starlette):
 
     rpc_handler: Any = None
     mcp_door: Any = None
+    max_head_bytes: int = 16_384
     host_guard: HostGuard | None = None
     metrics: Metrics | None = None
 
@@ -133,16 +139,24 @@ class _A2MApp(Starlette):
 
         plain_send = send
         status: int | None = None
+        size, announced = measure_head(scope)
+        body = BodyWatch(receive, announced)
 
         async def send_secured(message: Any) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
-                message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+                # An answer before the body's end closes the connection (transports.edge).
+                extra = CLOSING_HEADERS if body.must_close else SECURITY_HEADERS
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
             await plain_send(message)
 
         try:
-            await self._serve(scope, receive, send_secured)
+            if size > self.max_head_bytes:
+                body.must_close = True
+                await plain(431, HEAD_TOO_LARGE_MESSAGE)(scope, receive, send_secured)
+            else:
+                await self._serve(scope, body.receive if announced else receive, send_secured)
         except ClientDisconnect:
             log.debug("client disconnected before its request was read")
         except Exception:  # the outermost handler: whatever a route let escape
@@ -230,6 +244,7 @@ def create_app(
     app.router.redirect_slashes = False
     app.add_exception_handler(StarletteHTTPException, _transport_refusal)
     app.host_guard = hosts
+    app.max_head_bytes = server.http.max_header_bytes
     app.metrics = metrics
     app.state.body_budget = admission.budget
     a2m = A2MEndpoints(gateway, admission, metrics)

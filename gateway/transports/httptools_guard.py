@@ -5,8 +5,13 @@ head may take nor how large it may grow (h11 has ``max_incomplete_event_size``;
 llhttp leaves header limits to its embedder). This protocol adds both: a timer
 armed when a connection opens and after each request, which closes the
 connection unless a complete head arrives first, and a count of the head's
-bytes that refuses the request (400, as h11 does) past ``max_header_bytes``.
-It also sends each response in one write (coalesce.py).
+bytes that refuses the request (431, head_deadline.py) past ``max_header_bytes``
+while it is still arriving (a head that arrives whole is measured by the app,
+gateway.transports.edge). Header fields after the body of a chunked request
+(trailers) are dropped: llhttp reports them through the same callback as the
+head's fields, and uvicorn would append them to the request's headers, where a
+trailer could pose as ``Authorization`` or ``X-Forwarded-For``. h11 ignores
+them too. It also sends each response in one write (coalesce.py).
 """
 
 from __future__ import annotations
@@ -21,9 +26,7 @@ from gateway.transports.head_deadline import HeadDeadline
 
 
 class GuardedHttpToolsProtocol(HeadDeadline, HttpToolsProtocol):
-    """HttpToolsProtocol with a header deadline and a header size limit."""
-
-    max_header_bytes: int = 16_384
+    """HttpToolsProtocol with a header deadline, a header size limit and no trailers."""
 
     _awaiting_head: bool = True
     _head_bytes: int = 0
@@ -38,6 +41,8 @@ class GuardedHttpToolsProtocol(HeadDeadline, HttpToolsProtocol):
         self._arm()
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # the rest of a refused head (head_deadline.py)
         boundaries = self._boundaries
         super().data_received(data)
         if self._awaiting_head and self.parser is not None:
@@ -45,9 +50,12 @@ class GuardedHttpToolsProtocol(HeadDeadline, HttpToolsProtocol):
             # uncounted (an undercount of one read); otherwise all of it is the pending head's.
             changed = self._boundaries != boundaries
             self._head_bytes = 0 if changed else self._head_bytes + len(data)
-            if self._head_bytes > self.max_header_bytes and not self.transport.is_closing():
-                self._disarm()
-                self.send_400_response("Invalid HTTP request received.")
+            if self._head_bytes > self.max_header_bytes:
+                self._refuse_large_head()
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self._awaiting_head:  # a field of the head; after it, a trailer: dropped
+            super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         self._awaiting_head = False

@@ -183,9 +183,11 @@ def build_gateway(
     server: Mapping[str, Any],
     stores: Mapping[str, Mapping[str, Any]],
     connectors: Mapping[str, Any],
+    federations: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Gateway:
     """A gateway whose stores read from the given connectors instead of real engines."""
-    cfg: GatewayConfig = parse_config({"server": dict(server), "stores": dict(stores)})
+    doc = {"server": dict(server), "stores": dict(stores), "federations": dict(federations or {})}
+    cfg: GatewayConfig = parse_config(doc)
     gateway = Gateway(cfg)
     for name, connector in connectors.items():
         gateway.stores[name].connector = connector

@@ -58,8 +58,9 @@ def engine() -> MemoryConnector:
 
 @pytest.fixture
 async def client(issuer: Issuer, engine: MemoryConnector) -> AsyncIterator[httpx.AsyncClient]:
+    # Heads up to 64 KiB, so a 40 KB credential reaches authentication (and is refused there).
     gateway = build_gateway(
-        {"auth": auth_section(issuer)},
+        {"auth": auth_section(issuer), "http": {"max_header_bytes": 65_536}},
         {"docs": memory_store_config(scope=SCOPE)},
         {"docs": engine},
     )

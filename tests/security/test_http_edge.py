@@ -10,21 +10,26 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import socket
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from gateway.a2m.errors import ErrorCode
 from gateway.config import parse_config
 from gateway.observability.metrics import Metrics
 from gateway.transports.http import create_app
 from gateway.transports.uvicorn_config import uvicorn_options
+from tests.security.edge_support import (
+    DEADLINE_S,
+    PROTOCOLS,
+    audit_records,
+    closed_by_server,
+    post_head,
+    read_response,
+    served,
+    wait_until,
+)
 from tests.security.support import (
     BOB_KEY,
     Issuer,
@@ -38,93 +43,6 @@ from tests.security.support import (
     rpc,
 )
 from tests.support.asgi import app_client
-
-
-class Captured(logging.Handler):
-    """The records of one logger, kept for the test to read."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-@contextmanager
-def audit_records() -> Iterator[list[logging.LogRecord]]:
-    handler = Captured()
-    audit = logging.getLogger("a2m.audit")
-    saved = audit.level
-    audit.addHandler(handler)
-    audit.setLevel(logging.INFO)
-    try:
-        yield handler.records
-    finally:
-        audit.removeHandler(handler)
-        audit.setLevel(saved)
-
-
-DEADLINE_S = 20.0
-"""Outer bound on waiting for the server to act: a hang fails, it is not a speed check."""
-
-PROTOCOLS = ["httptools", "h11"]
-"""Both parsers `server.http.protocol` offers: each must hold the edge limits itself."""
-
-
-@asynccontextmanager
-async def served(
-    server: dict[str, Any], protocol: str = "httptools"
-) -> AsyncIterator[tuple[int, Any]]:
-    """The gateway on a real loopback uvicorn socket: (port, the ASGI app)."""
-    server = {**server, "http": {**server.get("http", {}), "protocol": protocol}}
-    gateway = build_gateway(
-        server, {"docs": memory_store_config()}, {"docs": MemoryConnector(acl_docs())}
-    )
-    cfg = gateway.config.server
-    app = create_app(gateway, cfg, Metrics(), bind_host="127.0.0.1")
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_config=None, access_log=False, **uvicorn_options(cfg)
-    )
-    userver = uvicorn.Server(config)
-    # Bound and listening before uvicorn runs: connections wait in the backlog, no polling.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    task = asyncio.create_task(userver.serve(sockets=[sock]))
-    try:
-        yield port, app
-    finally:
-        userver.should_exit = True
-        await task
-        sock.close()
-
-
-async def closed_by_server(reader: asyncio.StreamReader) -> bytes:
-    """Everything the server sends until it closes the connection."""
-    data = b""
-    async with asyncio.timeout(DEADLINE_S):
-        while chunk := await reader.read(65536):
-            data += chunk
-    return data
-
-
-async def wait_until(check: Callable[[], bool]) -> None:
-    """Until check() holds, for at most DEADLINE_S (the server acts on its own schedule)."""
-    for _ in range(int(DEADLINE_S / 0.01)):
-        if check():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the server never got there")
-
-
-def post_head(length: int, extra: str = "") -> bytes:
-    return (
-        "POST /a2m/docs HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-        f"content-length: {length}\r\n{extra}\r\n"
-    ).encode()
-
 
 # -- item 3: header time, keep-alive, connections, body bytes, rate limit before the body ---------
 
@@ -165,14 +83,6 @@ async def test_a_kept_alive_connection_is_closed_when_idle(protocol: str) -> Non
         w.close()
 
 
-async def read_response(reader: asyncio.StreamReader) -> tuple[bytes, Any]:
-    """One response with a Content-Length: (its head, its JSON body)."""
-    async with asyncio.timeout(DEADLINE_S):
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = next(int(h[15:]) for h in head.split(b"\r\n") if h.startswith(b"content-length"))
-        return head, json.loads(await reader.readexactly(length))
-
-
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_the_header_deadline_is_rearmed_after_each_response(protocol: str) -> None:
     async with served({"http": {"header_timeout_ms": 300}}, protocol) as (port, _):
@@ -206,7 +116,7 @@ async def test_a_head_over_max_header_bytes_is_refused(protocol: str) -> None:
             w.write(f"x-pad: {'a' * 1000}\r\n".encode())
             await w.drain()
         answer = await closed_by_server(r)
-        assert answer.startswith(b"HTTP/1.1 400"), answer[:80]
+        assert answer.startswith(b"HTTP/1.1 431"), answer[:80]
         w.close()
 
 
@@ -310,7 +220,9 @@ def test_http_limits_have_safe_defaults_and_reach_uvicorn() -> None:
     options = uvicorn_options(server)
     assert options["timeout_keep_alive"] == 5.0
     assert options["limit_concurrency"] == 1000
-    assert options["h11_max_incomplete_event_size"] == 16_384
+    assert options["http"].max_header_bytes == 16_384
+    # h11's own limit is only a backstop past the guard's (which answers 431 first).
+    assert options["h11_max_incomplete_event_size"] > 16_384 + 256 * 1024
     assert options["http"].header_timeout_s == 10.0
     assert options["proxy_headers"] is False
     with pytest.raises(Exception, match="max_inflight_body_bytes"):
