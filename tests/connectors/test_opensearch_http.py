@@ -24,7 +24,7 @@ OK = PeerReply.json({"acknowledged": True})
 
 
 def _connection(peer: HttpPeer | None = None, port: int = 0, **options: Any) -> Any:
-    cls = connection_class(signing=False)
+    cls = connection_class()
     where = int(peer.url.rsplit(":", 1)[1]) if peer is not None else port
     return cls(host="127.0.0.1", port=where, **options)
 
@@ -112,9 +112,7 @@ async def test_the_client_runs_over_it(http_peer: StartPeer) -> None:
         return PeerReply.json({"hits": {"hits": [{"_id": "a", "_score": 1.0}]}})
 
     peer = http_peer(answer)
-    client = opensearchpy.AsyncOpenSearch(
-        hosts=[peer.url], connection_class=connection_class(signing=False)
-    )
+    client = opensearchpy.AsyncOpenSearch(hosts=[peer.url], connection_class=connection_class())
     answer_body = await client.search(index="idx", body={"query": {"match_all": {}}})
     await client.close()
     assert answer_body["hits"]["hits"][0]["_id"] == "a"
