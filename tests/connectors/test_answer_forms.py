@@ -9,8 +9,10 @@ error that says what came back, never the caller's refusal (``EngineRejected``).
 
 from __future__ import annotations
 
+import asyncio
 import gzip
-from collections.abc import AsyncIterator, Callable, Sequence
+import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -285,13 +287,60 @@ async def test_an_answer_that_is_not_what_was_asked_for_is_a_connector_error_say
     assert str(peer.port) not in message
 
 
-async def _many(client: LuceneClient, markers: Sequence[str], width: int) -> list[str]:
-    import asyncio
+class RacingScript:
+    """Answers each request to its own query, but on the way: interim answers written
+    apart from the final one, a 408 and a close on a reused connection, a close or a
+    reset on a reused connection before any answer, a close after the answer; chosen
+    in turn by request, so every kind comes up many times."""
 
-    gate = asyncio.Semaphore(width)
+    KINDS = ("interim", "408", "close-unanswered", "reset-unanswered", "close-after", "plain")
 
-    async def one(marker: str) -> str:
-        async with gate:
-            return await search(client, marker)
+    def __init__(self) -> None:
+        self.count = 0
+        self.seen: dict[str, int] = dict.fromkeys(self.KINDS, 0)
+        self._lock = threading.Lock()  # the peer serves each connection on its own thread
 
-    return await asyncio.gather(*(one(m) for m in markers))
+    def __call__(self, request: ScriptedRequest) -> Reply:
+        with self._lock:
+            self.count += 1
+            kind = self.KINDS[self.count % len(self.KINDS)]
+            if request.on_connection == 0 and kind in (
+                "408",
+                "close-unanswered",
+                "reset-unanswered",
+            ):
+                kind = "interim"  # only a reused connection may lose a request unseen
+            self.seen[kind] += 1
+        final = answer(200, search_answer(marker_of(request)), JSON_HEADERS)
+        if kind == "interim":
+            return Reply([_interim(100, "Continue"), _interim(103, "Early Hints"), final])
+        if kind == "408":
+            return Reply([answer(408, b"", [("Connection", "close")])], then="close")
+        if kind == "close-unanswered":
+            return Reply(then="close")
+        if kind == "reset-unanswered":
+            return Reply(then="reset")
+        if kind == "close-after":
+            return Reply([final], then="close")
+        return Reply([final])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_interleaved_recalls_through_interim_408_and_close_races_each_get_their_own_answer(
+    engine: str,
+) -> None:
+    script = RacingScript()
+    markers = [f"query-{i:03d}" for i in range(120)]
+    with ScriptedPeer(script) as peer:
+        async with lucene_client(engine, peer, pool_maxsize=6) as client:
+            gate = asyncio.Semaphore(12)  # more callers than connections: reuse is constant
+
+            async def one(marker: str) -> str:
+                async with gate:
+                    return await search(client, marker)
+
+            got = await asyncio.gather(*(one(m) for m in markers))
+    assert got == markers  # each caller holds the answer to its own query, none other
+    assert all(n >= 5 for n in script.seen.values()), script.seen  # every race ran
+    answered = {marker_of(r) for r in peer.requests}
+    assert answered == set(markers)
