@@ -168,7 +168,9 @@ class NodeConnection(AsyncConnection):
             headers = {**(headers or {}), "content-encoding": "gzip"}
         if self._sign is not None:
             merged = {**self.headers, **(headers or {})}
-            headers = {**(headers or {}), **self._sign(method, self.host + target, sent, merged)}
+            # The signer's keyword call, as the library's signing connection makes it.
+            signed = self._sign(method=method, url=self.host + target, body=sent, headers=merged)
+            headers = {**(headers or {}), **signed}
         loop = asyncio.get_running_loop()
         start = loop.time()
         try:
