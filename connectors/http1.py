@@ -77,8 +77,11 @@ class _Connection(asyncio.Protocol):
         self.idle_since = 0.0
         self._limits = limits
         self._parser = httptools.HttpResponseParser(self)
-        # Folded header lines (obs-fold) are joined instead of refused: RFC 9112 §5.2.
-        self._parser.set_dangerous_leniencies(lenient_headers=True)
+        # Folded header lines (obs-fold) are joined instead of refused (RFC 9112 §5.2), and
+        # a line ended by a bare LF is read as one (§2.2 lets a recipient do so).
+        self._parser.set_dangerous_leniencies(
+            lenient_headers=True, lenient_optional_cr_before_lf=True
+        )
         self._waiter: asyncio.Future[Response] | None = None
         self._answered = False
         self._head_only = False
@@ -151,7 +154,9 @@ class _Connection(asyncio.Protocol):
             name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
         body = self._body[0] if len(self._body) == 1 else b"".join(self._body)
-        codings = headers.get("content-encoding")
+        # Transfer codings other than chunked (the parser's) were applied last: undone first.
+        transfer = headers.get("transfer-encoding", "").lower().replace("chunked", "")
+        codings = f"{headers.get('content-encoding', '')},{transfer}".strip(", ")
         if codings and body:
             try:
                 body = decode(codings, body, self._limits.decoded_bytes)
@@ -215,12 +220,15 @@ class _Connection(asyncio.Protocol):
         if self._head_only:
             self._done(keep=False)  # the parser would wait for a HEAD answer's body
             return
-        names = {name.lower() for name, _ in self._headers}
-        self._until_close = (
-            b"content-length" not in names
-            and b"transfer-encoding" not in names
-            and status not in _NO_BODY
-        )
+        # RFC 9112 §6.3: no length and no chunked coding last, the body ends with the close.
+        length = transfer = b""
+        for name, value in self._headers:
+            if name.lower() == b"content-length":
+                length = value
+            elif name.lower() == b"transfer-encoding":
+                transfer = value.lower()
+        chunked = transfer.rstrip(b" \t").endswith(b"chunked")
+        self._until_close = status not in _NO_BODY and not chunked and bool(transfer or not length)
 
     def on_body(self, body: bytes) -> None:
         if self._finished:

@@ -125,6 +125,41 @@ LEGAL: dict[str, Callable[[bytes], Reply]] = {
     "deflate-zlib-wrapped": lambda b: Reply([_encoded("deflate", deflate(b, raw=False))]),
     "deflate-raw": lambda b: Reply([_encoded("Deflate", deflate(b, raw=True))]),
     "identity-named": lambda b: Reply([_encoded("identity", b)]),
+    "gzip-transfer-coding-then-chunked": lambda b: Reply(
+        [
+            status_line(200)
+            + b"Content-Type: application/json\r\nX-Elastic-Product: Elasticsearch\r\n"
+            + b"Transfer-Encoding: gzip, chunked\r\n\r\n"
+            + chunked(gzip.compress(b))
+        ]
+    ),
+    "transfer-coding-not-chunked-ends-with-the-close": lambda b: Reply(
+        [
+            answer(
+                200, gzip.compress(b), [*JSON_HEADERS, ("Transfer-Encoding", "gzip")], length=False
+            )
+        ],
+        then="close",
+    ),
+    "chunked-with-extensions-and-trailers": lambda b: Reply(
+        [
+            status_line(200)
+            + b"Content-Type: application/json\r\nX-Elastic-Product: Elasticsearch\r\n"
+            + b"Transfer-Encoding: chunked\r\nTrailer: X-Took\r\n\r\n"
+            + chunked(b).replace(b"\r\n", b";note=1\r\n", 1)[:-2]
+            + b"X-Took: 3\r\n\r\n"
+        ]
+    ),
+    "status-line-without-reason": lambda b: Reply(
+        [answer(200, b, JSON_HEADERS).replace(b"200 OK", b"200", 1)]
+    ),
+    "lines-ended-by-bare-lf": lambda b: Reply(
+        [
+            answer(200, b"", JSON_HEADERS).replace(b"\r\n", b"\n")[: -len("Content-Length: 0\n\n")]
+            + f"Content-Length: {len(b)}\n\n".encode()
+            + b
+        ]
+    ),
     "obs-folded-header": lambda b: Reply(
         [answer(200, b, [*JSON_HEADERS, ("X-Note", "first part\r\n  folded second part")])]
     ),
