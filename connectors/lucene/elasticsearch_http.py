@@ -52,6 +52,17 @@ class NodeAnswer(NamedTuple):
     body: bytes
 
 
+def _transport_error(e: Exception) -> Exception:
+    """elastic-transport's exception for a failed exchange (``errors`` hold the cause)."""
+    if isinstance(e, TimeoutError):
+        return ConnectionTimeout("Connection timed out during request", errors=(e,))
+    if isinstance(e, ssl.SSLError):
+        return TlsError(str(e), errors=(e,))
+    if isinstance(e, BadResponse):
+        return UnusableAnswer(e)
+    return TransportConnectionError(str(e), errors=(e,))
+
+
 class EngineNode(BaseAsyncNode):
     """An elastic-transport node whose requests go through :mod:`connectors.http1`."""
 
@@ -128,15 +139,7 @@ class EngineNode(BaseAsyncNode):
         except (RecursionError, asyncio.CancelledError):
             raise
         except Exception as e:
-            if isinstance(e, TimeoutError):
-                raise ConnectionTimeout(
-                    "Connection timed out during request", errors=(e,)
-                ) from None
-            if isinstance(e, ssl.SSLError):
-                raise TlsError(str(e), errors=(e,)) from None
-            if isinstance(e, BadResponse):
-                raise UnusableAnswer(e) from None
-            raise TransportConnectionError(str(e), errors=(e,)) from None
+            raise _transport_error(e) from None
         meta = ApiResponseMeta(
             node=self.config,
             duration=loop.time() - start,

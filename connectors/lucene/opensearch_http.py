@@ -39,7 +39,7 @@ from opensearchpy.exceptions import (
 )
 from opensearchpy.exceptions import ConnectionError as ClientConnectionError
 
-from connectors.http1 import AnswerLimits, BadResponse, HostPool, RequestHead, host_header
+from connectors.http1 import AnswerLimits, BadResponse, HostPool, RequestHead, Response, host_header
 from connectors.http_answer import unexpected
 from connectors.lucene.failures import retry_after_ms
 from connectors.tls import client_context
@@ -79,6 +79,32 @@ def _error_of(status: int, raw: str, headers: Mapping[str, str]) -> TransportErr
         return BusyError(status, message, info, retry_after_ms(headers))
     error_class: Any = HTTP_EXCEPTIONS.get(status, TransportError)
     return error_class(status, message, info)  # type: ignore[no-any-return]
+
+
+def _text(method: str, answer: Response) -> str:
+    """The answer's body as text.
+
+    Raises:
+        BadResponse: the answer is not one the call asked for, or not UTF-8.
+    """
+    reason = unexpected(method, answer.status, answer.headers, answer.body)
+    if reason is not None:
+        raise BadResponse(reason)
+    try:
+        return answer.body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadResponse(
+            f"the engine answered {answer.status} with a body that is not UTF-8 text"
+        ) from None
+
+
+def _client_error(e: Exception) -> Exception:
+    """The library's exception for a failed exchange (``info`` is the cause)."""
+    if isinstance(e, TimeoutError):
+        return ConnectionTimeout("TIMEOUT", str(e), e)
+    if isinstance(e, ssl.SSLError):
+        return SSLError("N/A", str(e), e)
+    return ClientConnectionError("N/A", str(e), e)
 
 
 class NodeConnection(AsyncConnection):
@@ -181,24 +207,12 @@ class NodeConnection(AsyncConnection):
                 self.timeout if timeout is None else timeout,
                 head_only=method == "HEAD",
             )
-            reason = unexpected(method, answer.status, answer.headers, answer.body)
-            if reason is not None:
-                raise BadResponse(reason)
-            try:
-                raw = answer.body.decode("utf-8")
-            except UnicodeDecodeError:
-                raise BadResponse(
-                    f"the engine answered {answer.status} with a body that is not UTF-8 text"
-                ) from None
+            raw = _text(method, answer)
         except (RecursionError, asyncio.CancelledError):
             raise
         except Exception as e:
             self.log_request_fail(method, target, path, body, loop.time() - start, exception=e)
-            if isinstance(e, TimeoutError):
-                raise ConnectionTimeout("TIMEOUT", str(e), e) from e
-            if isinstance(e, ssl.SSLError):
-                raise SSLError("N/A", str(e), e) from e
-            raise ClientConnectionError("N/A", str(e), e) from e
+            raise _client_error(e) from e
         warning = answer.headers.get("warning")
         if warning:
             warnings.warn(warning, category=OpenSearchWarning, stacklevel=2)
