@@ -90,7 +90,7 @@ class _Connection(asyncio.Protocol):
         self._head_bytes = 0
         self._body_bytes = 0
         self._interim = False
-        self._until_close = False
+        self._head_done = False
         self._finished = False
 
     # -- the exchange ------------------------------------------------------------------
@@ -129,7 +129,7 @@ class _Connection(asyncio.Protocol):
         self._head_bytes = 0
         self._body_bytes = 0
         self._interim = False
-        self._until_close = False
+        self._head_done = False
 
     def _time_out(self) -> None:
         self._fail(TimeoutError("the engine did not answer in time"))
@@ -154,9 +154,11 @@ class _Connection(asyncio.Protocol):
             name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
         body = self._body[0] if len(self._body) == 1 else b"".join(self._body)
-        # Transfer codings other than chunked (the parser's) were applied last: undone first.
-        transfer = headers.get("transfer-encoding", "").lower().replace("chunked", "")
-        codings = f"{headers.get('content-encoding', '')},{transfer}".strip(", ")
+        codings = headers.get("content-encoding")
+        transfer = headers.get("transfer-encoding")
+        if transfer is not None and transfer.lower() != "chunked":
+            # Transfer codings other than chunked (the parser's) were applied last: undone first.
+            codings = f"{codings or ''},{transfer.lower().replace('chunked', '')}"
         if codings and body:
             try:
                 body = decode(codings, body, self._limits.decoded_bytes)
@@ -176,7 +178,7 @@ class _Connection(asyncio.Protocol):
         self.reusable = False
         if self._finished:
             return
-        if self._until_close and exc is None:
+        if self._head_done and exc is None and self._ends_with_close():
             self._done(keep=False)  # a body without a length ends with the close
         elif not self._answered:
             self._fail(_Lost("the engine closed the connection"))
@@ -201,9 +203,6 @@ class _Connection(asyncio.Protocol):
         if self._finished:  # a second answer to one request: the stream is out of step
             self._fail(BadResponse("the engine sent more than one answer to a request"))
 
-    def on_status(self, status: bytes) -> None:
-        self._count_head(len(status) + 16)
-
     def on_header(self, name: bytes, value: bytes) -> None:
         if self._finished:
             return
@@ -220,7 +219,13 @@ class _Connection(asyncio.Protocol):
         if self._head_only:
             self._done(keep=False)  # the parser would wait for a HEAD answer's body
             return
-        # RFC 9112 §6.3: no length and no chunked coding last, the body ends with the close.
+        self._head_done = True
+
+    def _ends_with_close(self) -> bool:
+        """RFC 9112 §6.3: with no length and no chunked coding last, the body ends with
+        the close (read only when the connection closes mid-answer)."""
+        if self._parser.get_status_code() in _NO_BODY:
+            return False
         length = transfer = b""
         for name, value in self._headers:
             if name.lower() == b"content-length":
@@ -228,7 +233,7 @@ class _Connection(asyncio.Protocol):
             elif name.lower() == b"transfer-encoding":
                 transfer = value.lower()
         chunked = transfer.rstrip(b" \t").endswith(b"chunked")
-        self._until_close = status not in _NO_BODY and not chunked and bool(transfer or not length)
+        return not chunked and bool(transfer or not length)
 
     def on_body(self, body: bytes) -> None:
         if self._finished:

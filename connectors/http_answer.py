@@ -140,6 +140,8 @@ def unexpected(method: str, status: int, headers: Mapping[str, str], body: bytes
         return None
     if not body:
         return f"the engine answered {status} with an empty body, not JSON"
+    if body[0] == 0x7B and headers.get("content-type", "").startswith("application/json"):
+        return None  # every engine answer: a JSON object, so declared
     if body.startswith(_GZIP_MAGIC):
         return (
             f"the engine answered {status} with a body still gzip-compressed that its "
