@@ -22,6 +22,22 @@ class EngineUnavailable(ConnectorError):
         self.retry_after_ms = retry_after_ms
 
 
+class EngineAnswerInvalid(EngineUnavailable):
+    """The engine's address answered, but not with what the call asked for (a login
+    page, a body that is not JSON, a redirect, a status no engine sends the call).
+
+    The message says in one sentence what came back (never a host): a proxy or sign-on
+    page in front of the engine, or a node in a bad moment. Retryable, as an engine
+    that is down is: the store keeps trying.
+    """
+
+
+class EngineAnswerUnusable(ConnectorError):
+    """The engine's answer cannot be used and asking again will not change that (it is
+    past the store's size limits, or not an Elasticsearch answer at all); the message
+    says what came back."""
+
+
 class EngineTimeout(ConnectorError):
     """The engine did not answer within the request deadline."""
 

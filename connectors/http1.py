@@ -2,32 +2,48 @@
 
 The engine clients keep their API, transport, retries and error classes; this is only
 what sits beneath their connection class (``connectors.lucene.opensearch_http``). It
-does what the gateway's engine calls need and no more: one host, a bounded pool of
-keep-alive connections, a deadline per request, TLS from the client's own context, and
-responses parsed by httptools (the C parser uvicorn serves with). Per call it spends
-about a third of the CPU of aiohttp under opensearch-py (``python -m bench.http_clients``).
+does what the gateway's engine calls need: one host, a bounded pool of keep-alive
+connections, a deadline per request, TLS from the client's own context, and responses
+parsed by httptools (the C parser uvicorn serves with), read the way RFC 9112 says a
+client must: interim 1xx answers are skipped (never left for the next request), a body
+without a length ends with the close, a folded header line is unfolded, the content
+codings are undone (:mod:`connectors.http_answer`), and each answer is bounded in its
+header, body and decoded bytes.
 
 A request that meets a dead *reused* connection (the peer closed or reset it before
 any byte of an answer: a proxy kept the client's side open while the node restarted,
-or the close crossed the request) is sent again at once on the next connection, up to
-:data:`MAX_RESENDS` times; the engine never saw it. A fresh connection's failure, a
-timeout and a broken answer raise.
+or the close crossed the request), or that a reused connection answers 408 (the
+server timed the idle connection out as the request arrived), is sent again at once,
+on the next connection or a fresh one, up to :data:`MAX_RESENDS` times; the engine
+never saw it. A fresh connection's failure, a timeout and a broken answer raise.
 
 Errors: :class:`TimeoutError` when the deadline passes; :class:`ConnectionError` (an
 :class:`OSError`) when a connection is lost or refused, :class:`BadResponse` among
-them for an answer that is not HTTP; :class:`ssl.SSLError` from the TLS handshake.
+them for an answer that is not usable HTTP (:class:`AnswerTooLarge` past the limits);
+:class:`ssl.SSLError` from the TLS handshake.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
-import zlib
 from collections import deque
-from collections.abc import Mapping
 from typing import NamedTuple
 
 import httptools
+
+from connectors.http_answer import AnswerLimits, AnswerTooLarge, BadResponse, decode
+from connectors.http_request import RequestHead, host_header
+
+__all__ = [
+    "AnswerLimits",
+    "AnswerTooLarge",
+    "BadResponse",
+    "HostPool",
+    "RequestHead",
+    "Response",
+    "host_header",
+]
 
 MAX_RESENDS = 64
 """A bound on the resends of one request (each spends one dead pooled connection)."""
@@ -36,9 +52,8 @@ IDLE_S = 15.0
 """A connection idle longer is closed, not reused (aiohttp's keep-alive default): a NAT or
 load balancer may have dropped it without a word, and a request on it would only time out."""
 
-
-class BadResponse(ConnectionError):
-    """The engine's bytes are not an HTTP/1.1 response."""
+_NO_BODY = frozenset({204, 304})
+DEFAULT_LIMITS = AnswerLimits()
 
 
 class Response(NamedTuple):
@@ -55,17 +70,28 @@ class _Lost(ConnectionError):
 class _Connection(asyncio.Protocol):
     """One keep-alive connection: sends a request, resolves the answer's future."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: AnswerLimits) -> None:
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.reusable = False
         self.idle_since = 0.0
+        self._limits = limits
         self._parser = httptools.HttpResponseParser(self)
+        # Folded header lines (obs-fold) are joined instead of refused (RFC 9112 §5.2), and
+        # a line ended by a bare LF is read as one (§2.2 lets a recipient do so).
+        self._parser.set_dangerous_leniencies(
+            lenient_headers=True, lenient_optional_cr_before_lf=True
+        )
         self._waiter: asyncio.Future[Response] | None = None
         self._answered = False
         self._head_only = False
         self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
+        self._head_bytes = 0
+        self._body_bytes = 0
+        self._interim = False
+        self._head_done = False
+        self._finished = False
 
     # -- the exchange ------------------------------------------------------------------
 
@@ -76,8 +102,8 @@ class _Connection(asyncio.Protocol):
         self.reusable = False
         self._answered = False
         self._head_only = head_only
-        self._headers = []
-        self._body = []
+        self._finished = False
+        self._next_message()
         assert self.transport is not None
         self.transport.write(data)
         timer = loop.call_at(deadline, self._time_out)
@@ -93,8 +119,17 @@ class _Connection(asyncio.Protocol):
 
     def close(self) -> None:
         self.closed = True
+        self.reusable = False
         if self.transport is not None:
             self.transport.close()
+
+    def _next_message(self) -> None:
+        self._headers = []
+        self._body = []
+        self._head_bytes = 0
+        self._body_bytes = 0
+        self._interim = False
+        self._head_done = False
 
     def _time_out(self) -> None:
         self._fail(TimeoutError("the engine did not answer in time"))
@@ -102,11 +137,15 @@ class _Connection(asyncio.Protocol):
             self.transport.abort()
 
     def _fail(self, exc: BaseException) -> None:
+        """End the exchange with ``exc``; the connection is out of step and is closed."""
+        self._finished = True
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_exception(exc)
+        self.close()
 
     def _done(self, keep: bool) -> None:
+        self._finished = True
         waiter = self._waiter
         if waiter is None or waiter.done():
             return
@@ -115,13 +154,16 @@ class _Connection(asyncio.Protocol):
             name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
         body = self._body[0] if len(self._body) == 1 else b"".join(self._body)
-        encoding = headers.get("content-encoding")
-        if encoding in ("gzip", "deflate") and body:
+        codings = headers.get("content-encoding")
+        transfer = headers.get("transfer-encoding")
+        if transfer is not None and transfer.lower() != "chunked":
+            # Transfer codings other than chunked (the parser's) were applied last: undone first.
+            codings = f"{codings or ''},{transfer.lower().replace('chunked', '')}"
+        if codings and body:
             try:
-                body = zlib.decompress(body, 16 + zlib.MAX_WBITS if encoding == "gzip" else 0)
-            except zlib.error:
-                waiter.set_exception(BadResponse("the engine's compressed answer is broken"))
-                self.close()
+                body = decode(codings, body, self._limits.decoded_bytes)
+            except BadResponse as exc:
+                self._fail(exc)
                 return
         self.reusable = keep
         waiter.set_result(Response(self._parser.get_status_code(), headers, body))
@@ -133,36 +175,87 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        if not self._answered:
+        self.reusable = False
+        if self._finished:
+            return
+        if self._head_done and exc is None and self._ends_with_close():
+            self._done(keep=False)  # a body without a length ends with the close
+        elif not self._answered:
             self._fail(_Lost("the engine closed the connection"))
         else:
             self._fail(ConnectionResetError("the engine closed the connection mid-answer"))
 
     def data_received(self, data: bytes) -> None:
-        if self._waiter is None:  # bytes nobody asked for: the stream is out of step
-            self.close()
+        if self._waiter is None or self._finished:
+            self.close()  # bytes nobody asked for: the stream is out of step
             return
         self._answered = True
         try:
             self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail(BadResponse("the engine switched protocols, which no call asks for"))
         except httptools.HttpParserError:
             self._fail(BadResponse("the engine's answer is not HTTP/1.1"))
-            self.close()
 
     # -- httptools callbacks -------------------------------------------------------------
 
+    def on_message_begin(self) -> None:
+        if self._finished:  # a second answer to one request: the stream is out of step
+            self._fail(BadResponse("the engine sent more than one answer to a request"))
+
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self._finished:
+            return
+        self._count_head(len(name) + len(value) + 4)
         self._headers.append((name, value))
 
     def on_headers_complete(self) -> None:
+        if self._finished:
+            return
+        status = self._parser.get_status_code()
+        if status < 200:
+            self._interim = True  # 100 Continue, 103 Early Hints: the answer is still to come
+            return
         if self._head_only:
             self._done(keep=False)  # the parser would wait for a HEAD answer's body
+            return
+        self._head_done = True
+
+    def _ends_with_close(self) -> bool:
+        """RFC 9112 §6.3: with no length and no chunked coding last, the body ends with
+        the close (read only when the connection closes mid-answer)."""
+        if self._parser.get_status_code() in _NO_BODY:
+            return False
+        length = transfer = b""
+        for name, value in self._headers:
+            if name.lower() == b"content-length":
+                length = value
+            elif name.lower() == b"transfer-encoding":
+                transfer = value.lower()
+        chunked = transfer.rstrip(b" \t").endswith(b"chunked")
+        return not chunked and bool(transfer or not length)
 
     def on_body(self, body: bytes) -> None:
+        if self._finished:
+            return
+        self._body_bytes += len(body)
+        if self._body_bytes > self._limits.body_bytes:
+            self._fail(AnswerTooLarge("the engine's answer is longer than the store's limit"))
+            return
         self._body.append(body)
 
     def on_message_complete(self) -> None:
+        if self._finished:
+            return
+        if self._interim:
+            self._next_message()
+            return
         self._done(keep=self._parser.should_keep_alive())
+
+    def _count_head(self, size: int) -> None:
+        self._head_bytes += size
+        if self._head_bytes > self._limits.header_bytes and not self._finished:
+            self._fail(AnswerTooLarge("the engine's answer headers are past the store's limit"))
 
 
 class HostPool:
@@ -176,8 +269,11 @@ class HostPool:
         tls: ssl.SSLContext | None = None,
         limit: int = 10,
         idle_s: float = IDLE_S,
+        limits: AnswerLimits = DEFAULT_LIMITS,
     ) -> None:
+        """``limit``: connections open at once; ``limits``: bounds on each answer."""
         self._host = host
+        self._limits = limits
         self._port = port
         self._tls = tls
         self._limit = max(1, limit)
@@ -190,22 +286,30 @@ class HostPool:
     async def request(self, data: bytes, seconds: float, *, head_only: bool = False) -> Response:
         """Send ``data`` (a whole request: head and body) and read its answer.
 
+        An interim answer (1xx) is never the result; a 408 is only when a fresh
+        connection gave it (on a reused one the request is sent again on a fresh one).
+
         Raises:
             TimeoutError: no answer within ``seconds``.
             ConnectionError: the connection was refused or lost; :class:`BadResponse`
-                when the answer is not HTTP.
+                when the answer is not usable HTTP (:class:`AnswerTooLarge` past the limits).
             ssl.SSLError: the TLS handshake failed.
         """
         deadline = asyncio.get_running_loop().time() + seconds
+        fresh = False
         for _ in range(MAX_RESENDS + 1):
-            connection, reused = await self._acquire(deadline)
+            connection, reused = await self._acquire(deadline, fresh=fresh)
             try:
-                return await connection.exchange(data, deadline, head_only=head_only)
+                answer = await connection.exchange(data, deadline, head_only=head_only)
             except _Lost:
                 if not reused:
                     raise
+                continue
             finally:
                 self._release(connection)
+            if answer.status != 408 or not reused:
+                return answer
+            fresh = True  # the server timed the idle connection out: not the request's fault
         raise ConnectionResetError("every pooled connection to the engine was dead")
 
     async def close(self) -> None:
@@ -213,9 +317,18 @@ class HostPool:
         while self._idle:
             self._idle.pop().close()
 
-    async def _acquire(self, deadline: float) -> tuple[_Connection, bool]:
+    async def _acquire(self, deadline: float, *, fresh: bool) -> tuple[_Connection, bool]:
         idle = self._idle
         while True:
+            if fresh:
+                if self._open < self._limit:
+                    return await self._connect(deadline), False
+                if idle:  # no room for one more: an idle one makes room
+                    idle.popleft().close()
+                    self._open -= 1
+                    continue
+                await self._wait_for_room(deadline)
+                continue
             if idle:
                 stale = asyncio.get_running_loop().time() - self._idle_s
                 while idle and idle[0].idle_since < stale:  # the oldest first
@@ -237,7 +350,7 @@ class HostPool:
         try:
             async with asyncio.timeout_at(deadline):
                 _, connection = await loop.create_connection(
-                    _Connection, self._host, self._port, ssl=self._tls
+                    lambda: _Connection(self._limits), self._host, self._port, ssl=self._tls
                 )
         except BaseException:
             self._open -= 1
@@ -276,61 +389,3 @@ class HostPool:
             if not waiter.done():
                 waiter.set_result(None)
                 return
-
-
-def host_header(host: str, port: int, *, tls: bool) -> str:
-    """The Host header's value for ``host:port``: IPv6 in brackets, the scheme's port left out."""
-    name = f"[{host}]" if ":" in host else host
-    return name if port == (443 if tls else 80) else f"{name}:{port}"
-
-
-class RequestHead:
-    """The request heads sent to one node: its fixed lines encoded once, the rest per call."""
-
-    def __init__(self, host: str, headers: Mapping[str, str]) -> None:
-        """``host``: the Host header's value; ``headers``: sent with every request.
-
-        Raises:
-            ValueError: a header would break the request's framing.
-        """
-        self._host = host
-        self._headers = {name.lower(): value for name, value in headers.items()}
-        self._fixed = self._lines(self._headers)
-
-    def build(
-        self,
-        method: str,
-        target: str,
-        length: int | None,
-        headers: Mapping[str, str] | None = None,
-    ) -> bytes:
-        """The head of one request; ``headers`` add to (or replace) the fixed ones.
-
-        Raises:
-            ValueError: the method, target or a header would break the request's framing.
-        """
-        if _breaks(method) or _breaks(target) or " " in target or " " in method:
-            raise ValueError("an engine request line holds a space or a line break")
-        fixed = self._fixed
-        if headers:
-            merged = {**self._headers, **{name.lower(): value for name, value in headers.items()}}
-            fixed = self._lines(merged)
-        size = b"" if length is None else b"content-length: %d\r\n" % length
-        return b"%s %s HTTP/1.1\r\n%s%s\r\n" % (
-            method.encode("ascii"),
-            target.encode("ascii"),
-            fixed,
-            size,
-        )
-
-    def _lines(self, headers: Mapping[str, str]) -> bytes:
-        lines = [f"host: {self._host}\r\n"]
-        for name, value in headers.items():
-            if _breaks(name) or _breaks(value):
-                raise ValueError("an engine request header holds a line break")
-            lines.append(f"{name}: {value}\r\n")
-        return "".join(lines).encode("latin-1")
-
-
-def _breaks(text: str) -> bool:
-    return "\r" in text or "\n" in text or "\0" in text

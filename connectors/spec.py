@@ -11,6 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from connectors.http_answer import AnswerLimits
+
+DEFAULT_LIMITS = AnswerLimits()
+
 Backend = Literal["elasticsearch", "opensearch", "qdrant"]
 SearchMode = Literal["lexical", "dense", "hybrid"]
 
@@ -59,6 +63,15 @@ class ConnectionSpec:
     sniff: bool = False
     """Learn the cluster's nodes from the engine (at start, after a node fails, periodically)."""
     sniff_interval_ms: int = 60_000
+    max_header_bytes: int = DEFAULT_LIMITS.header_bytes
+    """Bounds on each engine answer: its status line and headers, its body as sent, and
+    its body once decompressed (Elasticsearch and OpenSearch)."""
+    max_body_bytes: int = DEFAULT_LIMITS.body_bytes
+    max_decoded_bytes: int = DEFAULT_LIMITS.decoded_bytes
+
+    @property
+    def answer_limits(self) -> AnswerLimits:
+        return AnswerLimits(self.max_header_bytes, self.max_body_bytes, self.max_decoded_bytes)
 
     @property
     def fails_over(self) -> bool:

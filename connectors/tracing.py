@@ -2,13 +2,15 @@
 
 Connectors import neither the gateway nor OpenTelemetry. The gateway's
 telemetry (``gateway.observability.telemetry``) installs an :class:`EngineTracer` when
-tracing is on; with none installed, :func:`trace_transport` leaves the client
-untouched and :func:`traced_client` returns the client itself, so tracing off
-costs one global read per engine call.
+tracing is on. A connector asks :func:`engine_tracer` at its own seam, around each
+engine request it sends (the Lucene connectors in ``LuceneClient.call``), and wraps a
+client whose calls are requests in :func:`traced_client`; with none installed that is
+the client itself, so tracing off costs one global read per engine call. No client
+library's object is changed.
 
 A traced request is one span (its system, operation and index; never a body)
 and the headers the tracer yields, the W3C ``traceparent``, are added to the
-HTTP request the client sends.
+HTTP request the client sends (:func:`with_headers`).
 """
 
 from __future__ import annotations
@@ -55,34 +57,18 @@ def operation_of(target: str) -> str:
     return "info" if not parts else "other"
 
 
-def _with_headers(headers: Any, extra: Mapping[str, str]) -> Any:
+def engine_tracer() -> EngineTracer | None:
+    """The installed tracer, or None when tracing is off."""
+    return _tracer
+
+
+def with_headers(headers: Mapping[str, str] | None, extra: Mapping[str, str]) -> Any:
+    """``headers`` with ``extra`` added (a new mapping; ``headers`` is left as it is)."""
     if not extra:
         return headers
-    if headers is None or not hasattr(headers, "copy"):
-        return dict(extra)  # None, or elastic-transport's DEFAULT sentinel
-    merged = headers.copy()  # a dict, or elastic-transport's HttpHeaders
-    merged.update(extra)
-    return merged
-
-
-def trace_transport(transport: Any, system: str, index: str) -> None:
-    """Trace every request an elastic-transport or opensearch-py transport sends.
-
-    Both clients call ``transport.perform_request(method, path, ..., headers=...)``
-    for every API call, and every client copy (``options()``, a caller's view)
-    shares the transport, so wrapping it once covers all of them.
-    """
-    tracer = _tracer
-    if tracer is None:
-        return
-    inner = transport.perform_request
-
-    async def perform_request(method: str, target: str, *args: Any, **kwargs: Any) -> Any:
-        with tracer.request(system, operation_of(target), index) as headers:
-            kwargs["headers"] = _with_headers(kwargs.get("headers"), headers)
-            return await inner(method, target, *args, **kwargs)
-
-    transport.perform_request = perform_request
+    if headers is None:
+        return dict(extra)
+    return {**headers, **extra}
 
 
 class _TracedClient:

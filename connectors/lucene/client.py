@@ -19,7 +19,7 @@ from connectors.errors import ConnectorError, EngineTimeout, EngineUnavailable
 from connectors.lucene.failures import EngineFailure, LegFailed, lost_shards
 from connectors.lucene.query import Body
 from connectors.retry import remaining, retry_read
-from connectors.tracing import trace_transport
+from connectors.tracing import engine_tracer, operation_of, with_headers
 
 if TYPE_CHECKING:
     from connectors.lucene.dialect import Dialect
@@ -59,7 +59,6 @@ class LuceneClient:
         """
         if self._client is None:
             self._client = await self._dialect.make_client(self._spec)
-            trace_transport(self._client.transport, self._dialect.name, self._spec.index)
 
     # ---- calls
 
@@ -72,20 +71,34 @@ class LuceneClient:
         body: Body | bytes | None = None,
         params: Mapping[str, str] | None = None,
     ) -> Mapping[str, Any]:
-        """One engine request, no retry, the client's exceptions untranslated.
+        """One engine request, no retry, the client's exceptions untranslated; one engine
+        span when tracing is on (:mod:`connectors.tracing`).
 
         Raises:
             LegFailed: a search answered with shards lost to a node leaving the cluster.
         """
-        answer = await self._dialect.request(
-            self._client,
-            method,
-            path,
-            seconds=seconds,
-            body=body,
-            params=params,
-            headers=self._headers,
-        )
+        tracer = engine_tracer()
+        if tracer is None:
+            answer = await self._dialect.request(
+                self._client,
+                method,
+                path,
+                seconds=seconds,
+                body=body,
+                params=params,
+                headers=self._headers,
+            )
+        else:
+            with tracer.request(self._dialect.name, operation_of(path), self._spec.index) as extra:
+                answer = await self._dialect.request(
+                    self._client,
+                    method,
+                    path,
+                    seconds=seconds,
+                    body=body,
+                    params=params,
+                    headers=with_headers(self._headers, extra),
+                )
         lost = lost_shards(answer)
         if lost is not None:
             raise LegFailed(lost)

@@ -27,7 +27,13 @@ from connectors.base import Metric, VectorInfo
 from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
 from connectors.lucene.dialect import KnnScore, PitCalls, VersionCall
-from connectors.lucene.failures import EngineFailure, error_causes, retry_after_ms
+from connectors.lucene.failures import (
+    NOT_JSON,
+    EngineFailure,
+    answer_failure,
+    error_causes,
+    retry_after_ms,
+)
 from connectors.lucene.order import ES_ENGINE_ID_ORDER
 from connectors.lucene.query import Body
 
@@ -45,6 +51,13 @@ _SIMILARITY: dict[str, Metric] = {
     "l2_norm": "l2",
 }
 _METRICS: tuple[Metric, ...] = ("cosine", "dot", "l2")
+
+NOT_ELASTICSEARCH = EngineFailure(
+    "answer",
+    reason="the engine's address answered without Elasticsearch's product header: it is "
+    "not an Elasticsearch node, or a proxy in front of it drops the header",
+    retryable=False,
+)
 
 _JSON = {"accept": "application/json", "content-type": "application/json"}
 _NDJSON = {"accept": "application/json", "content-type": "application/x-ndjson"}
@@ -74,7 +87,7 @@ def client_options(spec: ConnectorSpec, node_class: type | None = None) -> dict[
         "verify_certs": c.verify_certs,
         # A timed-out or unreachable node is marked dead either way (1 s, doubling
         # to 30 s), so the connector's next attempt goes to another node.
-        "node_class": node_class or engine_node_class(),
+        "node_class": node_class or engine_node_class(c.answer_limits),
     }
     if c.sniff:
         # Learn the nodes at start, after a failure, and (checked before a request)
@@ -194,16 +207,18 @@ class ElasticsearchDialect:
 
     def classify(self, exc: BaseException) -> EngineFailure | None:
         from elastic_transport import ConnectionError as TransportConnectionError
-        from elastic_transport import ConnectionTimeout
+        from elastic_transport import ConnectionTimeout, SerializationError
         from elasticsearch import ApiError, UnsupportedProductError
 
         if isinstance(exc, ConnectionTimeout):
             return EngineFailure("timeout")
         if isinstance(exc, TransportConnectionError):
-            return EngineFailure("connection")
+            return answer_failure(exc) or EngineFailure("connection")
+        if isinstance(exc, SerializationError):
+            return NOT_JSON
         if isinstance(exc, UnsupportedProductError):
-            # Something answered, but not Elasticsearch: a wrong address.
-            return EngineFailure("status", status=400)
+            # Something answered, but not Elasticsearch: a wrong address, or a proxy.
+            return NOT_ELASTICSEARCH
         if isinstance(exc, ApiError):
             return EngineFailure(
                 "status",

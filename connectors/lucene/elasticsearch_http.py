@@ -1,13 +1,17 @@
 """elastic-transport's node over the gateway's HTTP/1.1 client (:mod:`connectors.http1`).
 
-:func:`node_class` is elastic-transport's aiohttp node in everything it is configured
-by (the TLS context from the node config, default headers, compression, timeout) and in
-what it raises and logs, but each request goes through :class:`connectors.http1.HostPool`,
-which also resends a request that met a dead reused connection. The transport, its
+:class:`EngineNode` is an elastic-transport ``BaseAsyncNode`` configured by the node
+config as the library's aiohttp node is (its TLS settings, default headers,
+compression, timeout, connections per node) and raising the library's error classes,
+but each request goes through :class:`connectors.http1.HostPool`, which resends a
+request that met a dead reused connection and reads every answer form a client must
+take. An answer that is not what the call asked for (a login page, an empty or
+undeclared-compressed body, a redirect) is an :class:`UnusableAnswer`, a
+``ConnectionError`` holding the :class:`connectors.http_answer.BadResponse` that says
+what came back. The transport, its
 node pool, sniffing and the client's error classes are the library's own; an error
-answer's headers (a 429's ``Retry-After``) reach the client in the response meta, as
-with the stock node. This module imports elastic-transport: the dialect imports it when it
-makes a client.
+answer's headers (a 429's ``Retry-After``) reach the client in the response meta. This
+module imports elastic-transport: the dialect imports it when it makes a client.
 """
 
 from __future__ import annotations
@@ -15,34 +19,79 @@ from __future__ import annotations
 import asyncio
 import gzip
 import ssl
-from typing import Any
+from typing import Any, ClassVar, NamedTuple
 
 from elastic_transport import (
-    AiohttpHttpNode,
     ApiResponseMeta,
+    BaseAsyncNode,
     ConnectionTimeout,
     HttpHeaders,
     NodeConfig,
     TlsError,
 )
 from elastic_transport import ConnectionError as TransportConnectionError
-from elastic_transport._models import DEFAULT
-from elastic_transport._node import NodeApiResponse
 
-from connectors.http1 import HostPool, RequestHead, host_header
+from connectors.http1 import AnswerLimits, BadResponse, HostPool, RequestHead, host_header
+from connectors.http_answer import unexpected
+from connectors.tls import client_context
 
 
-class EngineNode(AiohttpHttpNode):
-    """elastic-transport's aiohttp node, its requests sent by :mod:`connectors.http1`."""
+class UnusableAnswer(TransportConnectionError):
+    """elastic-transport's connection error for an answer the call cannot use; its
+    ``bad_response`` says what came back (the transport replaces ``errors`` on the way)."""
 
-    _pool: HostPool | None = None
+    def __init__(self, bad_response: BadResponse) -> None:
+        super().__init__(str(bad_response), errors=(bad_response,))
+        self.bad_response = bad_response
+
+
+class NodeAnswer(NamedTuple):
+    """What a node hands its transport: the answer's meta and its raw body."""
+
+    meta: ApiResponseMeta
+    body: bytes
+
+
+def _transport_error(e: Exception) -> Exception:
+    """elastic-transport's exception for a failed exchange (``errors`` hold the cause)."""
+    if isinstance(e, TimeoutError):
+        return ConnectionTimeout("Connection timed out during request", errors=(e,))
+    if isinstance(e, ssl.SSLError):
+        return TlsError(str(e), errors=(e,))
+    if isinstance(e, BadResponse):
+        return UnusableAnswer(e)
+    return TransportConnectionError(str(e), errors=(e,))
+
+
+class EngineNode(BaseAsyncNode):
+    """An elastic-transport node whose requests go through :mod:`connectors.http1`."""
+
+    limits: ClassVar[AnswerLimits] = AnswerLimits()
+    """Bounds on each answer (a store's class sets its own: :func:`node_class`)."""
 
     def __init__(self, config: NodeConfig) -> None:
+        """Raises:
+        ValueError: ``ssl_assert_fingerprint`` (not supported), or a header that would
+            break the request's framing.
+        """
         super().__init__(config)
         if config.ssl_assert_fingerprint:
             raise ValueError("ssl_assert_fingerprint is not supported")
-        host = host_header(self.host, self.port, tls=self.scheme == "https")
-        self._head = RequestHead(host, dict(self.headers.items()))
+        tls = config.scheme == "https"
+        self._tls = None
+        if tls:
+            self._tls = client_context(
+                config.host,
+                context=config.ssl_context,
+                verify=config.verify_certs is not False,
+                ca_certs=config.ca_certs,
+                client_cert=config.client_cert,
+                client_key=config.client_key,
+                minimum=config.ssl_version,
+            )
+        self._compress = bool(config.http_compress)
+        self._head = RequestHead(host_header(self.host, self.port, tls=tls), dict(self.headers))
+        self._pool: HostPool | None = None
 
     async def perform_request(  # type: ignore[override]
         self,
@@ -50,13 +99,28 @@ class EngineNode(AiohttpHttpNode):
         target: str,
         body: bytes | None = None,
         headers: HttpHeaders | None = None,
-        request_timeout: Any = DEFAULT,
-    ) -> NodeApiResponse:
+        request_timeout: Any = None,
+    ) -> NodeAnswer:
+        """One request; the answer's meta and raw body, whatever its status.
+
+        ``request_timeout``: seconds, None for none, anything else (the client's
+        "default" marker) for the node config's.
+
+        Raises:
+            ConnectionTimeout: no answer in time.
+            TlsError: the TLS handshake failed.
+            ConnectionError: the connection was refused or lost; :class:`UnusableAnswer`
+                when the answer is not one the call can use.
+        """
         pool = self._pool or self._open_pool()
-        seconds = self.config.request_timeout if request_timeout is DEFAULT else request_timeout
+        seconds = (
+            request_timeout
+            if request_timeout is None or isinstance(request_timeout, int | float)
+            else self.config.request_timeout
+        )
         sent = body or None
         extra: dict[str, str] | None = dict(headers.items()) if headers else None
-        if sent is not None and self._http_compress:
+        if sent is not None and self._compress:
             sent = gzip.compress(sent)
             extra = {**(extra or {}), "content-encoding": "gzip"}
         loop = asyncio.get_running_loop()
@@ -69,20 +133,13 @@ class EngineNode(AiohttpHttpNode):
                 seconds if seconds is not None else 1e9,
                 head_only=method == "HEAD",
             )
+            reason = unexpected(method, answer.status, answer.headers, answer.body)
+            if reason is not None:
+                raise BadResponse(reason)
         except (RecursionError, asyncio.CancelledError):
             raise
         except Exception as e:
-            err: Exception
-            if isinstance(e, TimeoutError):
-                err = ConnectionTimeout("Connection timed out during request", errors=(e,))
-            elif isinstance(e, ssl.SSLError):
-                err = TlsError(str(e), errors=(e,))
-            else:
-                err = TransportConnectionError(str(e), errors=(e,))
-            self._log_request(
-                method=method, target=target, headers=headers, body=body, exception=err
-            )
-            raise err from None
+            raise _transport_error(e) from None
         meta = ApiResponseMeta(
             node=self.config,
             duration=loop.time() - start,
@@ -90,22 +147,15 @@ class EngineNode(AiohttpHttpNode):
             status=answer.status,
             headers=HttpHeaders(answer.headers),
         )
-        self._log_request(
-            method=method,
-            target=target,
-            headers=headers,
-            body=body,
-            meta=meta,
-            response=answer.body,
-        )
-        return NodeApiResponse(meta, answer.body)
+        return NodeAnswer(meta, answer.body)
 
     def _open_pool(self) -> HostPool:
         self._pool = HostPool(
             self.host,
             self.port,
-            tls=self._ssl_context if self.scheme == "https" else None,
-            limit=self._connections_per_node,
+            tls=self._tls,
+            limit=self.config.connections_per_node,
+            limits=self.limits,
         )
         return self._pool
 
@@ -115,6 +165,9 @@ class EngineNode(AiohttpHttpNode):
             self._pool = None
 
 
-def node_class() -> type:
-    """The node class of the gateway's Elasticsearch clients: :class:`EngineNode`."""
-    return EngineNode
+def node_class(limits: AnswerLimits | None = None) -> type[EngineNode]:
+    """The node class of a store's Elasticsearch client: :class:`EngineNode`, with
+    ``limits`` when given."""
+    if limits is None or limits == EngineNode.limits:
+        return EngineNode
+    return type("EngineNode", (EngineNode,), {"limits": limits})

@@ -14,14 +14,20 @@ from typing import Any, Literal
 
 from connectors.errors import (
     ConnectorError,
+    EngineAnswerInvalid,
+    EngineAnswerUnusable,
     EngineConfigError,
     EngineRejected,
     EngineTimeout,
     EngineUnavailable,
     QueryTooLarge,
 )
+from connectors.http_answer import BadResponse
 
-_TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
+_TRANSIENT_STATUS = frozenset({408, 429, 502, 503, 504})
+_PROTOCOL_STATUS = frozenset({405, 406, 407, 411, 415, 421, 426, 505})
+"""Statuses that say the HTTP exchange itself went wrong (a proxy, a wrong port), never
+that the engine refused the caller's query: no engine sends them to the gateway's calls."""
 _TOO_LARGE = frozenset({"too_many_clauses", "too_many_nested_clauses"})
 """Root causes that mean the query itself is too large, whatever the status."""
 _NODE_LOST = frozenset(
@@ -42,11 +48,15 @@ copies elsewhere answer a second attempt (a cluster losing a node answers 500 wi
 class EngineFailure:
     """A client exception reduced to what the connector decides on."""
 
-    kind: Literal["connection", "timeout", "status"]
+    kind: Literal["connection", "timeout", "status", "answer"]
     status: int | None = None
     retry_after_ms: int | None = None
     causes: frozenset[str] = frozenset()
     """The error types the engine named (``error.type``, ``root_cause``, ``caused_by``)."""
+    reason: str = ""
+    """For an ``answer`` failure: what came back instead, in one sentence (no host)."""
+    retryable: bool = True
+    """For an ``answer`` failure: asking again can help."""
 
     @property
     def too_large(self) -> bool:
@@ -59,6 +69,8 @@ class EngineFailure:
         query too large."""
         if self.too_large:
             return False
+        if self.kind == "answer":
+            return self.retryable
         if self.kind == "connection" or self.status in _TRANSIENT_STATUS:
             return True
         return (self.status or 0) >= 500 and bool(self.causes & _NODE_LOST)
@@ -70,9 +82,21 @@ class EngineFailure:
             return EngineTimeout("the engine did not answer in time")
         if self.kind == "connection":
             return EngineUnavailable("the engine cannot be reached", retry_after_ms=retry_after)
+        if self.kind == "answer":
+            if self.retryable:
+                return EngineAnswerInvalid(self.reason, retry_after_ms=retry_after)
+            return EngineAnswerUnusable(self.reason)
         if self.too_large:
             return QueryTooLarge("the engine refused the query as too large")
         status = self.status or 0
+        if status == 408:
+            return EngineUnavailable("the engine timed the request out", retry_after_ms=retry_after)
+        if status in _PROTOCOL_STATUS:
+            return EngineAnswerInvalid(
+                f"the engine's address answered {status}, which no engine sends to this call: "
+                "is a proxy in front of the engine?",
+                retry_after_ms=retry_after,
+            )
         if status == 429:
             return EngineUnavailable("the engine is overloaded", retry_after_ms=retry_after)
         if status >= 500:
@@ -95,6 +119,29 @@ class EngineFailure:
                 )
             return EngineRejected(f"the engine refused the credentials (HTTP {status})")
         return EngineRejected(f"the engine rejected the query (HTTP {status})")
+
+
+def answer_failure(exc: BaseException, depth: int = 0) -> EngineFailure | None:
+    """The failure of an answer that was not what the call asked for, when ``exc`` (a
+    client's connection error) is or wraps a :class:`BadResponse`: elastic-transport keeps
+    what it wraps in ``errors`` or ``bad_response`` (the gateway's node), opensearch-py in
+    ``info``."""
+    if isinstance(exc, BadResponse):
+        return EngineFailure("answer", reason=str(exc), retryable=exc.retryable)
+    if depth > 4:
+        return None
+    inner = getattr(exc, "errors", None)
+    wrapped = [*inner] if isinstance(inner, tuple | list) else []
+    wrapped += [getattr(exc, "info", None), getattr(exc, "bad_response", None)]
+    for e in wrapped:
+        if isinstance(e, BaseException) and e is not exc:
+            found = answer_failure(e, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+NOT_JSON = EngineFailure("answer", reason="the engine answered with a body that is not valid JSON")
 
 
 def error_causes(body: Any) -> frozenset[str]:

@@ -31,7 +31,7 @@ from connectors.base import Metric, VectorInfo
 from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
 from connectors.lucene.dialect import KnnScore, PitCalls, VersionCall
-from connectors.lucene.failures import EngineFailure, error_causes
+from connectors.lucene.failures import NOT_JSON, EngineFailure, answer_failure, error_causes
 from connectors.lucene.order import EngineIdOrder
 from connectors.lucene.query import Body
 
@@ -63,7 +63,7 @@ def client_options(
 ) -> dict[str, Any]:
     """``AsyncOpenSearch`` keyword arguments for ``connection:`` (no I/O); ``aws`` holds
     the credentials :func:`aws_credentials` found, for aws_sigv4; ``connection`` is the
-    HTTP connection class when not the default (:func:`connection_class`).
+    HTTP connection class when not the gateway's (:func:`connection_class`).
 
     Raises:
         EngineConfigError: cloud_id is set, or aws_sigv4 has no credentials.
@@ -104,9 +104,9 @@ def client_options(
         headers["authorization"] = f"Bearer {c.bearer_token.get_secret_value()}"
     elif c.aws_sigv4 is not None:
         kwargs["http_auth"] = _sigv4_auth(aws, c.aws_sigv4.region, c.aws_sigv4.service)
-    # Only the AsyncHttpConnection class calls a signer per request; both keep a
-    # 429/503's Retry-After, which the stock classes drop.
-    kwargs["connection_class"] = connection or connection_class(signing=c.aws_sigv4 is not None)
+    # The gateway's connection class: its HTTP client, the SigV4 signer called per
+    # request, a 429/503's Retry-After kept, the store's bounds on each answer.
+    kwargs["connection_class"] = connection or connection_class(c.answer_limits)
     if headers:
         kwargs["headers"] = headers
     # orjson instead of the client's stdlib json for bodies (a 384-float query
@@ -193,19 +193,21 @@ class OpenSearchDialect:
 
     def classify(self, exc: BaseException) -> EngineFailure | None:
         from opensearchpy.exceptions import ConnectionError as OSConnectionError
-        from opensearchpy.exceptions import ConnectionTimeout, TransportError
+        from opensearchpy.exceptions import ConnectionTimeout, SerializationError, TransportError
 
         # ConnectionTimeout subclasses ConnectionError here: test it first.
         if isinstance(exc, ConnectionTimeout):
             return EngineFailure("timeout")
         if isinstance(exc, OSConnectionError):
-            return EngineFailure("connection")
+            return answer_failure(exc) or EngineFailure("connection")
+        if isinstance(exc, SerializationError):
+            return NOT_JSON
         if isinstance(exc, TransportError):
             status = exc.status_code
             if not isinstance(status, int):
                 # "N/A": no answer at all, e.g. "Unable to sniff hosts." when no node answered.
                 return EngineFailure("connection")
-            hint = getattr(exc, "retry_after_ms", None)  # set by connectors.lucene.opensearch_http
+            hint = getattr(exc, "retry_after_ms", None)  # connectors.lucene.opensearch_http's
             return EngineFailure(
                 "status",
                 status=status,

@@ -1,37 +1,48 @@
-"""opensearch-py connections: requests sent by the gateway's HTTP/1.1 client, and a busy
-node's ``Retry-After`` kept.
+"""opensearch-py's connection class over the gateway's HTTP/1.1 client (:mod:`connectors.http1`).
 
-:class:`NodeConnection` is opensearch-py's aiohttp connection in everything it is
-configured by (TLS context, basic auth, default headers, compression, timeout) and in
-what it raises and logs, but it sends each request through :mod:`connectors.http1`, a
-third of the CPU per call (``python -m bench.http_clients``). With SigV4 signing the
-library's ``AsyncHttpConnection`` (aiohttp, a signer per request) is used instead.
+:class:`NodeConnection` is an opensearch-py ``AsyncConnection`` configured by the same
+settings as the library's aiohttp one (TLS, basic auth or a per-request signer such as
+SigV4, default headers, compression, timeout, pool size), raising the library's error
+classes, but sending each request through :class:`connectors.http1.HostPool` (a third of
+the CPU per call of aiohttp, ``python -m bench.http_clients``). That pool resends a
+request that met a dead reused connection and reads every answer form a client must
+take; an answer that is not what the call asked for (a login page, an empty or
+undeclared-compressed body, a redirect) is a connection error holding a
+:class:`connectors.http_answer.BadResponse` that says what came back.
 
-opensearch-py raises an error answer as a ``TransportError`` of status, message
-and body: the headers are gone, so a 429's ``Retry-After`` never reaches the
-retry loop. Both connection classes ask for 429 and 503 back as answers (the
-``ignore`` argument), then raise the same error the stock class would, with the
-header's wait attached as ``retry_after_ms``. The transport, its node pool and every
-other status are the library's own. This module imports opensearch-py: the dialect imports
-it when it makes a client.
+A 429 or 503 is raised as :class:`BusyError`, which keeps the answer's ``Retry-After``
+(the library's errors drop the headers). The transport, its node pool and sniffing are
+the library's own. This module imports opensearch-py: the dialect imports it when it
+makes a client.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import gzip
 import logging
 import ssl
-from collections.abc import Collection, Mapping
-from typing import Any
+import warnings
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, ClassVar
 from urllib.parse import urlencode
 
-from opensearchpy import AIOHttpConnection, AsyncHttpConnection
+import orjson
+from opensearchpy import AsyncConnection
+from opensearchpy.exceptions import (
+    HTTP_EXCEPTIONS,
+    ConnectionTimeout,
+    OpenSearchWarning,
+    SSLError,
+    TransportError,
+)
 from opensearchpy.exceptions import ConnectionError as ClientConnectionError
-from opensearchpy.exceptions import ConnectionTimeout, SSLError
 
-from connectors.http1 import HostPool, RequestHead, host_header
+from connectors.http1 import AnswerLimits, BadResponse, HostPool, RequestHead, Response, host_header
+from connectors.http_answer import unexpected
 from connectors.lucene.failures import retry_after_ms
-from connectors.pooled import ResendOnDeadConnection
+from connectors.tls import client_context
 
 HINTED = frozenset({429, 503})
 """The statuses whose Retry-After the retry loop can use."""
@@ -39,43 +50,120 @@ HINTED = frozenset({429, 503})
 _log = logging.getLogger("opensearch")
 _trace = logging.getLogger("opensearchpy.trace")
 
+Signer = Callable[..., Mapping[str, str]]
 
-class _KeepsRetryAfter:
-    """Mixin over an opensearch-py async connection class."""
 
-    async def perform_request(
+class BusyError(TransportError):
+    """opensearch-py's error for a 429 or 503, with the answer's ``Retry-After``."""
+
+    def __init__(self, status: int, error: Any, info: Any, retry_after: int | None) -> None:
+        super().__init__(status, error, info)
+        self.retry_after_ms = retry_after
+
+
+def _error_of(status: int, raw: str, headers: Mapping[str, str]) -> TransportError:
+    """The library's exception for an error answer: its class by status, the engine's
+    error type as ``error`` and its decoded body as ``info`` (as the library raises it)."""
+    message: Any = raw
+    info: Any = None
+    if raw and headers.get("content-type", "").split(";", 1)[0].strip() == "application/json":
+        try:
+            info = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            info = None
+        if isinstance(info, dict):
+            message = info.get("error", message)
+            if isinstance(message, dict) and "type" in message:
+                message = message["type"]
+    if status in HINTED:
+        return BusyError(status, message, info, retry_after_ms(headers))
+    error_class: Any = HTTP_EXCEPTIONS.get(status, TransportError)
+    return error_class(status, message, info)  # type: ignore[no-any-return]
+
+
+def _text(method: str, answer: Response) -> str:
+    """The answer's body as text.
+
+    Raises:
+        BadResponse: the answer is not one the call asked for, or not UTF-8.
+    """
+    reason = unexpected(method, answer.status, answer.headers, answer.body)
+    if reason is not None:
+        raise BadResponse(reason)
+    try:
+        return answer.body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadResponse(
+            f"the engine answered {answer.status} with a body that is not UTF-8 text"
+        ) from None
+
+
+def _client_error(e: Exception) -> Exception:
+    """The library's exception for a failed exchange (``info`` is the cause)."""
+    if isinstance(e, TimeoutError):
+        return ConnectionTimeout("TIMEOUT", str(e), e)
+    if isinstance(e, ssl.SSLError):
+        return SSLError("N/A", str(e), e)
+    return ClientConnectionError("N/A", str(e), e)
+
+
+class NodeConnection(AsyncConnection):
+    """An opensearch-py connection whose requests go through :mod:`connectors.http1`."""
+
+    limits: ClassVar[AnswerLimits] = AnswerLimits()
+    """Bounds on each answer (a store's class sets its own: :func:`connection_class`)."""
+
+    def __init__(
         self,
-        method: str,
-        url: str,
-        params: Mapping[str, Any] | None = None,
-        body: bytes | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the library's signature
-        ignore: Collection[int] = (),
-        headers: Mapping[str, str] | None = None,
-    ) -> Any:
-        status, response_headers, raw = await super().perform_request(  # type: ignore[misc]
-            method, url, params, body, timeout=timeout, ignore=(*ignore, *HINTED), headers=headers
+        host: str = "localhost",
+        port: int | None = None,
+        url_prefix: str = "",
+        timeout: Any = 10,
+        http_auth: Any = None,
+        use_ssl: bool = False,
+        verify_certs: bool = True,
+        ca_certs: str | None = None,
+        client_cert: str | None = None,
+        client_key: str | None = None,
+        ssl_version: Any = None,
+        ssl_assert_fingerprint: str | None = None,
+        maxsize: int | None = 10,
+        ssl_context: ssl.SSLContext | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """The library's connection settings (``ssl_show_warn``, ``loop`` and the like are
+        taken and have nothing to do here).
+
+        Raises:
+            ValueError: ``ssl_assert_fingerprint`` (not supported), or a header that
+                would break the request's framing.
+        """
+        self.headers: dict[str, str] = {}
+        super().__init__(
+            host=host, port=port, url_prefix=url_prefix, timeout=timeout, use_ssl=use_ssl, **kwargs
         )
-        if status in HINTED and status not in ignore:
-            try:
-                self._raise_error(status, raw, response_headers.get("content-type"))  # type: ignore[attr-defined]
-            except Exception as exc:
-                exc.retry_after_ms = retry_after_ms(response_headers)  # type: ignore[attr-defined]
-                raise
-        return status, response_headers, raw
-
-
-class NodeConnection(AIOHttpConnection):
-    """opensearch-py's aiohttp connection, its requests sent by :mod:`connectors.http1`."""
-
-    _pool: HostPool | None = None
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if self.ssl_assert_fingerprint:
+        if ssl_assert_fingerprint:
             raise ValueError("ssl_assert_fingerprint is not supported")
-        host = host_header(self.hostname, self.port, tls=self.use_ssl)
-        self._head = RequestHead(host, self.headers)
+        self._sign: Signer | None = http_auth if callable(http_auth) else None
+        if http_auth is not None and self._sign is None:
+            user = ":".join(http_auth) if isinstance(http_auth, tuple | list) else str(http_auth)
+            self.headers["authorization"] = "Basic " + base64.b64encode(user.encode()).decode()
+        self._tls = None
+        if self.use_ssl:
+            self._tls = client_context(
+                self.hostname,
+                context=ssl_context,
+                verify=verify_certs,
+                ca_certs=ca_certs,
+                client_cert=client_cert,
+                client_key=client_key,
+                minimum=ssl_version,
+            )
+        self._maxsize = maxsize or 10
+        self._head = RequestHead(
+            host_header(self.hostname, self.port, tls=self.use_ssl), self.headers
+        )
+        self._pool: HostPool | None = None
 
     async def perform_request(
         self,
@@ -87,13 +175,28 @@ class NodeConnection(AIOHttpConnection):
         ignore: Collection[int] = (),
         headers: Mapping[str, str] | None = None,
     ) -> Any:
+        """One request; ``(status, headers, text)`` for a success or an ignored status.
+
+        Raises:
+            ConnectionTimeout: no answer in time.
+            SSLError: the TLS handshake failed.
+            ConnectionError: the connection was refused or lost, or the answer is not one
+                the call can use (its ``info`` a :class:`BadResponse` saying what came back).
+            TransportError: an error status (the library's class for it; :class:`BusyError`
+                for 429 and 503).
+        """
         pool = self._pool or self._open_pool()
         path = self.url_prefix + url
         target = f"{path}?{urlencode(params)}" if params else path
         sent = body
         if self.http_compress and body:
-            sent = self._gzip_compress(body)
+            sent = gzip.compress(body)
             headers = {**(headers or {}), "content-encoding": "gzip"}
+        if self._sign is not None:
+            merged = {**self.headers, **(headers or {})}
+            # The signer's keyword call, as the library's signing connection makes it.
+            signed = self._sign(method=method, url=self.host + target, body=sent, headers=merged)
+            headers = {**(headers or {}), **signed}
         loop = asyncio.get_running_loop()
         start = loop.time()
         try:
@@ -104,23 +207,19 @@ class NodeConnection(AIOHttpConnection):
                 self.timeout if timeout is None else timeout,
                 head_only=method == "HEAD",
             )
+            raw = _text(method, answer)
         except (RecursionError, asyncio.CancelledError):
             raise
         except Exception as e:
             self.log_request_fail(method, target, path, body, loop.time() - start, exception=e)
-            if isinstance(e, TimeoutError):
-                raise ConnectionTimeout("TIMEOUT", str(e), e) from e
-            if isinstance(e, ssl.SSLError):
-                raise SSLError("N/A", str(e), e) from e
-            raise ClientConnectionError("N/A", str(e), e) from e
-        raw = answer.body.decode("utf-8", "surrogatepass")
+            raise _client_error(e) from e
         warning = answer.headers.get("warning")
         if warning:
-            self._raise_warnings([warning])
+            warnings.warn(warning, category=OpenSearchWarning, stacklevel=2)
         status = answer.status
         if not (200 <= status < 300) and status not in ignore:
             self.log_request_fail(method, target, path, body, loop.time() - start, status, raw)
-            self._raise_error(status, raw, answer.headers.get("content-type"))
+            raise _error_of(status, raw, answer.headers)
         # What log_request_success would write: an INFO line, or a trace with a handler.
         if _log.isEnabledFor(logging.INFO) or (
             _trace.handlers and _trace.isEnabledFor(logging.INFO)
@@ -130,10 +229,7 @@ class NodeConnection(AIOHttpConnection):
 
     def _open_pool(self) -> HostPool:
         self._pool = HostPool(
-            self.hostname,
-            self.port,
-            tls=self._ssl_context if self.use_ssl else None,
-            limit=self._limit or 10,
+            self.hostname, self.port, tls=self._tls, limit=self._maxsize, limits=self.limits
         )
         return self._pool
 
@@ -143,15 +239,8 @@ class NodeConnection(AIOHttpConnection):
             self._pool = None
 
 
-class RetryAfterNodeConnection(_KeepsRetryAfter, NodeConnection):
-    """The connection the gateway's OpenSearch clients use."""
-
-
-class RetryAfterAsyncHttpConnection(_KeepsRetryAfter, ResendOnDeadConnection, AsyncHttpConnection):
-    """The connection of a store that signs with SigV4 (the library calls the signer)."""
-
-
-def connection_class(*, signing: bool) -> type:
-    """The connection class of a store: :class:`RetryAfterNodeConnection`, or with SigV4
-    :class:`RetryAfterAsyncHttpConnection`."""
-    return RetryAfterAsyncHttpConnection if signing else RetryAfterNodeConnection
+def connection_class(limits: AnswerLimits | None = None) -> type[NodeConnection]:
+    """The connection class of a store: :class:`NodeConnection`, with ``limits`` when given."""
+    if limits is None or limits == NodeConnection.limits:
+        return NodeConnection
+    return type("NodeConnection", (NodeConnection,), {"limits": limits})

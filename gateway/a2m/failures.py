@@ -11,6 +11,8 @@ import logging
 
 from connectors.errors import (
     ConnectorError,
+    EngineAnswerInvalid,
+    EngineAnswerUnusable,
     EngineConfigError,
     EngineRejected,
     EngineTimeout,
@@ -63,6 +65,9 @@ def to_a2m_error(exc: BaseException) -> A2MError:
     """
     if isinstance(exc, A2MError):
         return exc
+    if isinstance(exc, EngineAnswerInvalid | EngineAnswerUnusable):
+        # The message says what came back instead (a login page, a redirect), never a host.
+        log.warning("the engine's answer was not usable: %s", exc)
     trouble = engine_trouble(exc)
     if trouble is not None:
         return trouble
@@ -88,6 +93,11 @@ def to_a2m_error(exc: BaseException) -> A2MError:
         return InternalError(
             "The store's index is missing or does not match its configuration",
             data={"reason": "index_unusable", "retryable": False},
+        )
+    if isinstance(exc, EngineAnswerUnusable):
+        return InternalError(
+            "The search engine's answer could not be used",
+            data={"reason": "engine_answer_unusable", "retryable": False},
         )
     if isinstance(exc, ConnectorError):
         return BackendUnavailable()

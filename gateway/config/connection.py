@@ -6,7 +6,10 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
 
+from connectors.http_answer import AnswerLimits
 from gateway.config.base import StrictModel
+
+DEFAULT_LIMITS = AnswerLimits()
 
 
 class _Transport(StrictModel):
@@ -33,6 +36,21 @@ class _LuceneConnection(_Transport):
         "address is reachable from the gateway (never behind a load balancer)",
     )
     sniff_interval_ms: int = Field(default=60_000, ge=1_000, le=3_600_000)
+    max_header_bytes: int = Field(
+        default=DEFAULT_LIMITS.header_bytes,
+        ge=1_024,
+        description="an engine answer's status line and headers, at most",
+    )
+    max_body_bytes: int = Field(
+        default=DEFAULT_LIMITS.body_bytes,
+        ge=1_024,
+        description="an engine answer's body as sent (compressed or not), at most",
+    )
+    max_decoded_bytes: int = Field(
+        default=DEFAULT_LIMITS.decoded_bytes,
+        ge=1_024,
+        description="an engine answer's body once decompressed, at most",
+    )
 
     def _auth_modes(self) -> dict[str, bool]:
         return {

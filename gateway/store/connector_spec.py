@@ -59,6 +59,9 @@ def _connection(c: ConnectionConfig) -> ConnectionSpec:
         retries=c.retries,
         sniff=c.sniff,
         sniff_interval_ms=c.sniff_interval_ms,
+        max_header_bytes=c.max_header_bytes,
+        max_body_bytes=c.max_body_bytes,
+        max_decoded_bytes=c.max_decoded_bytes,
     )
 
 

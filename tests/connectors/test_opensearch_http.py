@@ -24,7 +24,7 @@ OK = PeerReply.json({"acknowledged": True})
 
 
 def _connection(peer: HttpPeer | None = None, port: int = 0, **options: Any) -> Any:
-    cls = connection_class(signing=False)
+    cls = connection_class()
     where = int(peer.url.rsplit(":", 1)[1]) if peer is not None else port
     return cls(host="127.0.0.1", port=where, **options)
 
@@ -112,10 +112,31 @@ async def test_the_client_runs_over_it(http_peer: StartPeer) -> None:
         return PeerReply.json({"hits": {"hits": [{"_id": "a", "_score": 1.0}]}})
 
     peer = http_peer(answer)
-    client = opensearchpy.AsyncOpenSearch(
-        hosts=[peer.url], connection_class=connection_class(signing=False)
-    )
+    client = opensearchpy.AsyncOpenSearch(hosts=[peer.url], connection_class=connection_class())
     answer_body = await client.search(index="idx", body={"query": {"match_all": {}}})
     await client.close()
     assert answer_body["hits"]["hits"][0]["_id"] == "a"
     assert peer.requests[0].json() == {"query": {"match_all": {}}}
+
+
+async def test_a_signer_signs_each_request_as_sent(http_peer: StartPeer) -> None:
+    """A callable ``http_auth`` (SigV4's) is called per request with what goes on the wire:
+    the full URL, the body as sent (compressed) and the headers; its headers are sent."""
+    peer = http_peer(lambda request: OK)
+    calls: list[dict[str, Any]] = []
+
+    def sign(*, method: str, url: str, body: Any, headers: Any) -> dict[str, str]:
+        calls.append({"method": method, "url": url, "body": body, "headers": dict(headers)})
+        return {"authorization": f"AWS4-HMAC-SHA256 stand-in {len(calls)}", "x-amz-date": "d"}
+
+    conn = _connection(peer, http_auth=sign, http_compress=True)
+    for _ in range(2):
+        await conn.perform_request("POST", "/idx/_search", {"size": "1"}, b'{"size":1}')
+    await conn.close()
+    port = peer.url.rsplit(":", 1)[1]
+    assert [c["url"] for c in calls] == [f"http://127.0.0.1:{port}/idx/_search?size=1"] * 2
+    assert gzip.decompress(calls[0]["body"]) == b'{"size":1}'
+    assert calls[0]["headers"]["content-encoding"] == "gzip"
+    sent = [r.headers["authorization"] for r in peer.requests]
+    assert sent == ["AWS4-HMAC-SHA256 stand-in 1", "AWS4-HMAC-SHA256 stand-in 2"]
+    assert peer.requests[0].headers["x-amz-date"] == "d"

@@ -1,4 +1,7 @@
-"""The connectors' tracing hook without an engine: operation names, headers, no-op when off."""
+"""The connectors' tracing hook without an engine: operation names, headers, no-op when off.
+
+The Lucene connectors' requests are traced at their own seam, ``LuceneClient.call``;
+tests/gateway/test_tracing.py follows them to real engines."""
 
 from __future__ import annotations
 
@@ -9,7 +12,16 @@ from typing import Any
 import pytest
 from elastic_transport import HttpHeaders
 
-from connectors.tracing import operation_of, set_engine_tracer, trace_transport, traced_client
+from connectors.lucene.client import LuceneClient
+from connectors.lucene.elasticsearch import ElasticsearchDialect
+from connectors.spec import ConnectorSpec
+from connectors.tracing import (
+    engine_tracer,
+    operation_of,
+    set_engine_tracer,
+    traced_client,
+    with_headers,
+)
 
 
 @pytest.mark.parametrize(
@@ -45,13 +57,16 @@ class _Recorder:
         yield {"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"}
 
 
-class _Transport:
+class _Dialect(ElasticsearchDialect):
+    """The Elasticsearch dialect whose requests are recorded instead of sent."""
+
     def __init__(self) -> None:
+        super().__init__()
         self.sent: list[tuple[str, str, Any]] = []
 
-    async def perform_request(self, method: str, target: str, **kwargs: Any) -> str:
-        self.sent.append((method, target, kwargs.get("headers")))
-        return "answer"
+    async def request(self, client: Any, method: str, path: str, **kwargs: Any) -> Any:
+        self.sent.append((method, path, kwargs.get("headers")))
+        return {"answer": True}
 
 
 @pytest.fixture
@@ -64,14 +79,16 @@ def recorder() -> Iterator[_Recorder]:
         set_engine_tracer(None)
 
 
-def test_off_the_transport_and_client_are_left_as_they_are() -> None:
-    transport = _Transport()
-    before = transport.perform_request
-    trace_transport(transport, "opensearch", "idx")
-    assert transport.perform_request == before
-    assert "perform_request" not in vars(transport)
-    client = object()
-    assert traced_client(client, "qdrant", "c") is client
+async def test_off_requests_and_clients_are_left_as_they_are() -> None:
+    assert engine_tracer() is None
+    dialect = _Dialect()
+    client = LuceneClient(ConnectorSpec("elasticsearch", "idx"), dialect)
+    await client.call("POST", "/idx/_search", 1.0)
+    [(_, _, sent)] = dialect.sent
+    assert sent is None  # no header added, not even an empty mapping
+    assert with_headers({"authorization": "ApiKey k"}, {}) == {"authorization": "ApiKey k"}
+    plain = object()
+    assert traced_client(plain, "qdrant", "c") is plain
 
 
 @pytest.mark.parametrize(
@@ -79,18 +96,27 @@ def test_off_the_transport_and_client_are_left_as_they_are() -> None:
     [None, {"authorization": "ApiKey k"}, HttpHeaders({"authorization": "ApiKey k"})],
     ids=["none", "dict", "elastic-transport"],
 )
-async def test_a_traced_transport_adds_the_trace_headers_and_keeps_the_others(
-    recorder: _Recorder, headers: Any
-) -> None:
-    transport = _Transport()
-    trace_transport(transport, "elasticsearch", "idx")
-    assert await transport.perform_request("POST", "/idx/_search", headers=headers) == "answer"
-    [(method, target, sent)] = transport.sent
-    assert (method, target) == ("POST", "/idx/_search")
+def test_trace_headers_are_added_and_the_others_kept(headers: Any) -> None:
+    trace = {"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"}
+    sent = with_headers(headers, trace)
     assert sent["traceparent"].startswith("00-1111")
     if headers is not None:
         assert sent["authorization"] == "ApiKey k"
         assert "traceparent" not in headers  # the caller's mapping is not modified
+
+
+async def test_a_traced_request_is_one_span_with_the_trace_headers_and_the_callers(
+    recorder: _Recorder,
+) -> None:
+    dialect = _Dialect()
+    client = LuceneClient(ConnectorSpec("elasticsearch", "idx"), dialect)
+    client._client = object()  # opened: for_caller needs a client, and sends nothing itself
+    caller = client.for_caller("ApiKey k")
+    assert await caller.call("POST", "/idx/_search", 1.0) == {"answer": True}
+    [(method, target, sent)] = dialect.sent
+    assert (method, target) == ("POST", "/idx/_search")
+    assert sent["traceparent"].startswith("00-1111")
+    assert sent["authorization"] == "ApiKey k"
     assert recorder.spans == [("elasticsearch", "search", "idx")]
 
 

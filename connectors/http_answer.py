@@ -1,0 +1,154 @@
+"""What an engine's HTTP answer may be: its size limits, its content codings, its form.
+
+:mod:`connectors.http1` reads the bytes; this module decides what they hold. It undoes
+the content codings a client must accept (RFC 9110 §8.4: names case-insensitive,
+``x-gzip`` as ``gzip``, a gzip body of several members, ``deflate`` raw or
+zlib-wrapped) within a bound on the decoded size, and says in one sentence what came
+back when an answer is not the JSON an engine call asked for (a login page, an empty
+or still-compressed body, a redirect).
+
+Errors: :class:`BadResponse` (a :class:`ConnectionError`): the answer is not usable;
+its text is one sentence naming what came back (never a host), its ``retryable`` says
+whether asking again can help; :class:`AnswerTooLarge` among them for an answer past
+the store's limits (not retryable).
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+
+class AnswerLimits(NamedTuple):
+    """Bounds on one answer; the defaults fit any search, mapping or health answer."""
+
+    header_bytes: int = 64 * 1024
+    """The status line and header fields together."""
+    body_bytes: int = 64 * 1024 * 1024
+    """The body as sent (compressed when the engine compressed it)."""
+    decoded_bytes: int = 256 * 1024 * 1024
+    """The body once its content codings are undone."""
+
+
+class BadResponse(ConnectionError):
+    """The engine's answer is not one the call can use; the text says what came back."""
+
+    retryable = True
+    """Asking again can help (a proxy or node in a bad moment); False when it cannot."""
+
+
+class AnswerTooLarge(BadResponse):
+    """The answer is past one of the store's :class:`AnswerLimits`."""
+
+    retryable = False
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*")
+_PROXY_HINT = "is a login page or proxy in front of the engine?"
+
+
+def media_type(headers: Mapping[str, str]) -> str:
+    """The answer's media type, lower-case and without parameters; ``""`` when absent or
+    not a media type (only a well-formed name is ever quoted in a message)."""
+    value = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return value if _MEDIA_TYPE.fullmatch(value) and len(value) <= 80 else ""
+
+
+def decode(codings: str, body: bytes, limit: int) -> bytes:
+    """``body`` with the content codings ``codings`` (the header's value) undone.
+
+    Raises:
+        AnswerTooLarge: the decoded body would be over ``limit`` bytes.
+        BadResponse: a coding is unknown, or the compressed data is broken.
+    """
+    names = [name.strip().lower() for name in codings.split(",")]
+    for name in reversed(names):  # the last coding applied is undone first
+        if name in ("", "identity") or not body:
+            continue
+        if name in ("gzip", "x-gzip"):
+            body = _gunzip(body, limit)
+        elif name == "deflate":
+            body = _inflate(body, limit)
+        else:
+            shown = name if re.fullmatch(r"[a-z0-9._-]{1,40}", name) else "an unknown one"
+            raise BadResponse(f"the engine answered in content coding {shown}, not gzip or deflate")
+    return body
+
+
+def _gunzip(data: bytes, limit: int) -> bytes:
+    """Every member of a gzip body, in order (RFC 1952 §2.2: members are concatenated)."""
+    out: list[bytes] = []
+    size = 0
+    while data:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        size += _inflate_into(inflater, data, limit - size, out)
+        if not inflater.eof:
+            raise BadResponse("the engine's gzip answer is cut short")
+        data = inflater.unused_data
+        if not data.strip(b"\0"):  # padding after the last member
+            break
+        if not data.startswith(_GZIP_MAGIC):
+            raise BadResponse("the engine's gzip answer has bytes after its last member")
+    return b"".join(out)
+
+
+def _inflate(data: bytes, limit: int) -> bytes:
+    """A ``deflate`` body: zlib-wrapped as RFC 9110 says, or raw as some servers send it."""
+    wrapped = len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+    inflater = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+    out: list[bytes] = []
+    _inflate_into(inflater, data, limit, out)
+    if not inflater.eof:
+        raise BadResponse("the engine's deflate answer is cut short")
+    return b"".join(out)
+
+
+def _inflate_into(inflater: Any, data: bytes, room: int, out: list[bytes]) -> int:
+    """Inflate ``data`` into ``out``, at most ``room`` bytes; the number of bytes added."""
+    added = 0
+    try:
+        while data:
+            chunk = inflater.decompress(data, room - added + 1)
+            added += len(chunk)
+            if added > room:
+                raise AnswerTooLarge("the engine's answer decompresses past the store's limit")
+            out.append(chunk)
+            data = inflater.unconsumed_tail
+            if inflater.eof:
+                break
+    except zlib.error:
+        raise BadResponse("the engine's compressed answer is broken") from None
+    return added
+
+
+def unexpected(method: str, status: int, headers: Mapping[str, str], body: bytes) -> str | None:
+    """What came back, in one sentence, when it is not an answer an engine gives a call;
+    None when it is one.
+
+    A success must be a JSON body (not empty, not still compressed, not a page);
+    a redirect is never an engine's (a sign-on proxy sends those). Error statuses are
+    left to the engine's error mapping, whatever their body.
+    """
+    if 300 <= status < 400:
+        return (
+            f"the engine's address answered {status}, a redirect to another address: {_PROXY_HINT}"
+        )
+    if not 200 <= status < 300 or method == "HEAD":
+        return None
+    if not body:
+        return f"the engine answered {status} with an empty body, not JSON"
+    if body[0] == 0x7B and headers.get("content-type", "").startswith("application/json"):
+        return None  # every engine answer: a JSON object, so declared
+    if body.startswith(_GZIP_MAGIC):
+        return (
+            f"the engine answered {status} with a body still gzip-compressed that its "
+            "content-encoding does not declare"
+        )
+    kind = media_type(headers)
+    if "json" not in kind:
+        shown = kind or "no content type"
+        return f"the engine answered {status} with {shown}, not JSON: {_PROXY_HINT}"
+    return None
