@@ -74,7 +74,7 @@ def test_check_names_the_store_host_and_attempts_of_an_unreachable_engine(
         search = "{text_fields: [body]}"
     cfg.write_text(
         f"stores:\n  docs:\n    backend: {backend}\n    index: c\n"
-        f"    connection: {{{where}, timeout_ms: 500, retries: 2}}\n"
+        f"    connection: {{{where}, timeout_ms: 5000, retries: 2}}\n"
         f"    mapping: {{content: body, created_at: ts}}\n    search: {search}\n"
     )
     proc = run(["check", "--config", str(cfg)], tmp_path, DOWN_KEY="key-value-must-not-show")
@@ -85,7 +85,7 @@ def test_check_names_the_store_host_and_attempts_of_an_unreachable_engine(
     what = "collection" if backend == "qdrant" else "index"
     tried = re.fullmatch(
         f"opening {what} 'c': gave up after (\\d+\\.\\d) s "
-        "\\(up to 3 attempts with connection.retries 2, at most 500 ms each\\)",
+        "\\(up to 3 attempts with connection.retries 2, at most 5000 ms each\\)",
         out["tried"],
     )
     assert tried is not None, out["tried"]
@@ -204,7 +204,7 @@ def test_check_says_a_host_name_does_not_resolve(tmp_path: Path) -> None:
     cfg = tmp_path / "dns.yaml"
     cfg.write_text(
         "stores:\n  docs:\n    backend: elasticsearch\n    index: c\n"
-        "    connection: {hosts: ['http://no-such-host.invalid:9200'], timeout_ms: 500, "
+        "    connection: {hosts: ['http://no-such-host.invalid:9200'], timeout_ms: 5000, "
         "retries: 0}\n    mapping: {content: body}\n    search: {text_fields: [body]}\n"
     )
     proc = run(["check", "--config", str(cfg)], tmp_path)
@@ -233,7 +233,7 @@ def test_recall_on_an_unreachable_engine_is_one_error_line(tmp_path: Path) -> No
     cfg = tmp_path / "down.yaml"
     cfg.write_text(
         "stores:\n  docs:\n    backend: elasticsearch\n    index: c\n"
-        "    connection: {hosts: ['http://127.0.0.1:9'], timeout_ms: 500, retries: 0}\n"
+        "    connection: {hosts: ['http://127.0.0.1:9'], timeout_ms: 5000, retries: 0}\n"
         "    mapping: {content: body}\n    search: {text_fields: [body]}\n"
     )
     proc = run(["recall", "anything", "--config", str(cfg)], tmp_path)
@@ -332,7 +332,7 @@ def test_check_refuses_what_serve_refuses_with_the_same_sentence(tmp_path: Path)
     cfg = tmp_path / "scoped.yaml"
     cfg.write_text(
         "stores:\n  docs:\n    backend: elasticsearch\n    index: d\n"
-        "    connection: {hosts: ['http://127.0.0.1:9'], timeout_ms: 500, retries: 0}\n"
+        "    connection: {hosts: ['http://127.0.0.1:9'], timeout_ms: 5000, retries: 0}\n"
         "    mapping: {content: body}\n    search: {text_fields: [body]}\n"
         "    scope: {filters: [{field: tenant, claims: [tenant]}]}\n"
     )
