@@ -2,7 +2,8 @@
 
 No qdrant-client on this path, a directory of qdrant-client's local mode refused with
 how to rebuild it, a shard opened by another process refused as locked, the order of
-equal timestamps, and the scope filter on every prefetch of both engines' requests.
+equal timestamps, the scope filter on every prefetch of both engines' requests, and a
+boolean condition matched as a boolean wherever it sits in a filter.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from connectors.base import OrderedRequest, SearchRequest
 from connectors.errors import EngineConfigError, LocalStorageLocked
 from connectors.qdrant.connector import QdrantConnector
 from connectors.qdrant.engine import Nearest, Ranked, Rrf
-from connectors.qdrant.query import AllOf, Match
+from connectors.qdrant.query import AllOf, AnyOf, Match
 from connectors.qdrant.shard import ShardPoint, create_shard, shard_dir, write_points
 from tests.connectors.specs import spec_of
 
@@ -135,6 +136,56 @@ async def test_a_store_ordered_by_an_unindexed_date_is_refused_at_open(tmp_path:
     c = QdrantConnector(spec_of(_spec(tmp_path, created_at="created_at")))
     with pytest.raises(EngineConfigError, match="needs a datetime, integer or float payload"):
         await c.open()
+
+
+_BOOLISH: list[dict[str, object]] = [
+    {"b": True},
+    {"b": False},
+    {"b": 1},
+    {"b": 0},
+    {"b": [True, False]},
+    {"b": "true"},
+    {},
+]
+"""Payloads 1..7: booleans, the integers and the string a boolean must not match, a list
+holding both, no field."""
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["no-index", "bool-index"])
+def test_a_boolean_matches_booleans_only_in_must_should_and_must_not(
+    tmp_path: Path, indexed: bool
+) -> None:
+    """What the connector sends for a boolean condition, on a real shard: the booleans
+    (and a list holding one) match; 1, 0 and "true" do not, as on a Qdrant server."""
+    import qdrant_edge as qe
+
+    from connectors.qdrant.edge_models import edge_filter
+
+    shard = create_shard(
+        str(tmp_path / "s"), dense={"": (2, "cosine")}, indexes={"b": "bool"} if indexed else {}
+    )
+    write_points(shard, [ShardPoint(i, {"": [1.0, 0.0]}, p) for i, p in enumerate(_BOOLISH, 1)])
+
+    def ids(flt: qe.Filter | None) -> list[int]:
+        points, _ = shard.scroll(qe.ScrollRequest(limit=20, filter=flt))
+        return sorted(int(p.id) for p in points)
+
+    def must(value: bool) -> qe.Filter:
+        flt = edge_filter(AllOf((Match("b", value),)))
+        assert flt is not None
+        return flt
+
+    try:
+        assert ids(must(True)) == [1, 5]
+        assert ids(must(False)) == [2, 5]
+        either = edge_filter(AllOf((AnyOf((Match("b", True), Match("b", 0))),)))
+        assert ids(either) == [1, 4, 5]  # a should: the integer 0 by its own match
+        assert ids(qe.Filter(must_not=[must(True)])) == [2, 3, 4, 6, 7]
+        dense = qe.Query.Nearest([1.0, 0.0])
+        ranked = shard.query(qe.QueryRequest(limit=10, query=dense, filter=must(False)))
+        assert sorted(int(p.id) for p in ranked) == [2, 5]
+    finally:
+        shard.close()
 
 
 def test_both_engines_put_the_filter_on_every_prefetch() -> None:
