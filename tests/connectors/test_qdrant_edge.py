@@ -188,6 +188,51 @@ def test_a_boolean_matches_booleans_only_in_must_should_and_must_not(
         shard.close()
 
 
+def _resident_mib(path: Path) -> float:
+    """This process's resident memory in mappings of files under path (Linux smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        parts = line.split()
+        if "-" in parts[0] and not parts[0].endswith(":"):
+            inside = len(parts) > 5 and parts[5].startswith(str(path))
+        elif inside and parts[0] == "Rss:":
+            total += int(parts[1])
+    return total / 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs Linux /proc smaps")
+@pytest.mark.parametrize("where", ["tmp", "shm"])
+def test_cold_vectors_take_no_chunk_of_memory(tmp_path: Path, where: str) -> None:
+    """An open shard's dense vectors hold a resident 32 MiB chunk (the control); cold ones
+    only the pages read, on disk and on /dev/shm."""
+    import shutil
+    import tempfile
+
+    import qdrant_edge as qe
+
+    if where == "shm" and not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm on this machine")
+    root = Path(tempfile.mkdtemp(dir="/dev/shm")) if where == "shm" else tmp_path
+    try:
+        resident = {}
+        for cold in (False, True):
+            path = root / f"cold-{cold}"
+            shard = create_shard(str(path), dense={"": (384, "cosine")}, cold_vectors=cold)
+            points = [ShardPoint(i, {"": [float(i % 7 + 1)] * 384}, {}) for i in range(55)]
+            write_points(shard, points)
+            shard.close()
+            shard = qe.EdgeShard.load(str(path))  # as the connector opens it
+            hits = shard.query(qe.QueryRequest(limit=3, query=qe.Query.Nearest([1.0] * 384)))
+            assert len(hits) == 3
+            resident[cold] = _resident_mib(path)
+            shard.close()
+        assert resident[False] >= 32
+        assert resident[True] < 4
+    finally:
+        if where == "shm":
+            shutil.rmtree(root)
+
+
 def test_both_engines_put_the_filter_on_every_prefetch() -> None:
     """The scope check reads the engine-neutral request; each engine's builder must carry
     its filter into each fused leg."""

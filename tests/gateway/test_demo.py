@@ -3,6 +3,7 @@ recall through the ordinary Qdrant connector with lexical sparse queries."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -295,6 +296,13 @@ async def test_with_the_extra_the_demo_is_hybrid(tmp_path: Path) -> None:
         assert "demo/configuration/secrets" in [r["key"] for r in result["records"]]
     finally:
         await gateway.close()
+    from connectors.qdrant.shard import CONFIG_FILE, shard_dir
+
+    assert isinstance(store_cfg, QdrantStoreConfig)
+    assert store_cfg.connection.path is not None
+    shard = Path(shard_dir(store_cfg.connection.path, store_cfg.index))
+    vectors = json.loads((shard / CONFIG_FILE).read_text())["vectors"]
+    assert vectors[store_cfg.search.vector_field]["memory"] == "cold"  # no 32 MiB chunk
     assert await ensure_demo_index(store_cfg) == 0, "a current hybrid index is kept"
     # The extra removed: the same directory is rebuilt lexical, not served half-hybrid.
     lexical = default_demo_config(tmp_path, hybrid=False).stores[DEMO_STORE]
