@@ -24,6 +24,7 @@ import ctypes
 import importlib
 import logging
 import sys
+import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from importlib import resources
@@ -133,10 +134,15 @@ class OnnxMiniLM(MiniLMEncoder):
         # rewrite, constant folding turns them all into fp32 constants (89 MB).
         model, rewritten = keep_int8(Path(str(path)).read_bytes())
         log.debug("int8 MiniLM graph: %d nodes rewritten to keep int8 weights", rewritten)
-        self._session = ort.InferenceSession(
-            model, sess_options=opts, providers=["CPUExecutionProvider"]
-        )
-        del model
+        # Built from a file, not from the bytes: a session given bytes holds a copy of
+        # them for its whole life.
+        with tempfile.TemporaryDirectory(prefix="a2m-minilm-") as tmp:
+            rewritten_path = Path(tmp) / "model.onnx"
+            rewritten_path.write_bytes(model)
+            del model
+            self._session = ort.InferenceSession(
+                str(rewritten_path), sess_options=opts, providers=["CPUExecutionProvider"]
+            )
         # Building the session frees what it folded and parsed, which glibc keeps in the heap.
         release_freed_heap()
 
