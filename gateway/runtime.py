@@ -35,7 +35,7 @@ def _bootstrap(config: StoreConfig, connector: Connector) -> Bootstrap | None:
         if indexed:
             log.info("demo store: indexed %d chunks", indexed)
         if config.search.vector_field is None:
-            from gateway.embedders.minilm import missing_message
+            from gateway.embedders.minilm_extra import missing_message
             from gateway.install import extra_command
 
             if missing_message("auto") is None:

@@ -3,6 +3,13 @@
 Pure: changes with qdrant-edge's classes, never with what is asked. qdrant-edge's
 API is its own (``QueryRequest``, ``Prefetch``, ``Fusion.Rrf``, ``ScrollRequest``,
 ``OrderBy``), not qdrant-client's.
+
+A boolean value is matched as ``numpy.bool_``: qdrant-edge-py reads a Python ``bool``
+as the integer 1 or 0 (``bool`` is an ``int`` to its converter, which tries integers
+first), which matches no boolean payload, while ``numpy.bool_`` is no integer and
+converts to Qdrant's boolean match. The engine then filters exactly as a server does,
+in ``must``, ``should`` and ``must_not`` alike, with or without a ``bool`` payload
+index. Each such match is checked to hold a boolean before it is sent.
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ def edge_filter(qfilter: AllOf | None) -> qe.Filter | None:
     """The payload filter as qdrant-edge's ``Filter``.
 
     Raises:
-        EngineRejected: a condition on a boolean value (qdrant-edge cannot express it).
+        EngineRejected: a condition on a boolean value that this qdrant-edge cannot
+            express (its match would not hold a boolean).
     """
     if qfilter is None:
         return None
@@ -38,12 +46,8 @@ def edge_filter(qfilter: AllOf | None) -> qe.Filter | None:
 
 
 def _condition(c: Cond) -> Any:
-    if isinstance(c, Match) and isinstance(c.value, bool):
-        # qdrant-edge-py 0.9.0 reads a Python bool as the integer 1 or 0, which matches no
-        # boolean payload: refused rather than answered with nothing.
-        raise EngineRejected("qdrant-edge cannot match a boolean payload value")
     if isinstance(c, Match):
-        return qe.FieldCondition(key=c.field, match=qe.MatchValue(c.value))
+        return qe.FieldCondition(key=c.field, match=match_value(c.value))
     if isinstance(c, MatchAnyOf):
         return qe.FieldCondition(key=c.field, match=qe.MatchAny(list(c.values)))  # type: ignore[arg-type]
     if isinstance(c, Words):
@@ -55,6 +59,24 @@ def _condition(c: Cond) -> Any:
     if isinstance(c, DateRange):
         return qe.FieldCondition(key=c.field, range=qe.RangeDateTime(gte=c.gte, lt=c.lt))
     return qe.Filter(should=[_condition(x) for x in c.conditions])
+
+
+def match_value(value: str | int | bool) -> qe.MatchValue:
+    """An exact match on a keyword, an integer or a boolean (see the module docstring).
+
+    Raises:
+        EngineRejected: a boolean this qdrant-edge would not match as a boolean.
+    """
+    if not isinstance(value, bool):
+        return qe.MatchValue(value)
+    import numpy as np  # only when a filter holds a boolean: the demo starts without it
+
+    match = qe.MatchValue(np.bool_(value))  # type: ignore[arg-type]
+    if match.value is not value:
+        # Another qdrant-edge or numpy converts it otherwise: refused rather than answered
+        # with nothing.
+        raise EngineRejected("qdrant-edge cannot match a boolean payload value")
+    return match
 
 
 def vector(v: list[float] | SparseVector) -> Any:

@@ -136,20 +136,28 @@ def create_shard(
     sparse_idf: Sequence[str] = (),
     indexes: Mapping[str, str] | None = None,
     replace: bool = True,
+    cold_vectors: bool = False,
 ) -> qe.EdgeShard:
     """A new, empty shard at ``path`` (an existing one removed first when ``replace``).
 
     dense: vector name ("" for the unnamed default) -> (size, metric); sparse_idf: sparse
     vectors, each with Qdrant's IDF modifier; indexes: payload field -> index kind
-    (keyword, integer, float, datetime, text, bool).
+    (keyword, integer, float, datetime, text, bool); cold_vectors: the dense vectors are
+    read from their memory-mapped file as needed instead of loaded into memory at open
+    (``Memory.Cold``; kept in the shard). Loaded, a shard's dense vectors take at least
+    one 32 MiB chunk of memory however few they are, and a shard on a memory-backed
+    filesystem takes that chunk twice (its file and the process's copy): a small shard, or
+    one on /dev/shm, is better cold.
 
     Raises:
         Exception: qdrant-edge's own (the directory is not writable, holds a locked shard).
     """
     if replace and os.path.isdir(path):
         shutil.rmtree(path)
+    memory = qe.Memory.Cold if cold_vectors else qe.Memory.Cached  # Cached: the default
     vectors = {
-        n: qe.EdgeVectorParams(size=s, distance=_DISTANCE[m]) for n, (s, m) in (dense or {}).items()
+        n: qe.EdgeVectorParams(size=s, distance=_DISTANCE[m], memory=memory)
+        for n, (s, m) in (dense or {}).items()
     }
     config = qe.EdgeConfig(
         # One search thread (the default is one per CPU): searches of a gateway's size

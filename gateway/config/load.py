@@ -223,7 +223,7 @@ def _check_extras(cfg: GatewayConfig) -> None:
     for name, store in cfg.stores.items():
         embedder = store.search.embedder
         if embedder.kind is EmbedderKind.MINILM:
-            from gateway.embedders.minilm import missing_message  # numpy: only when used
+            from gateway.embedders.minilm_extra import missing_message
 
             missing = missing_message(embedder.weights)
             if missing is not None:

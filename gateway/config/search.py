@@ -59,7 +59,7 @@ class EmbedderConfig(StrictModel):
         if self.kind is EmbedderKind.LOCAL and not self.model:
             raise ValueError("embedder.kind 'local' needs embedder.model")
         if self.kind is EmbedderKind.MINILM:
-            from gateway.embedders.minilm import DIMENSIONS, MODEL_ALIASES
+            from gateway.embedders.minilm_extra import DIMENSIONS, MODEL_ALIASES
 
             if self.model is not None and self.model not in MODEL_ALIASES:
                 raise ValueError("embedder.kind 'minilm' runs all-MiniLM-L6-v2 only")

@@ -150,7 +150,7 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
     installed, lexical otherwise. ``config/demo.yaml`` is the lexical config as a file
     (its path is relative to it).
     """
-    from gateway.embedders.minilm import missing_message
+    from gateway.embedders.minilm_extra import missing_message
 
     if hybrid is None:
         hybrid = missing_message("auto") is None

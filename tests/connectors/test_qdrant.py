@@ -449,11 +449,6 @@ async def test_any_of_int_bool_and_float_filters(loaded: Loaded, conn: QdrantCon
         (Condition("year", (2004, "g1", 2019.0)), lambda d: d["year"] in (2004, 2019)),
         (Condition("judged", (True,)), lambda d: d["judged"]),
     ]
-    if loaded.target == "local":
-        # qdrant-edge-py 0.9.0 reads a Python bool as 1: the connector refuses the condition.
-        judged = Filter(must=(cases.pop()[0],))
-        with pytest.raises(EngineRejected, match="boolean"):
-            await conn.search(_request(loaded, qid, "dense", limit=50, filter=judged))
     for cond, pred in cases:
         flt = Filter(must=(cond,))
         hits = await conn.search(_request(loaded, qid, "dense", limit=50, filter=flt))
@@ -461,6 +456,45 @@ async def test_any_of_int_bool_and_float_filters(loaded: Loaded, conn: QdrantCon
         assert all(pred(loaded.docs[h.id]) for h in hits), cond
         rows = await conn.ordered(OrderedRequest(limit=5000, filter=flt))
         assert {r.id for r in rows} == _expected(loaded, pred), cond
+
+
+@pytest.mark.parametrize("value", [True, False])
+async def test_a_boolean_condition_is_exact_on_every_read(
+    loaded: Loaded, conn: QdrantConnector, value: bool
+) -> None:
+    """Alone and nested in a should (an any-of of mixed types), on every ranked mode,
+    both fusions, ordered reads both ways and fetch: exactly the points holding it, and
+    ``limit`` of them when that many match."""
+    expected = _expected(loaded, lambda d: d["judged"] is value)
+    assert 20 <= len(expected) < len(loaded.docs)  # the control: the other value exists
+    qid = loaded.query_ids[6]
+    for cond in (Condition("judged", (value,)), Condition("judged", (value, "no", 7))):
+        flt = Filter(must=(cond,))
+        for mode, fusion in (
+            ("dense", "rrf"),
+            ("sparse", "rrf"),
+            ("hybrid", "rrf"),
+            ("hybrid", "zscore"),
+        ):
+            req = _request(loaded, qid, mode, limit=20, filter=flt, fusion=fusion)
+            hits = await conn.search(req)
+            assert len(hits) == 20, (cond, mode, fusion)
+            assert {h.id for h in hits} <= expected, (cond, mode, fusion)
+        rows = await conn.ordered(OrderedRequest(limit=5000, newest_first=False, filter=flt))
+        assert {r.id for r in rows} == expected, cond
+        newest = await conn.ordered(OrderedRequest(limit=7, newest_first=True, filter=flt))
+        assert [r.id for r in newest] == [r.id for r in rows][::-1][:7], cond
+        first = await conn.fetch(flt)
+        assert first is not None, cond
+        assert first.id == min(expected, key=int), cond
+    # With a key prefix too (resolved into ids for the search).
+    prefix = loaded.docs[min(expected, key=int)]["key"]
+    in_prefix = {d for d in expected if loaded.docs[d]["key"].startswith(prefix)}
+    scoped = Filter(must=(Condition("judged", (value,)),), key_prefix=("key", prefix))
+    rows = await conn.ordered(OrderedRequest(limit=50, filter=scoped))
+    assert {r.id for r in rows} == in_prefix
+    hits = await conn.search(_request(loaded, qid, "hybrid", limit=50, filter=scoped))
+    assert {h.id for h in hits} == in_prefix
 
 
 async def test_id_filter(loaded: Loaded, conn: QdrantConnector) -> None:

@@ -2,7 +2,8 @@
 
 No qdrant-client on this path, a directory of qdrant-client's local mode refused with
 how to rebuild it, a shard opened by another process refused as locked, the order of
-equal timestamps, and the scope filter on every prefetch of both engines' requests.
+equal timestamps, the scope filter on every prefetch of both engines' requests, and a
+boolean condition matched as a boolean wherever it sits in a filter.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from connectors.base import OrderedRequest, SearchRequest
 from connectors.errors import EngineConfigError, LocalStorageLocked
 from connectors.qdrant.connector import QdrantConnector
 from connectors.qdrant.engine import Nearest, Ranked, Rrf
-from connectors.qdrant.query import AllOf, Match
+from connectors.qdrant.query import AllOf, AnyOf, Match
 from connectors.qdrant.shard import ShardPoint, create_shard, shard_dir, write_points
 from tests.connectors.specs import spec_of
 
@@ -135,6 +136,101 @@ async def test_a_store_ordered_by_an_unindexed_date_is_refused_at_open(tmp_path:
     c = QdrantConnector(spec_of(_spec(tmp_path, created_at="created_at")))
     with pytest.raises(EngineConfigError, match="needs a datetime, integer or float payload"):
         await c.open()
+
+
+_BOOLISH: list[dict[str, object]] = [
+    {"b": True},
+    {"b": False},
+    {"b": 1},
+    {"b": 0},
+    {"b": [True, False]},
+    {"b": "true"},
+    {},
+]
+"""Payloads 1..7: booleans, the integers and the string a boolean must not match, a list
+holding both, no field."""
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["no-index", "bool-index"])
+def test_a_boolean_matches_booleans_only_in_must_should_and_must_not(
+    tmp_path: Path, indexed: bool
+) -> None:
+    """What the connector sends for a boolean condition, on a real shard: the booleans
+    (and a list holding one) match; 1, 0 and "true" do not, as on a Qdrant server."""
+    import qdrant_edge as qe
+
+    from connectors.qdrant.edge_models import edge_filter
+
+    shard = create_shard(
+        str(tmp_path / "s"), dense={"": (2, "cosine")}, indexes={"b": "bool"} if indexed else {}
+    )
+    write_points(shard, [ShardPoint(i, {"": [1.0, 0.0]}, p) for i, p in enumerate(_BOOLISH, 1)])
+
+    def ids(flt: qe.Filter | None) -> list[int]:
+        points, _ = shard.scroll(qe.ScrollRequest(limit=20, filter=flt))
+        return sorted(int(p.id) for p in points)
+
+    def must(value: bool) -> qe.Filter:
+        flt = edge_filter(AllOf((Match("b", value),)))
+        assert flt is not None
+        return flt
+
+    try:
+        assert ids(must(True)) == [1, 5]
+        assert ids(must(False)) == [2, 5]
+        either = edge_filter(AllOf((AnyOf((Match("b", True), Match("b", 0))),)))
+        assert ids(either) == [1, 4, 5]  # a should: the integer 0 by its own match
+        assert ids(qe.Filter(must_not=[must(True)])) == [2, 3, 4, 6, 7]
+        dense = qe.Query.Nearest([1.0, 0.0])
+        ranked = shard.query(qe.QueryRequest(limit=10, query=dense, filter=must(False)))
+        assert sorted(int(p.id) for p in ranked) == [2, 5]
+    finally:
+        shard.close()
+
+
+def _resident_mib(path: Path) -> float:
+    """This process's resident memory in mappings of files under path (Linux smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        parts = line.split()
+        if "-" in parts[0] and not parts[0].endswith(":"):
+            inside = len(parts) > 5 and parts[5].startswith(str(path))
+        elif inside and parts[0] == "Rss:":
+            total += int(parts[1])
+    return total / 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs Linux /proc smaps")
+@pytest.mark.parametrize("where", ["tmp", "shm"])
+def test_cold_vectors_take_no_chunk_of_memory(tmp_path: Path, where: str) -> None:
+    """An open shard's dense vectors hold a resident 32 MiB chunk (the control); cold ones
+    only the pages read, on disk and on /dev/shm."""
+    import shutil
+    import tempfile
+
+    import qdrant_edge as qe
+
+    if where == "shm" and not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm on this machine")
+    root = Path(tempfile.mkdtemp(dir="/dev/shm")) if where == "shm" else tmp_path
+    try:
+        resident = {}
+        for cold in (False, True):
+            path = root / f"cold-{cold}"
+            shard = create_shard(str(path), dense={"": (384, "cosine")}, cold_vectors=cold)
+            points = [ShardPoint(i, {"": [float(i % 7 + 1)] * 384}, {}) for i in range(55)]
+            write_points(shard, points)
+            shard.close()
+            shard = qe.EdgeShard.load(str(path))  # as the connector opens it
+            hits = shard.query(qe.QueryRequest(limit=3, query=qe.Query.Nearest([1.0] * 384)))
+            assert len(hits) == 3
+            resident[cold] = _resident_mib(path)
+            shard.close()
+        assert resident[False] >= 32
+        assert resident[True] < 4
+    finally:
+        if where == "shm":
+            shutil.rmtree(root)
 
 
 def test_both_engines_put_the_filter_on_every_prefetch() -> None:

@@ -382,9 +382,9 @@ def test_a_missing_embedder_extra_is_found_by_the_load_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from gateway.config import EmbedderConfig
-    from gateway.embedders import minilm
+    from gateway.embedders import minilm_extra
 
-    monkeypatch.setattr(minilm, "available_weights", lambda: [])
+    monkeypatch.setattr(minilm_extra, "available_weights", lambda: [])
     assert EmbedderConfig(kind="minilm").kind == "minilm"  # the model checks values only
     store = qdrant_store(
         connection={"path": str(tmp_path / "q")},

@@ -3,6 +3,10 @@ recall through the ordinary Qdrant connector with lexical sparse queries."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -253,9 +257,9 @@ async def test_the_mapping_decides_payload_names(tmp_path: Path) -> None:
 def test_without_the_extra_the_demo_is_lexical_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gateway.embedders import minilm
+    from gateway.embedders import minilm_extra
 
-    monkeypatch.setattr(minilm, "available_weights", list)  # as on an install without it
+    monkeypatch.setattr(minilm_extra, "available_weights", list)  # as on an install without it
     store = default_demo_config(tmp_path).stores[DEMO_STORE]
     assert store.search.mode.value == "lexical"
     assert store.search.vector_field is None
@@ -295,6 +299,13 @@ async def test_with_the_extra_the_demo_is_hybrid(tmp_path: Path) -> None:
         assert "demo/configuration/secrets" in [r["key"] for r in result["records"]]
     finally:
         await gateway.close()
+    from connectors.qdrant.shard import CONFIG_FILE, shard_dir
+
+    assert isinstance(store_cfg, QdrantStoreConfig)
+    assert store_cfg.connection.path is not None
+    shard = Path(shard_dir(store_cfg.connection.path, store_cfg.index))
+    vectors = json.loads((shard / CONFIG_FILE).read_text())["vectors"]
+    assert vectors[store_cfg.search.vector_field]["memory"] == "cold"  # no 32 MiB chunk
     assert await ensure_demo_index(store_cfg) == 0, "a current hybrid index is kept"
     # The extra removed: the same directory is rebuilt lexical, not served half-hybrid.
     lexical = default_demo_config(tmp_path, hybrid=False).stores[DEMO_STORE]
@@ -369,3 +380,36 @@ async def test_the_first_hybrid_start_says_what_it_embeds_and_where_it_caches(
     again = [r.getMessage() for r in caplog.records if r.name == "gateway.demo"]
     cached = next((tmp_path / "cache").iterdir())
     assert again == [f"demo store: vectors of {len(texts)} chunks read from {cached}"]
+
+
+def test_the_lexical_demo_serves_without_numpy() -> None:
+    """config/demo.yaml started and recalled in a fresh interpreter: nothing loads NumPy,
+    the minilm extra installed or not (its check finds the packages without importing)."""
+    code = textwrap.dedent(
+        """
+        import asyncio, sys
+        from gateway.a2m.params import RecallParams
+        from gateway.config import load_config
+        from gateway.runtime import Gateway
+
+        async def main():
+            gateway = Gateway(load_config("config/demo.yaml"))
+            await gateway.start()
+            found = await gateway.stores["demo"].recall(
+                RecallParams(query="fetch a record by key", limit=3)
+            )
+            await gateway.close()
+            print(len(found["records"]), "numpy" in sys.modules)
+
+        asyncio.run(main())
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert out.stdout.split() == ["3", "False"], out.stderr
