@@ -11,6 +11,10 @@ ratio is that of the sums, with a bootstrap interval over the slices.
 ``--root DIR`` adds a gateway run from another checkout (e.g. a pinned main), its
 slices interleaved with this tree's, so a before / after pair shares the same minutes.
 
+``--auth api-key`` or ``--auth jwt`` turns on caller authentication in every gateway
+(one API key; with ``jwt`` also HS256 JWTs) and sends that credential on each of its
+calls, so the per-call cost of authenticating is in the figures.
+
 ``--floor`` and ``--direct`` add more ways to the same slices: the A2M recall sent to
 floor servers (bench/latency/floor.py, each its own process with no gateway logic:
 ``floor`` is opensearch-py as shipped, ``floor-gateway-http`` the same client over the
@@ -22,6 +26,7 @@ the ``floor``, the p50 added over direct, and throughput against direct.
     python -m bench.door_pair --opensearch-url URL [--concurrency 1 32] [--slices 40]
                               [--per-slice 200] [--root DIR]
                               [--floor [floor floor-gateway-http ...]] [--direct]
+                              [--auth {none,api-key,jwt}]
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import os
 import random
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -107,11 +112,14 @@ class Lane:
         return seconds
 
 
-def http_lane(way: str, url: str, pid: int, concurrency: int) -> Lane:
+def http_lane(
+    way: str, url: str, pid: int, concurrency: int, credential: Mapping[str, str] | None = None
+) -> Lane:
     """A2M recall (a gateway's or the floor's) or MCP search over a session kept open."""
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency))
     mcp = way == "mcp"
     headers = {**MCP_HEADERS, **MODERN_HEADERS} if mcp else JSON_HEADERS
+    headers = {**headers, **(credential or {})}
 
     async def call(i: int, item: Item) -> bool:
         body = mcp_search(item, i) if mcp else recall_call(item, i)
@@ -146,7 +154,7 @@ async def measure(
 ) -> dict[str, Tally]:
     """Every lane, slice after slice, the order reversed every other slice."""
     lanes: list[tuple[str | None, Lane]] = [
-        (name, http_lane(way, f"{g.base_url}/{way}/opensearch", g.proc.pid, c))
+        (name, http_lane(way, f"{g.base_url}/{way}/opensearch", g.proc.pid, c, args.credential))
         for name, g in gateways.items()
         for way in WAYS
     ]
@@ -187,7 +195,8 @@ def report(results: dict[int, dict[str, Tally]], args: argparse.Namespace, load:
     lines.append("")
     lines.append(
         f"{args.slices} slices x {args.per_slice} calls per way, gateway and concurrency "
-        f"(BM25, limit 10, SciFact train queries). Run {time.strftime('%Y-%m-%d %H:%M %Z')} "
+        f"(BM25, limit 10, SciFact train queries; auth {args.auth}). "
+        f"Run {time.strftime('%Y-%m-%d %H:%M %Z')} "
         f"on {machine.this_machine().describe()}; load average {load}."
     )
     return "\n".join(lines)
@@ -239,8 +248,9 @@ def run(args: argparse.Namespace) -> str:
     load_before = machine.load_text()
     with tempfile.TemporaryDirectory(prefix="a2m-door-pair-") as tmp:
         work = Path(tmp)
+        auth, args.credential = auth_settings(args.auth)
         config = {
-            "server": {"name": "a2m-bench"},
+            "server": {"name": "a2m-bench", "auth": auth},
             "stores": {"opensearch": store_config("opensearch", args.opensearch_url, index)},
         }
         path = work / "gateway.yaml"
@@ -274,6 +284,34 @@ def run(args: argparse.Namespace) -> str:
     if args.out:
         Path(args.out).write_text(json.dumps(as_json(results), indent=1))
     return report(results, args, f"{load_before} before, {machine.load_text()} after")
+
+
+def auth_settings(kind: str) -> tuple[dict[str, object], dict[str, str]]:
+    """``server.auth`` for `kind` and the header every gateway call then carries."""
+    if kind == "none":
+        return {}, {}
+    import hashlib
+    import secrets
+
+    import jwt
+
+    api_key, secret = "a2m_" + secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+    key = {"subject": "bench", "hash": "sha256:" + hashlib.sha256(api_key.encode()).hexdigest()}
+    auth: dict[str, object] = {"api_keys": [key]}
+    if kind == "api-key":
+        return auth, {"authorization": f"Bearer {api_key}"}
+
+    issuer, audience = "https://bench.example/", "a2m-bench"
+    auth["jwt"] = {
+        "issuer": issuer,
+        "audience": [audience],
+        "algorithms": ["HS256"],
+        "secret": secret,
+    }
+    now = int(time.time())
+    claims = {"sub": "bench", "iss": issuer, "aud": audience, "iat": now, "exp": now + 86_400}
+    token = jwt.encode(claims, secret, algorithm="HS256")
+    return auth, {"authorization": f"Bearer {token}"}
 
 
 def as_json(results: dict[int, dict[str, Tally]]) -> dict[str, object]:
@@ -320,6 +358,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--direct", action="store_true", help="also the engine search sent straight to OpenSearch"
+    )
+    p.add_argument(
+        "--auth",
+        choices=["none", "api-key", "jwt"],
+        default="none",
+        help="authenticate every gateway call with an API key or an HS256 JWT",
     )
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--index", help="index name (default: the quality benchmark's)")

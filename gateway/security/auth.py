@@ -1,174 +1,101 @@
 """Caller authentication over HTTP (A2M §6.1): `Authorization: Bearer` on every POST.
 
-Two kinds of credential, both from ``server.auth``:
+The :class:`Authenticator` takes the bearer token and asks its credential verifiers
+(:class:`gateway.security.credential.CredentialVerifier`) in order; the first that
+claims the token decides: a principal, or an :class:`AuthenticationError` when the
+token is of its kind but not valid. A token that no verifier claims is refused as
+``unknown credential``. The kinds ``server.auth`` configures, in the order asked:
 
-- **Static API keys.** The config holds ``sha256:<hex>`` of each key, never
-  the key; a presented key is hashed and compared to every entry in constant
-  time. Keys are high-entropy random strings (``a2m-gateway hash-key --new``),
-  so a fast hash is the right one: there is nothing to brute-force.
-- **JWTs**, verified by PyJWT: the signature with a configured algorithm only
-  (never ``none``, never an algorithm the config does not list; HS* and
-  asymmetric algorithms cannot be mixed), ``iss``, ``aud``, ``exp`` (required),
-  ``nbf``, ``iat`` (integers only), with a bounded leeway. Keys come from a
-  JWKS URL (:class:`gateway.security.jwks.JwksCache`: cached, fetched by one request at a time, a
-  failure or an unknown ``kid`` costing at most one fetch per cooldown), a
-  JWKS file, or an HS* shared secret.
+- **Static API keys** (:mod:`gateway.security.api_keys`): hashed, compared to every
+  entry in constant time.
+- **JWTs** (:mod:`gateway.security.jwt_auth`, imported only with ``server.auth.jwt``):
+  PyJWT with configured algorithms only, ``iss``, ``aud``, ``exp`` (required), ``nbf``,
+  ``iat``; keys from a JWKS URL (:class:`gateway.security.jwks.JwksCache`), a JWKS
+  file, or an HS* shared secret. A JWT principal keeps its token: the credential a
+  store with ``scope.forward_credential`` sends the engine.
+- **A key added to ``api_keys_file``** since it was read: last, so only a token no
+  other kind claimed costs a look at the file.
 
-A failure is an :class:`AuthenticationError`; the transport answers 401 with
-``WWW-Authenticate: Bearer`` before any JSON-RPC processing. Its ``reason`` is
-for the log and never carries the token.
+A new kind is one module with a verifier, added to the list (:func:`verifiers_for`,
+or the ``verifiers`` argument for a kind the config does not name). A failure is
+answered 401 with ``WWW-Authenticate: Bearer`` before any JSON-RPC processing; its
+``reason`` is for the log and never carries the token.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import hmac
-import logging
-import secrets
-from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
-from gateway.config import (
-    ApiKeyEntry,
-    AuthConfig,
-    ConfigError,
-    GatewayConfig,
-    is_loopback,
-    read_api_keys,
-)
-from gateway.security.credential import AuthenticationError, bearer_token
+from gateway.config import AuthConfig, ConfigError, GatewayConfig, is_loopback
+from gateway.security.api_keys import ApiKeys, ApiKeyVerifier, generate_api_key, hash_api_key
+from gateway.security.credential import AuthenticationError, CredentialVerifier, bearer_token
 from gateway.security.scopes import Principal
 
-if TYPE_CHECKING:
-    from gateway.security.jwt_auth import JwtVerifier
-
-log = logging.getLogger(__name__)
-
-
-def hash_api_key(key: str) -> str:
-    """The config form of an API key: ``sha256:<hex>``."""
-    return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
-def generate_api_key() -> str:
-    """A new random API key (256 bits); shown once, stored only as its hash."""
-    return "a2m_" + secrets.token_urlsafe(32)
+__all__ = [
+    "ApiKeyVerifier",
+    "Authenticator",
+    "check_exposure",
+    "generate_api_key",
+    "hash_api_key",
+    "verifiers_for",
+]
 
 
-class ApiKeyVerifier:
-    """Static API keys, compared by hash in constant time."""
+def verifiers_for(config: AuthConfig) -> list[CredentialVerifier]:
+    """The verifiers of the kinds ``config`` names, in the order they are asked.
 
-    def __init__(self, entries: list[ApiKeyEntry]) -> None:
-        self._entries = [(bytes.fromhex(e.hash.split(":", 1)[1]), e) for e in entries]
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def verify(self, token: str) -> Principal | None:
-        """The principal of a known key, else None."""
-        digest = hashlib.sha256(token.encode("utf-8")).digest()
-        found: ApiKeyEntry | None = None
-        # Every entry is compared, so timing says nothing about which (if any) matched.
-        for expected, entry in self._entries:
-            if hmac.compare_digest(digest, expected):
-                found = entry
-        if found is None:
-            return None
-        # The key itself is not kept: no engine could check it, so it is never forwarded.
-        return Principal(
-            subject=found.subject, claims={**found.claims, "sub": found.subject}, method="api_key"
-        )
-
-
-def _mtime(path: str) -> float | None:
-    try:
-        return Path(path).stat().st_mtime
-    except OSError:
-        return None
-
-
-class ApiKeyFile:
-    """``auth.api_keys_file`` after start: re-read when a key matches nothing and it changed.
-
-    The same rule as ``jwt.jwks_file`` (docs/configuration.md): a key added to
-    the file works without a restart; a removed key stops working at the next
-    re-read or restart.
+    Raises:
+        ConfigError: the JWKS file of server.auth.jwt cannot be read.
     """
+    verifiers: list[CredentialVerifier] = []
+    keys = ApiKeys(config) if config.all_api_keys() or config.api_keys_file else None
+    if keys is not None:
+        verifiers.append(keys)
+    if config.jwt is not None:
+        from gateway.security.jwt_auth import JwtVerifier  # PyJWT and cryptography
 
-    def __init__(self, config: AuthConfig) -> None:
-        assert config.api_keys_file is not None
-        self._config = config
-        self._path = config.api_keys_file
-        self._mtime = _mtime(self._path)  # the load step has just read it
-
-    def reread(self) -> list[ApiKeyEntry] | None:
-        """Every key (inline and file) when the file changed and is valid, else None.
-
-        Blocking (a stat, maybe a read): callers run it off the event loop.
-        """
-        mtime = _mtime(self._path)
-        if mtime is None or mtime == self._mtime:
-            return None
-        try:
-            keys = self._config.with_file_keys(read_api_keys(self._path)).all_api_keys()
-        except ValueError as exc:
-            log.warning("%s; keeping the keys read before", exc)
-            return None
-        self._mtime = mtime
-        return keys
+        verifiers.append(JwtVerifier(config.jwt))
+    reread = keys.rereading() if keys is not None else None
+    if reread is not None:
+        verifiers.append(reread)
+    return verifiers
 
 
 class Authenticator:
     """Turns an Authorization header into a principal, per ``server.auth``."""
 
-    def __init__(self, config: AuthConfig) -> None:
+    def __init__(
+        self, config: AuthConfig, verifiers: Sequence[CredentialVerifier] | None = None
+    ) -> None:
+        """``verifiers``: the kinds to ask, in order; default :func:`verifiers_for` (config).
+
+        Raises:
+            ConfigError: the JWKS file of server.auth.jwt cannot be read.
+        """
         self.enabled = config.enabled
         self.realm = config.realm
-        self._keys = ApiKeyVerifier(config.all_api_keys())
-        self._key_file = ApiKeyFile(config) if config.api_keys_file is not None else None
-        self._jwt: JwtVerifier | None = None
-        if config.jwt is not None:
-            from gateway.security.jwt_auth import JwtVerifier  # PyJWT and cryptography
-
-            self._jwt = JwtVerifier(config.jwt)
+        self._verifiers = tuple(verifiers_for(config) if verifiers is None else verifiers)
 
     def describe(self) -> str:
         """What is accepted, for the startup log (never a key or secret)."""
-        kinds = []
-        if self._keys:
-            kinds.append(f"{len(self._keys)} API key(s)")
-        if self._jwt is not None:
-            kinds.append(self._jwt.describe())
+        kinds = [d for v in self._verifiers if (d := v.describe())]
         return "bearer: " + ", ".join(kinds) if self.enabled else "none"
 
     async def authenticate(self, authorization: str | None) -> Principal | None:
         """The caller's principal; None when authentication is off.
 
         Raises:
-            AuthenticationError: authentication is on and the credential is missing or bad.
+            AuthenticationError: authentication is on and the credential is missing, bad,
+                or of no kind a verifier claims.
         """
         if not self.enabled:
             return None
         token = bearer_token(authorization)
-        if self._keys or self._key_file is not None:
-            principal = await self._verify_key(token)
+        for verifier in self._verifiers:
+            principal = await verifier.verify_token(token)
             if principal is not None:
                 return principal
-        if self._jwt is not None and token.count(".") == 2:
-            return await self._jwt.verify(token)
         raise AuthenticationError("unknown credential")
-
-    async def _verify_key(self, token: str) -> Principal | None:
-        principal = self._keys.verify(token)
-        if principal is not None or self._key_file is None or token.count(".") == 2:
-            return principal  # a JWT-shaped token is no reason to look at the key file
-        # Off the event loop: a slow mount must not stall every other request.
-        keys = await asyncio.to_thread(self._key_file.reread)
-        if keys is None:
-            return None
-        self._keys = ApiKeyVerifier(keys)
-        return self._keys.verify(token)
 
     def challenge(self, error: AuthenticationError) -> str:
         """The WWW-Authenticate value of a 401 (RFC 6750 §3)."""

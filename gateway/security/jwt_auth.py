@@ -43,7 +43,7 @@ def _trust(ca_file: str | None) -> ssl.SSLContext | None:
 
 
 class JwtVerifier:
-    """JWTs from one issuer."""
+    """JWTs from one issuer: the credential verifier for tokens in JWS compact form."""
 
     def __init__(self, config: JwtConfig) -> None:
         self._cfg = config
@@ -133,6 +133,19 @@ class JwtVerifier:
         party = claims.get("azp", claims.get("client_id"))
         if not isinstance(party, str) or party not in parties:
             raise AuthenticationError("JWT issued to a client not in authorized_parties")
+
+    async def verify_token(self, token: str) -> Principal | None:
+        """The principal of a valid JWT; None for a token not in JWS compact form.
+
+        Compact form (RFC 7515 §7.1) is three base64url parts joined by dots: any
+        other token is another kind's, and this verifier says nothing about it.
+
+        Raises:
+            AuthenticationError: a compact-form token that :meth:`verify` refuses.
+        """
+        if token.count(".") != 2:
+            return None
+        return await self.verify(token)
 
     async def verify(self, token: str) -> Principal:
         """The principal a valid token stands for.

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import SecretStr
 
@@ -48,11 +48,13 @@ class Principal:
 
     subject: str
     claims: Mapping[str, Any]
-    method: Literal["api_key", "jwt", "embedded"]
-    """How the caller proved who it is; `embedded`: an application using the in-process
-    binding authenticated its user itself."""
+    method: str
+    """How the caller proved who it is: the credential kind (`api_key`, `jwt`, or a kind a
+    verifier adds); `embedded`: an application using the in-process binding authenticated
+    its user itself."""
     credential: SecretStr | None = field(default=None, repr=False, compare=False)
-    """The bearer token as presented; kept only for stores that forward it to the engine."""
+    """The bearer token as presented, set only by a kind whose tokens an engine can check
+    (a JWT); kept only for stores that forward it to the engine."""
 
     @property
     def label(self) -> str:
@@ -238,7 +240,7 @@ class ScopePolicy:
                 return (Condition(field=self._owner_field, values=(owner,)),)
             return ()
 
-        if self._forward and (principal.method != "jwt" or principal.credential is None):
+        if self._forward and principal.credential is None:
             raise ScopeDenied(
                 "This store passes the caller's token to the search engine; "
                 "an API-key credential is not one the engine can check"

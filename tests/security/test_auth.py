@@ -635,7 +635,7 @@ async def test_a_broken_rotated_key_file_keeps_the_keys_read_before(
 async def test_api_keys_file_is_reread_off_the_event_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import gateway.security.auth
+    import gateway.security.api_keys
     from gateway.config import read_api_keys as read
 
     path = tmp_path / "keys.yaml"
@@ -647,7 +647,7 @@ async def test_api_keys_file_is_reread_off_the_event_loop(
         threads.append(threading.get_ident())
         return read(p)
 
-    monkeypatch.setattr(gateway.security.auth, "read_api_keys", recording_read)
+    monkeypatch.setattr(gateway.security.api_keys, "read_api_keys", recording_read)
     _key_file(path, ("carol", CAROL_KEY), mtime=20)
     assert (await auth.authenticate(f"Bearer {CAROL_KEY}")) is not None
     assert threads
