@@ -119,8 +119,11 @@ class QdrantConnector(QdrantSearcher):
             # An in-process shard is locked while open: never keep it after a failed open.
             await self.close()
             raise
+        # A ``:memory:`` shard is written by this process itself (the demo), which chose
+        # what to index for its size: nothing to tell the operator.
+        in_memory = self._spec.connection.location == ":memory:"
         for need in self._layout.indexes:
-            if not need.present:
+            if not need.present and not in_memory:
                 log.warning(
                     "qdrant collection has no %s payload index on %r (%s): %s",
                     " or ".join(need.kinds),

@@ -136,8 +136,8 @@ def index_chunks(
 ) -> Any:
     """A new shard at path holding the chunks (replacing any); the open shard.
 
-    Payload indexes (:func:`payload_indexes`): keyword on the key and group fields,
-    datetime on created_at, which the timeline orders by. The dense vectors are cold
+    Payload indexes (:func:`payload_indexes`): datetime on created_at, which the
+    timeline orders by. The dense vectors are cold
     (read from their file as needed): 55 of them would otherwise take a 32 MiB chunk
     in the process, and as much again on /dev/shm.
     """
@@ -158,13 +158,11 @@ def index_chunks(
 
 
 def payload_indexes(store: QdrantStoreConfig) -> dict[str, str]:
-    """The demo's payload indexes by field: what fetch, where and the timeline read."""
+    """The demo's payload indexes by field: datetime on created_at, which the timeline's
+    order_by needs. Fetch, ``where`` and ``key_prefix`` scan the demo's few dozen points
+    instead: a keyword index costs a few MiB of resident memory however small the shard."""
     m = store.mapping
-    return {
-        m.key or "key": "keyword",
-        m.group or "group": "keyword",
-        m.created_at or "created_at": "datetime",
-    }
+    return {m.created_at or "created_at": "datetime"}
 
 
 def demo_points(
