@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import Field
-
-from gateway.config.base import StrictModel
+from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_MAX_CHARS = 600
 """Characters of passage text per record when ``search.passages.max_chars`` is unset."""
 
 
-class PassagesConfig(StrictModel):
+class PassagesConfig(BaseModel):
     """``search.passages``: a recalled record's content is the passage that answers.
 
     The passage is chosen from the record's mapped content: sentence windows (or
@@ -18,6 +16,9 @@ class PassagesConfig(StrictModel):
     the whole document; a recalled record says where its passage sits
     (``metadata.passage``).
     """
+
+    # As gateway.config.base.StrictModel (not imported: gateway.config imports this module).
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = True
     max_chars: int = Field(
@@ -27,7 +28,7 @@ class PassagesConfig(StrictModel):
         description="characters of passage text per record, all passages together",
     )
     count: int = Field(
-        default=1, ge=1, le=10, description="passages per record (the best, in text order)"
+        default=2, ge=1, le=10, description="passages per record (the best, in text order)"
     )
     unit: str = Field(
         default="sentence",

@@ -105,7 +105,7 @@ def test_the_stage_cuts_content_and_says_where_the_passage_sits() -> None:
     text, _ = long_text(answer)
     record = Record(id="1", content=text, uri="https://example.org/a", metadata={"x": 1})
     short = Record(id="2", content="short and whole.")
-    PassageStage(PassagesConfig(max_chars=300)).apply([record, short], "vitamin D fractures")
+    PassageStage(PassagesConfig(max_chars=300, count=1)).apply([record, short], "vitamin D fractures")
     assert record.content is not None
     assert answer in record.content
     assert len(record.content) <= 300
