@@ -155,3 +155,18 @@ def _capped(records: list[dict[str, Any]], n: int) -> list[str]:
         seen[r["group"]] += 1
         out.append(r["id"])
     return out
+
+
+async def test_one_per_group_when_fewer_groups_than_limit(
+    engine: tuple[str, str], tmp_path: Path
+) -> None:
+    # per_group 1 is the engine's collapse on Elasticsearch/OpenSearch: two groups here.
+    group, groups = ("group", 7) if engine[0] == "qdrant" else ("acl", 2)
+    store = store_of(engine, tmp_path, group, per_group=1)
+    try:
+        await store.ensure_started()
+        records = (await store.recall(RecallParams(query=QUERIES[0], limit=10)))["records"]
+        assert len(records) == groups
+        assert len({r["group"] for r in records}) == groups
+    finally:
+        await store.close()
