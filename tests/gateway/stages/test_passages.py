@@ -9,7 +9,8 @@ import pytest
 from gateway.a2m.records import Record
 from gateway.config.search import LuceneSearchConfig
 from gateway.stages.config import PassagesConfig
-from gateway.stages.passages import SEPARATOR, PassageStage, select, text_fragment_uri, units
+from gateway.stages.passages import SEPARATOR, PassageStage, select, text_fragment_uri
+from gateway.stages.windows import unit_end, unit_start
 
 FILLER = "Nothing in this sentence is about the question at all, it only pads the page. "
 
@@ -20,27 +21,22 @@ def long_text(answer: str, before: int = 12, after: int = 12) -> tuple[str, int]
     return head + answer + " " + FILLER * after, len(head)
 
 
-def test_units_are_sentences_with_their_offsets() -> None:
-    text = "First one.  Second one?\n\nThird para!\nA heading\nlast"
-    spans = units(text)
-    assert [text[s.start : s.end] for s in spans] == [
-        "First one.",
-        "Second one?",
-        "Third para!",
-        "A heading",
-        "last",
-    ]
-
-
-def test_paragraph_units() -> None:
-    text = "a b. c d.\n\n e f.\n\n\n g"
-    assert [text[s.start : s.end] for s in units(text, "paragraph")] == ["a b. c d.", "e f.", "g"]
+def test_windows_start_at_a_sentence_and_end_at_one_within_the_cap() -> None:
+    text = "First one.  Second one?\n\nThird para! A heading\nlast words here"
+    at = text.index("Third")
+    assert unit_start(text, text.index("para"), paragraphs=False) == at
+    assert unit_start(text, text.index("heading"), paragraphs=False) == text.index("A heading")
+    assert unit_start(text, text.index("heading"), paragraphs=True) == at
+    assert unit_start(text, text.index("one?"), paragraphs=False) == text.index("Second")
+    # Within 30 characters from "Third", the last sentence end keeping half of them.
+    assert text[at : unit_end(text, at, 30, paragraphs=False)] == "Third para! A heading"
+    assert unit_end(text, at, 1000, paragraphs=False) == len(text)
 
 
 def test_the_window_holding_the_query_terms_wins_and_offsets_point_at_it() -> None:
     answer = "Vitamin D deficiency raises the risk of fractures in elderly women."
     text, at = long_text(answer)
-    cfg = PassagesConfig(max_chars=200)
+    cfg = PassagesConfig(max_chars=200, count=1)
     [span] = select(text, "does vitamin D deficiency cause fractures?", cfg)
     assert span.start <= at
     assert span.end >= at + len(answer)
@@ -105,7 +101,9 @@ def test_the_stage_cuts_content_and_says_where_the_passage_sits() -> None:
     text, _ = long_text(answer)
     record = Record(id="1", content=text, uri="https://example.org/a", metadata={"x": 1})
     short = Record(id="2", content="short and whole.")
-    PassageStage(PassagesConfig(max_chars=300, count=1)).apply([record, short], "vitamin D fractures")
+    PassageStage(PassagesConfig(max_chars=300, count=1)).apply(
+        [record, short], "vitamin D fractures"
+    )
     assert record.content is not None
     assert answer in record.content
     assert len(record.content) <= 300
