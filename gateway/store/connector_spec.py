@@ -90,10 +90,7 @@ def connector_spec(config: StoreConfig) -> ConnectorSpec:
             vector_field=s.vector_field,
             sparse_vector=sparse,
             sparse_analyzer=s.sparse_analyzer if isinstance(s, QdrantSearchConfig) else "light",
-            # per_group 1 is the engine's collapse (the gateway's cap then only checks it).
-            collapse_group=bool(
-                lucene and (lucene.collapse_group or (s.per_group == 1 and m.group))
-            ),
+            collapse_group=lucene.collapse_group if lucene else False,
             highlight=lucene.highlight if lucene else False,
             highlight_fragment_size=lucene.highlight_fragment_size if lucene else 300,
         ),

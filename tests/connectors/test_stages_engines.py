@@ -160,7 +160,8 @@ def _capped(records: list[dict[str, Any]], n: int) -> list[str]:
 async def test_one_per_group_when_fewer_groups_than_limit(
     engine: tuple[str, str], tmp_path: Path
 ) -> None:
-    # per_group 1 is the engine's collapse on Elasticsearch/OpenSearch: two groups here.
+    # Two groups on Elasticsearch/OpenSearch (the parity of the id), seven on qdrant-edge:
+    # the cap reads deeper pages until the engine has no more.
     group, groups = ("group", 7) if engine[0] == "qdrant" else ("acl", 2)
     store = store_of(engine, tmp_path, group, per_group=1)
     try:
