@@ -46,3 +46,39 @@ def test_the_shapes_hold_every_abstract_once(scifact_dir: Path) -> None:
     first = shapes.long[0]
     assert first.text.split("\n\n")[0] == shapes.sections[shapes.documents[0][0]]
     assert {r.group for r in shapes.chunked if shapes.doc_of[str(r.id)] == 0} == {first.group}
+
+
+@pytest.mark.integration
+def test_the_shapes_run_through_the_gateway_on_qdrant(tmp_path: Path, scifact_dir: Path) -> None:
+    from tests.bench.test_smoke import _run
+
+    report, table = _run(
+        [
+            "bench.quality",
+            "--shape",
+            "long",
+            "chunked",
+            "whole",
+            "--engines",
+            "qdrant",
+            "--modes",
+            "hybrid",
+            "--limit-queries",
+            "8",
+        ],
+        tmp_path / "long.json",
+        scifact_dir,
+    )
+    cells = report["qdrant"]["hybrid"]
+    assert set(cells) == {"long", "chunked", "whole"}
+    assert set(cells["chunked"]) == {"none", "per_group=1"}
+    passages, whole = cells["long"]["passages"], cells["whole"]["none"]
+    for cell in (passages, whole, *cells["chunked"].values()):
+        assert cell["queries"] == 8
+        assert cell["errors"] == 0
+        assert 0.0 <= cell["evidence_at_k"] <= 1.0
+    assert passages["max_record_chars"] <= 600 < whole["max_record_chars"]
+    # The same documents, the same ranking: passages change contents, not the order.
+    assert passages["doc_ndcg10"] == whole["doc_ndcg10"]
+    assert whole["evidence_at_k"] > 0  # relevant abstracts are found at all
+    assert table.count("| qdrant | hybrid |") == 4
