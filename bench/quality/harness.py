@@ -178,6 +178,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="refresh the quality section of docs/benchmarks.md and docs/img/quality.png",
     )
     p.add_argument("--keep-log", help="copy the gateway's log here")
+    p.add_argument(
+        "--shape",
+        nargs="+",
+        choices=["long", "chunked", "whole"],
+        help="long-document shapes instead of the corpus as is (bench.quality.long_run)",
+    )
+    p.add_argument("--k", type=int, default=3, help="--shape: records scored for evidence@k")
     args = p.parse_args(argv)
     if not 1 <= args.limit <= LIMIT:
         p.error(f"--limit must be 1..{LIMIT}")
@@ -251,6 +258,8 @@ def _lucene_options(p: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.shape:
+        return _main_long(args)
     report = run(args)
     table = markdown(report)
     print(table)
@@ -265,3 +274,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if chart_path is not None:
         chart(report, chart_path)
     return 1 if any(c.errors for c in report.cells) else 0
+
+
+def _main_long(args: argparse.Namespace) -> int:
+    from bench.quality.long_score import markdown as long_markdown
+    from bench.quality.long_score import report as long_report
+    from bench.quality.long_score import run_long
+
+    cells = run_long(args)
+    print(long_markdown(cells))
+    if args.out:
+        Path(args.out).write_text(json.dumps(long_report(cells), indent=2) + "\n")
+    return 1 if any(c.errors for c in cells) else 0

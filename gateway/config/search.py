@@ -9,6 +9,7 @@ from pydantic import Field, SecretStr, model_validator
 
 from connectors.base import Fusion
 from gateway.config.base import StrictModel
+from gateway.stages.config import PassagesConfig
 
 DEFAULT_CANDIDATES = 100
 """kNN breadth, Qdrant prefetch and federation member depth when ``candidates`` is unset."""
@@ -97,6 +98,14 @@ class SearchConfig(StrictModel):
         le=10_000,
         description="kNN breadth and hybrid leg depth; unset: 100, and 2 x limit (at most "
         "100) for the hybrid legs of Elasticsearch/OpenSearch",
+    )
+    passages: PassagesConfig | None = Field(
+        default=None,
+        description="a recalled record's content is its passage that answers the query "
+        "(gateway.stages.passages); unset: the whole mapped content",
+    )
+    per_group: int | None = Field(
+        default=None, ge=1, le=1000, description="at most this many records of one group"
     )
 
     @property

@@ -116,6 +116,9 @@ def _result(record: dict[str, Any], store: str, n: int, qualified: bool, budget:
             out[dst] = record[src]
     if record.get("created_at") is not None:
         out["created_at"] = record["created_at"]
+    metadata = record.get("metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get("passage"), dict):
+        out["passage"] = metadata["passage"]  # where the snippet sits (search.passages)
     return out
 
 
@@ -132,6 +135,10 @@ def _listing_text(listing: dict[str, Any]) -> str:
             lines.append(f"    {r['url']}")
         if r["snippet"]:
             lines.append(f"    {r['snippet']}")
+        if "passage" in r:
+            at = ", ".join(f"{a}-{b}" for a, b in r["passage"]["offsets"])
+            where = r["passage"].get("uri", "")
+            lines.append(f"    (passage at characters {at} of {r['passage']['length']}) {where}")
     if not listing["results"]:
         lines.append("No matching records.")
     if listing["omitted"]:

@@ -235,6 +235,11 @@ _RESULT: dict[str, Any] = {
         "score": {"type": "number"},
         "store": {"type": "string"},
         "created_at": {"type": "string"},
+        "passage": {
+            "type": "object",
+            "description": "where the snippet's passages sit in the document fetch returns: "
+            "offsets ([start, end) characters), length, uri (a text fragment link)",
+        },
     },
     "required": ["id", "cite", "title", "snippet", "store"],
 }

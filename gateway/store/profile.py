@@ -9,6 +9,7 @@ from gateway.a2m.methods import Capability
 from gateway.config import StoreConfig
 from gateway.embedders import QueryEmbedder
 from gateway.front.profile import Limits, Profile
+from gateway.stages.pipeline import Stages
 
 
 class StoreProfile:
@@ -25,7 +26,10 @@ class StoreProfile:
         self.config = config
         self.embedder = embedder
         self.limits = Limits.of(config.limits)
-        self._search = {"mode": config.search.mode.value, "server": server_name}
+        self._search: dict[str, Any] = {"mode": config.search.mode.value, "server": server_name}
+        stages = Stages(config.search).describe()
+        if stages:
+            self._search["stages"] = stages
         self.info: EngineInfo | None = None
         # Until the engine is read: what the config alone declares (describe answers it
         # while the engine is down); `embeddings` needs the index's vectors, so it waits.

@@ -21,6 +21,7 @@ from connectors.base import Connector, EngineInfo
 from connectors.retry import deadline_scope
 from gateway.a2m.methods import Capability
 from gateway.a2m.params import DescribeParams, FetchParams, RecallParams, TimelineParams
+from gateway.a2m.records import Record
 from gateway.config import StoreConfig
 from gateway.embedders import QueryEmbedder, make_embedder
 from gateway.front.front import Front
@@ -28,6 +29,7 @@ from gateway.front.profile import Profile
 from gateway.front.source import Answer
 from gateway.resilience import EngineGuard
 from gateway.security.scopes import LOCAL, Caller, CredentialForwarding, NothingVisible, ScopePolicy
+from gateway.stages.pipeline import Stages
 from gateway.store import sampling
 from gateway.store.mapping import RecordMapper
 from gateway.store.opening import Bootstrap, Opener
@@ -66,6 +68,7 @@ class Store:
         self.front = Front(self)
         self.planner = QueryPlanner(config, self.mapper, self.scope)
         self.shaper = ResultShaper(self.mapper)
+        self.stages = Stages(config.search)
         self.timeout_s = (config.request_timeout_ms or default_timeout_ms) / 1000.0
         # Every engine call of this store, opening included, passes its breaker and limit.
         self.pager = RecordPager(
@@ -165,20 +168,25 @@ class Store:
             dense = params.embedding
             if plan.needs_embedding(text, dense):
                 dense = await embed_query(self.name, self.embedder, text, self.info)
+            search = partial(
+                plan.search_plan,
+                text,
+                dense,
+                flt,
+                params.where,
+                info=self.info,
+                given_vector=params.embedding is not None,
+                with_vectors=params.embeddings,
+            )
             try:
-                search = plan.search_plan(
-                    text,
-                    dense,
-                    flt,
-                    params.where,
-                    limit,
-                    info=self.info,
-                    given_vector=params.embedding is not None,
-                    with_vectors=params.embeddings,
-                )
+                first = search(limit)
             except MatchesNothing:
                 return Answer([])
-            return Answer(await self.pager.read(connector, search))
+
+            async def page(size: int) -> list[Record]:
+                return await self.pager.read(connector, first if size == limit else search(size))
+
+            return Answer(await self.stages.recall(page, limit, text))
 
     async def read_timeline(self, params: TimelineParams, limit: int, caller: Caller) -> Answer:
         """Ascending creation order, the newest `limit`: an ordered read, never a search (§4.4).

@@ -157,3 +157,20 @@ def test_a_snippet_is_the_cut_of_the_collapsed_head(content: str, n: int) -> Non
     budget = render.Budget(max_chars=10**6, snippet_chars=n, text_format="compact")
     (r,) = render.listing([record(1, content)], "d", False, budget)["results"]
     assert r["snippet"] == expected
+
+
+def test_a_passage_shows_where_it_sits_in_the_document() -> None:
+    budget = render.Budget(max_chars=20_000, snippet_chars=300, text_format="compact")
+    where = {"offsets": [[120, 180]], "length": 9000, "uri": "https://x/a#:~:text=Refunds"}
+    records = [
+        record(
+            0, "Refunds are paid within 30 days.", uri="https://x/a", metadata={"passage": where}
+        ),
+        record(1, "A whole short record."),
+    ]
+    out = render.listing(records, "docs", False, budget)
+    assert out["results"][0]["passage"] == where
+    assert "passage" not in out["results"][1]
+    text = render.text_of(out, budget)
+    assert "(passage at characters 120-180 of 9000) https://x/a#:~:text=Refunds" in text
+    assert list(Draft202012Validator(OUTPUT_SCHEMAS["search"]).iter_errors(out)) == []

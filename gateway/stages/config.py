@@ -1,0 +1,37 @@
+"""Config of the stages after retrieval (``search.passages``, ``search.per_group``)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_MAX_CHARS = 600
+"""Characters of passage text per record when ``search.passages.max_chars`` is unset."""
+
+
+class PassagesConfig(BaseModel):
+    """``search.passages``: a recalled record's content is the passage that answers.
+
+    The passage is chosen from the record's mapped content: sentence windows (or
+    paragraphs) scored against the query's terms. ``memory/fetch`` still returns
+    the whole document; a recalled record says where its passage sits
+    (``metadata.passage``).
+    """
+
+    # As gateway.config.base.StrictModel (not imported: gateway.config imports this module).
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    max_chars: int = Field(
+        default=DEFAULT_MAX_CHARS,
+        ge=80,
+        le=100_000,
+        description="characters of passage text per record, all passages together",
+    )
+    count: int = Field(
+        default=3, ge=1, le=10, description="passages per record (the best, in text order)"
+    )
+    unit: str = Field(
+        default="sentence",
+        pattern="^(sentence|paragraph)$",
+        description="what a window is made of: sentences, or paragraphs (blank-line separated)",
+    )

@@ -1,0 +1,159 @@
+"""Passage selection in the gateway: the windows of a long text that best answer a query.
+
+The candidate windows and their scores are gateway.stages.windows'; the best, at
+most ``count``, not overlapping and from different paragraphs while there are
+any, are the passages, in text order, together within ``max_chars``. A text
+within the cap is its own passage and costs no scoring; a text without a query
+term gives its head.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote, urlsplit
+
+from gateway.a2m.records import Record
+from gateway.stages.config import PassagesConfig
+from gateway.stages.windows import FOLD, Span, choose, unit_end, windows
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOP = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "their",
+        "there",
+        "these",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+    }
+)
+SEPARATOR = " … "
+"""Between two passages of one record's content."""
+FRAGMENT_SCHEMES = frozenset({"http", "https"})
+"""Schemes whose documents a browser opens at a text fragment (``#:~:text=``)."""
+
+
+def terms(text: str) -> set[str]:
+    """The words of ``text`` that carry meaning, folded (case, a plural's or a verb's ending)."""
+    return {_fold(w) for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+def _fold(word: str) -> str:
+    # A five-letter prefix: cheap, and "mutations"/"mutated"/"mutation" meet.
+    return word[:FOLD] if len(word) > FOLD else word
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's folded terms, longest first (what passage selection looks for)."""
+    return sorted(terms(query), key=lambda t: (-len(t), t))
+
+
+def select(
+    text: str, query: str, config: PassagesConfig, wanted: list[str] | None = None
+) -> list[Span]:
+    """The passages of ``text`` for ``query``: at most ``config.count``, within ``max_chars``
+    together (with SEPARATOR between them). ``wanted``: ``query_terms(query)``, when the
+    caller has them already."""
+    cap = config.max_chars
+    if len(text) <= cap:
+        return [Span(0, len(text))] if text else []
+    per = max(cap // config.count - len(SEPARATOR), 1)
+    paragraphs = config.unit == "paragraph"
+    found = windows(text, query_terms(query) if wanted is None else wanted, per, paragraphs)
+    if not found:
+        return [Span(0, unit_end(text, 0, per, paragraphs))]
+    return choose(found, config.count)
+
+
+def text_fragment_uri(uri: str | None, passage: str) -> str | None:
+    """``uri`` with a text fragment (``#:~:text=start,end``) at ``passage``; None when the
+    scheme is not one a browser scrolls to a text fragment."""
+    if not uri or urlsplit(uri).scheme.lower() not in FRAGMENT_SCHEMES:
+        return None
+    words = passage.split()
+    if not words:
+        return None
+    head = " ".join(words[:4])
+    directive = _encode(head)
+    if len(words) > 8:
+        directive += "," + _encode(" ".join(words[-4:]))
+    base = uri if "#" in uri else uri + "#"
+    return f"{base}:~:text={directive}"
+
+
+def _encode(text: str) -> str:
+    # The directive's own syntax characters (',', '&', '-') must be escaped in a term.
+    return quote(text, safe="").replace("-", "%2D")
+
+
+class PassageStage:
+    """``search.passages``: each recalled record's content becomes its passage(s).
+
+    ``metadata.passage`` says where they sit in the whole content that
+    ``memory/fetch`` returns: ``offsets`` ([start, end) character pairs), ``length``
+    (the whole content's characters) and, where the record's ``uri`` scheme allows,
+    ``uri`` (the record's ``uri`` with a text fragment at the first passage).
+    """
+
+    name = "passages"
+
+    def __init__(self, config: PassagesConfig) -> None:
+        self.config = config
+
+    def describe(self) -> dict[str, object]:
+        c = self.config
+        return {"stage": self.name, "max_chars": c.max_chars, "count": c.count, "unit": c.unit}
+
+    def apply(self, records: list[Record], query: str) -> list[Record]:
+        """The records with their content cut to passages (in place; the same list)."""
+        wanted = query_terms(query)
+        for record in records:
+            text = record.content
+            if not text or len(text) <= self.config.max_chars:
+                continue
+            spans = select(text, query, self.config, wanted)
+            if not spans:
+                continue
+            record.content = SEPARATOR.join(text[s.start : s.end] for s in spans)
+            where: dict[str, object] = {
+                "offsets": [[s.start, s.end] for s in spans],
+                "length": len(text),
+            }
+            anchored = text_fragment_uri(record.uri, text[spans[0].start : spans[0].end])
+            if anchored is not None:
+                where["uri"] = anchored
+            record.metadata = {**(record.metadata or {}), "passage": where}
+        return records

@@ -1,0 +1,46 @@
+"""The stages a store runs after retrieval, built once from its ``search`` config."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from gateway.a2m.records import Record
+from gateway.config.search import SearchConfig, SearchMode
+from gateway.stages.groups import GroupCapStage
+from gateway.stages.passages import PassageStage
+
+
+class Stages:
+    """The store's stages in order: fusion (in the connector), group cap, passages."""
+
+    def __init__(self, search: SearchConfig) -> None:
+        self._fusion = search.fusion if search.mode is SearchMode.HYBRID else None
+        self.group_cap = GroupCapStage(search.per_group) if search.per_group else None
+        passages = search.passages
+        self.passages = PassageStage(passages) if passages and passages.enabled else None
+
+    def describe(self) -> list[dict[str, object]]:
+        """describe's ``search.stages``: what runs on this store, in order."""
+        out: list[dict[str, object]] = []
+        if self._fusion is not None:
+            out.append({"stage": "fusion", "method": self._fusion})
+        if self.group_cap is not None:
+            out.append(self.group_cap.describe())
+        if self.passages is not None:
+            out.append(self.passages.describe())
+        return out
+
+    async def recall(
+        self, page: Callable[[int], Awaitable[list[Record]]], limit: int, query: str | None
+    ) -> list[Record]:
+        """The engine's records for a recall of ``limit``, through each stage that is on.
+
+        ``page(size)`` reads at most ``size`` ranked records from the engine.
+        """
+        if self.group_cap is None:
+            records = await page(limit)
+        else:
+            records = await self.group_cap.read(page, limit)
+        if self.passages is not None and query:
+            self.passages.apply(records, query)
+        return records

@@ -1,0 +1,148 @@
+"""Windows of a long text around the query's terms: where passage selection looks.
+
+The query's terms are found in the lowered text with ``str.find`` (a few C scans,
+not a loop over the text's words); each sentence (or paragraph) that holds one
+starts a candidate window of up to the cap, ended at the last sentence end that
+keeps at least half of it. A window scores its query terms, each weighted by how
+rare it is in the text and counted with saturation (the second mention adds less
+than the first), so a window that covers more of the question wins over one that
+repeats a common word. The cost grows with the terms found, not the text's length.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from collections import Counter
+from typing import NamedTuple
+
+FOLD = 5
+"""Query and text words are compared on their first FOLD letters (a term of FOLD letters
+matches any word it begins; a shorter one, the whole word)."""
+SATURATION = 2.0
+"""How fast a term's repeated mentions in a window stop adding to its score."""
+LOOKBACK = 300
+"""How far back from a term a window looks for the start of its sentence."""
+UNIT_CHARS = 150
+"""About a sentence: the text's length over this is the number of units a term's rarity
+is measured against."""
+_SENTENCE_MARKS = (". ", "? ", "! ", "\n")
+
+
+class Span(NamedTuple):
+    """``text[start:end]``."""
+
+    start: int
+    end: int
+
+
+class Window(NamedTuple):
+    start: int
+    end: int
+    score: float
+    paragraph: int
+
+
+def find_terms(lower: str, wanted: list[str]) -> tuple[list[int], list[str]]:
+    """Where each wanted term occurs at a word start in ``lower``: positions (sorted), terms."""
+    hits: list[tuple[int, str]] = []
+    n = len(lower)
+    for term in wanted:
+        whole = len(term) < FOLD
+        at = lower.find(term)
+        while at >= 0:
+            end = at + len(term)
+            if (at == 0 or not lower[at - 1].isalnum()) and (
+                not whole or end == n or not lower[end].isalnum()
+            ):
+                hits.append((at, term))
+            at = lower.find(term, end)
+    hits.sort()
+    return [h[0] for h in hits], [h[1] for h in hits]
+
+
+def unit_start(text: str, pos: int, paragraphs: bool) -> int:
+    """Where the sentence (or paragraph) holding ``pos`` starts, looking back LOOKBACK at most."""
+    lo = max(0, pos - LOOKBACK)
+    if paragraphs:
+        cut = text.rfind("\n\n", lo, pos)
+    else:
+        cut = max(text.rfind(mark, lo, pos) for mark in _SENTENCE_MARKS)
+    if cut >= 0:
+        start = cut + 1
+    elif lo == 0:
+        start = 0
+    else:
+        start = text.find(" ", lo, pos) + 1 or pos
+    while start < pos and text[start].isspace():
+        start += 1
+    return start
+
+
+def unit_end(text: str, start: int, cap: int, paragraphs: bool) -> int:
+    """The end of a window from ``start`` within ``cap``: the last sentence (paragraph) end
+    keeping at least half the cap, else the last word end, else the cap."""
+    end = start + cap
+    if end >= len(text):
+        return len(text)
+    half = start + cap // 2
+    if paragraphs:
+        cut = text.rfind("\n\n", half, end)
+        cut = cut if cut >= 0 else -1
+    else:
+        cut = max(
+            text.rfind(mark, half, end) + (0 if mark == "\n" else 1) for mark in _SENTENCE_MARKS
+        )
+    if cut > half:
+        return cut
+    space = text.rfind(" ", start, end)
+    return space if space > start else end
+
+
+def windows(text: str, wanted: list[str], cap: int, paragraphs: bool) -> list[Window]:
+    """The candidate windows of ``text`` for the query terms ``wanted``, best first."""
+    positions, terms = find_terms(text.lower(), wanted)
+    if not positions:
+        return []
+    units = max(len(text) / UNIT_CHARS, 1.0)
+    weights = {t: math.log(1 + units / n) for t, n in Counter(terms).items()}
+    breaks = _paragraph_breaks(text)
+    out: list[Window] = []
+    last_start = -1
+    for pos in positions:
+        start = unit_start(text, pos, paragraphs)
+        if start == last_start:
+            continue
+        last_start = start
+        end = unit_end(text, start, cap, paragraphs)
+        first, stop = bisect_left(positions, start), bisect_left(positions, end)
+        tf = Counter(terms[first:stop])
+        score = sum(weights[t] * n / (n + SATURATION) for t, n in tf.items())
+        out.append(Window(start, end, score, bisect_right(breaks, start)))
+    out.sort(key=lambda w: (-w.score, w.start))
+    return out
+
+
+def _paragraph_breaks(text: str) -> list[int]:
+    breaks: list[int] = []
+    at = text.find("\n\n")
+    while at >= 0:
+        breaks.append(at)
+        at = text.find("\n\n", at + 2)
+    return breaks
+
+
+def choose(candidates: list[Window], count: int) -> list[Span]:
+    """Up to ``count`` non-overlapping windows, best first, each from another paragraph
+    while one is left; in text order."""
+    chosen: list[Window] = []
+    for diverse in (True, False):
+        for w in candidates:
+            if len(chosen) == count:
+                break
+            if any(w.start < c.end and c.start < w.end for c in chosen):
+                continue
+            if diverse and any(w.paragraph == c.paragraph for c in chosen):
+                continue
+            chosen.append(w)
+    return sorted(Span(w.start, w.end) for w in chosen)

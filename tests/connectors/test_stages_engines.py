@@ -1,0 +1,173 @@
+"""Stages after retrieval against real engines: passages and the group cap.
+
+Elasticsearch 9 and OpenSearch 3 (``A2M_TEST_ELASTICSEARCH9_URL``,
+``A2M_TEST_OPENSEARCH3_URL``) hold the whole SciFact corpus; qdrant-edge in process
+holds a subset. Recalled records carry passages within the cap and say where they
+sit; ``memory/fetch`` of the same key still returns the whole document; with
+``per_group`` no group passes the cap and ``limit`` records come back while the
+engine has them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors.factory import make_connector
+from gateway.a2m.params import FetchParams, RecallParams
+from gateway.config import validate_store
+from gateway.store.connector_spec import connector_spec
+from gateway.store.store import Store
+from tests.conftest import missing
+from tests.support import lucene_loader
+from tests.support.scifact import SciFact, load_qdrant, subset
+
+pytestmark = pytest.mark.integration
+
+INDEX = "a2m-test-scifact"
+QUERIES = ["vitamin D deficiency and bone fractures", "insulin resistance in obesity"]
+
+
+def lucene_store(engine: str, url: str, group: str, **search: Any) -> Store:
+    config = validate_store(
+        {
+            "backend": engine,
+            "index": INDEX,
+            "connection": {"hosts": [url], "timeout_ms": 30_000},
+            "mapping": {"id": "doc_id", "content": "text", "key": "key", "group": group},
+            "search": {"mode": "lexical", "text_fields": ["title", "text"], **search},
+        }
+    )
+    return Store("s", config, make_connector(connector_spec(config)))
+
+
+def qdrant_store(path: Path, **search: Any) -> Store:
+    config = validate_store(
+        {
+            "backend": "qdrant",
+            "index": "stages",
+            "connection": {"path": str(path)},
+            "mapping": {"content": "content", "key": "key", "group": "group"},
+            "search": {"mode": "lexical", "sparse_vector": "text-sparse", **search},
+        }
+    )
+    return Store("s", config, make_connector(connector_spec(config)))
+
+
+@pytest.fixture(scope="module", params=["elasticsearch9", "opensearch3", "qdrant-edge"])
+def engine(
+    request: pytest.FixtureRequest, scifact: SciFact, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, str]:
+    """(backend, where): a loaded node's URL, or a qdrant-edge shard's directory."""
+    if request.param == "qdrant-edge":
+        path = tmp_path_factory.mktemp("stages-qdrant")
+        _, docs = subset(scifact, n_queries=50, n_others=400)
+        load_qdrant(path, scifact, docs, collection="stages")
+        return "qdrant", str(path)
+    var = f"A2M_TEST_{request.param.upper()}_URL"
+    url = os.environ.get(var)
+    if not url:
+        missing(f"{var} not set (start engines with: python tests/engines/engines.py start)")
+    assert url
+    backend = "elasticsearch" if request.param.startswith("elastic") else "opensearch"
+    lucene_loader.load_index(backend, url, INDEX, scifact)  # type: ignore[arg-type]
+    return backend, url
+
+
+def store_of(engine: tuple[str, str], tmp: Path, group: str = "group", **search: Any) -> Store:
+    """A store on the engine; on qdrant-edge over its own copy of the shard (one client a
+    directory)."""
+    backend, where = engine
+    if backend == "qdrant":
+        copy = tmp / f"copy-{len(list(tmp.iterdir()))}"
+        shutil.copytree(where, copy)
+        return qdrant_store(copy, **search)
+    return lucene_store(backend, where, group, **search)
+
+
+async def test_passages_point_into_the_document_fetch_returns(
+    engine: tuple[str, str], tmp_path: Path
+) -> None:
+    store = store_of(engine, tmp_path, passages={"max_chars": 300, "count": 2})
+    whole = store_of(engine, tmp_path)
+    try:
+        await store.ensure_started()
+        await whole.ensure_started()
+        assert {"stage": "passages", "max_chars": 300, "count": 2, "unit": "sentence"} in (
+            store.describe()["search"]["stages"]
+        )
+        for query in QUERIES:
+            records = (await store.recall(RecallParams(query=query, limit=5)))["records"]
+            plain = (await whole.recall(RecallParams(query=query, limit=5)))["records"]
+            assert [r["id"] for r in records] == [r["id"] for r in plain]
+            cut = [r for r in records if "passage" in r.get("metadata", {})]
+            assert cut  # SciFact abstracts are mostly longer than 300 characters
+            for record in cut:
+                assert len(record["content"]) <= 300
+                fetched = (await store.fetch(FetchParams(key=record["key"])))["record"]
+                document = fetched["content"]
+                where = record["metadata"]["passage"]
+                assert where["length"] == len(document) > 300
+                pieces = [document[start:end] for start, end in where["offsets"]]
+                assert record["content"] == " … ".join(pieces)
+                assert "passage" not in fetched.get("metadata", {})
+    finally:
+        await store.close()
+        await whole.close()
+
+
+async def test_per_group_caps_each_group_and_keeps_the_limit(
+    engine: tuple[str, str], tmp_path: Path
+) -> None:
+    # Lucene: two groups (the parity of the id), so a cap of 3 needs a deeper page;
+    # qdrant-edge: seven groups (the id modulo 7), capped at 1.
+    group, cap = ("group", 1) if engine[0] == "qdrant" else ("acl", 3)
+    store = store_of(engine, tmp_path, group, per_group=cap)
+    plain = store_of(engine, tmp_path, group)
+    try:
+        await store.ensure_started()
+        await plain.ensure_started()
+        for query in QUERIES:
+            capped = (await store.recall(RecallParams(query=query, limit=6)))["records"]
+            free = (await plain.recall(RecallParams(query=query, limit=100)))["records"]
+            assert len(capped) == 6
+            assert max(Counter(r["group"] for r in capped).values()) <= cap
+            # Not vacuous: uncapped, the top 20 hold more than `cap` of some group.
+            assert max(Counter(r["group"] for r in free[:20]).values()) > cap
+            # The cap keeps the engine's order: each kept record is the next one of its group.
+            assert [r["id"] for r in capped] == _capped(free, cap)[:6]
+    finally:
+        await store.close()
+        await plain.close()
+
+
+def _capped(records: list[dict[str, Any]], n: int) -> list[str]:
+    seen: Counter[str] = Counter()
+    out: list[str] = []
+    for r in records:
+        if seen[r["group"]] >= n:
+            continue
+        seen[r["group"]] += 1
+        out.append(r["id"])
+    return out
+
+
+async def test_one_per_group_when_fewer_groups_than_limit(
+    engine: tuple[str, str], tmp_path: Path
+) -> None:
+    # Two groups on Elasticsearch/OpenSearch (the parity of the id), seven on qdrant-edge:
+    # the cap reads deeper pages until the engine has no more.
+    group, groups = ("group", 7) if engine[0] == "qdrant" else ("acl", 2)
+    store = store_of(engine, tmp_path, group, per_group=1)
+    try:
+        await store.ensure_started()
+        records = (await store.recall(RecallParams(query=QUERIES[0], limit=10)))["records"]
+        assert len(records) == groups
+        assert len({r["group"] for r in records}) == groups
+    finally:
+        await store.close()

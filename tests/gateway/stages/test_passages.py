@@ -1,0 +1,130 @@
+"""Passage selection: units and their offsets, window scoring, the cap, the text fragment."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+import pytest
+
+from gateway.a2m.records import Record
+from gateway.config.search import LuceneSearchConfig
+from gateway.stages.config import PassagesConfig
+from gateway.stages.passages import SEPARATOR, PassageStage, select, text_fragment_uri
+from gateway.stages.windows import unit_end, unit_start
+
+FILLER = "Nothing in this sentence is about the question at all, it only pads the page. "
+
+
+def long_text(answer: str, before: int = 12, after: int = 12) -> tuple[str, int]:
+    """Filler, the answer sentence, filler; and where the answer starts."""
+    head = FILLER * before
+    return head + answer + " " + FILLER * after, len(head)
+
+
+def test_windows_start_at_a_sentence_and_end_at_one_within_the_cap() -> None:
+    text = "First one.  Second one?\n\nThird para! A heading\nlast words here"
+    at = text.index("Third")
+    assert unit_start(text, text.index("para"), paragraphs=False) == at
+    assert unit_start(text, text.index("heading"), paragraphs=False) == text.index("A heading")
+    assert unit_start(text, text.index("heading"), paragraphs=True) == at
+    assert unit_start(text, text.index("one?"), paragraphs=False) == text.index("Second")
+    # Within 30 characters from "Third", the last sentence end keeping half of them.
+    assert text[at : unit_end(text, at, 30, paragraphs=False)] == "Third para! A heading"
+    assert unit_end(text, at, 1000, paragraphs=False) == len(text)
+
+
+def test_the_window_holding_the_query_terms_wins_and_offsets_point_at_it() -> None:
+    answer = "Vitamin D deficiency raises the risk of fractures in elderly women."
+    text, at = long_text(answer)
+    cfg = PassagesConfig(max_chars=200, count=1)
+    [span] = select(text, "does vitamin D deficiency cause fractures?", cfg)
+    assert span.start <= at
+    assert span.end >= at + len(answer)
+    assert span.end - span.start <= 200
+
+
+def test_every_passage_is_within_the_cap_even_for_one_huge_sentence() -> None:
+    text = "word " * 1000 + "target"
+    for count in (1, 2, 3):
+        cfg = PassagesConfig(max_chars=300, count=count)
+        spans = select(text, "word target", cfg)
+        total = sum(s.end - s.start for s in spans) + len(SEPARATOR) * (len(spans) - 1)
+        assert spans
+        assert total <= 300
+
+
+def test_two_passages_are_disjoint_and_in_text_order() -> None:
+    first = "Insulin resistance precedes type 2 diabetes by years."
+    second = "Metformin lowers hepatic glucose output."
+    text = FILLER * 10 + first + " " + FILLER * 10 + second + " " + FILLER * 10
+    spans = select(text, "insulin resistance metformin glucose", PassagesConfig(count=2))
+    assert len(spans) == 2
+    assert spans[0].end <= spans[1].start
+    chosen = [text[s.start : s.end] for s in spans]
+    assert any(first in c for c in chosen)
+    assert any(second in c for c in chosen)
+
+
+def test_a_text_within_the_cap_is_its_own_passage() -> None:
+    assert select("short text.", "anything", PassagesConfig()) == select(
+        "short text.", "other", PassagesConfig()
+    )
+    [span] = select("short text.", "q", PassagesConfig())
+    assert (span.start, span.end) == (0, 11)
+
+
+def test_no_query_term_in_the_text_gives_its_head() -> None:
+    text = FILLER * 20
+    [span] = select(text, "zebra", PassagesConfig(max_chars=200))
+    assert span.start == 0
+
+
+def test_text_fragment_only_for_schemes_a_browser_scrolls() -> None:
+    passage = "the risk-of fractures, in elderly women & men rises with age"
+    uri = text_fragment_uri("https://example.org/doc", passage)
+    assert uri is not None
+    assert uri.startswith("https://example.org/doc#:~:text=")
+    directive = uri.split("#:~:text=", 1)[1]
+    start, end = directive.split(",")
+    assert unquote(start) == "the risk-of fractures, in"
+    assert unquote(end) == "men rises with age"
+    assert "-" not in directive
+    assert "&" not in directive
+    assert text_fragment_uri("s3://bucket/key", passage) is None
+    assert text_fragment_uri(None, passage) is None
+    anchored = text_fragment_uri("https://x.org/p#sec", "a b")
+    assert anchored == "https://x.org/p#sec:~:text=a%20b"
+
+
+def test_the_stage_cuts_content_and_says_where_the_passage_sits() -> None:
+    answer = "Vitamin D deficiency raises the risk of fractures in elderly women."
+    text, _ = long_text(answer)
+    record = Record(id="1", content=text, uri="https://example.org/a", metadata={"x": 1})
+    short = Record(id="2", content="short and whole.")
+    PassageStage(PassagesConfig(max_chars=300, count=1)).apply(
+        [record, short], "vitamin D fractures"
+    )
+    assert record.content is not None
+    assert answer in record.content
+    assert len(record.content) <= 300
+    assert record.metadata is not None
+    assert record.metadata["x"] == 1
+    where = record.metadata["passage"]
+    [[start, end]] = where["offsets"]
+    assert text[start:end] == record.content
+    assert where["length"] == len(text)
+    assert where["uri"].startswith("https://example.org/a#:~:text=")
+    assert short.content == "short and whole."
+    assert short.metadata is None
+
+
+def test_passages_config_in_search() -> None:
+    search = LuceneSearchConfig.model_validate(
+        {"text_fields": ["t"], "passages": {"max_chars": 400}, "per_group": 2}
+    )
+    assert search.passages is not None
+    assert search.passages.max_chars == 400
+    assert search.per_group == 2
+    assert LuceneSearchConfig(text_fields=["t"]).passages is None
+    with pytest.raises(ValueError, match="max_chars"):
+        PassagesConfig(max_chars=10)
