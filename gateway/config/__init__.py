@@ -8,13 +8,6 @@ their connection, mapping and search keys, the server, auth, and federations.
 
 from gateway.config.auth import ApiKeyEntry, AuthConfig, FailedAuthLimit, JwtAlgorithm, JwtConfig
 from gateway.config.base import Backend, ConfigError, StrictModel, is_loopback
-from gateway.config.connection import (
-    AwsSigV4,
-    ConnectionConfig,
-    ElasticsearchConnection,
-    OpenSearchConnection,
-    QdrantConnection,
-)
 from gateway.config.document import GatewayConfig
 from gateway.config.federation import (
     STORE_NAME,
@@ -43,6 +36,7 @@ from gateway.config.server import (
 from gateway.config.stores import (
     STORE_MODELS,
     ClaimSource,
+    ConnectionConfig,
     DemoConfig,
     ElasticsearchStoreConfig,
     LimitsConfig,
@@ -63,13 +57,11 @@ __all__ = [
     "ApiKeyEntry",
     "AuditConfig",
     "AuthConfig",
-    "AwsSigV4",
     "Backend",
     "ClaimSource",
     "ConfigError",
     "ConnectionConfig",
     "DemoConfig",
-    "ElasticsearchConnection",
     "ElasticsearchStoreConfig",
     "EmbedderConfig",
     "EmbedderKind",
@@ -85,9 +77,7 @@ __all__ = [
     "LuceneStoreConfig",
     "MappingConfig",
     "McpConfig",
-    "OpenSearchConnection",
     "OpenSearchStoreConfig",
-    "QdrantConnection",
     "QdrantSearchConfig",
     "QdrantStoreConfig",
     "RateLimitConfig",

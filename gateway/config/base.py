@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
+from connectors.config import StrictModel
+
+__all__ = ["Backend", "ConfigError", "StrictModel", "is_loopback"]
 
 
 class ConfigError(Exception):
     """The config file is missing, unreadable, or invalid; the message names the field."""
-
-
-class StrictModel(BaseModel):
-    """Unknown keys are refused (a typo must not silently mean a default) and values are frozen."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Backend(StrEnum):

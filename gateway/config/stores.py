@@ -13,16 +13,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, field_validator, model_validator
 
+from connectors.config import EngineConnection
+from connectors.lucene.config import ElasticsearchConnection, OpenSearchConnection
+from connectors.qdrant.config import QdrantConnection
 from gateway.config.base import Backend, StrictModel
-from gateway.config.connection import (
-    ConnectionConfig,
-    ElasticsearchConnection,
-    OpenSearchConnection,
-    QdrantConnection,
-)
 from gateway.config.mapping import MappingConfig
 from gateway.config.search import LuceneSearchConfig, QdrantSearchConfig, SearchConfig
 from gateway.resilience.config import ResilienceConfig
+
+ConnectionConfig = EngineConnection
+"""Any store's connection (a type for annotations; each store model holds its engine's)."""
 
 
 class LimitsConfig(StrictModel):

@@ -33,6 +33,7 @@ from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 
+from connectors.qdrant.config import QdrantConnection
 from gateway.config import (
     Backend,
     DemoConfig,
@@ -40,7 +41,6 @@ from gateway.config import (
     EmbedderKind,
     GatewayConfig,
     MappingConfig,
-    QdrantConnection,
     QdrantSearchConfig,
     QdrantStoreConfig,
     SearchMode,

@@ -36,7 +36,7 @@ HITS = {
 
 def _spec(backend: str) -> ConnectorSpec:
     return ConnectorSpec(
-        backend=backend,  # type: ignore[arg-type]
+        backend=backend,
         index="idx",
         connection=ConnectionSpec(hosts=("http://engine.test:9200",), retries=0),
         fields=FieldsSpec(read=("title",), content="title"),
