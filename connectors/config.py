@@ -8,6 +8,9 @@ the gateway: their ``spec()`` is the connector's plain :class:`ConnectionSpec`.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, Self
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from connectors.spec import ConnectionSpec
@@ -36,6 +39,11 @@ class EngineConnection(StrictModel):
         refused, the reason completing "<stores> ..."); None: any number may."""
         return None
 
+    def relative_to(self, base_dir: Path) -> Self:
+        """These keys with any relative file path made relative to ``base_dir`` (the
+        config file's folder); ``self`` when nothing changes."""
+        return self
+
     def target(self) -> str | None:
         """Where the engine is, for logs and ``check`` (no credential); None: its hosts."""
         return None
@@ -49,3 +57,21 @@ class EngineConnection(StrictModel):
         return ConnectionSpec(
             timeout_ms=self.timeout_ms, pool_maxsize=self.pool_maxsize, retries=self.retries
         )
+
+
+class EngineSearchKeys(StrictModel):
+    """An engine's own ``search:`` keys, mixed into the store's search model (whose
+    shared keys, ``mode`` and ``vector_field`` among them, the gateway owns)."""
+
+    def check_keys(
+        self, mode: str, *, lexical: bool, dense: bool, vector_field: str | None
+    ) -> None:
+        """Refuse a mode this engine cannot serve with these keys.
+
+        Raises:
+            ValueError: a key the mode needs is missing (the message names it).
+        """
+
+    def spec_keys(self) -> dict[str, Any]:
+        """This engine's :class:`connectors.spec.SearchSpec` fields from its keys."""
+        return {}

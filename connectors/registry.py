@@ -24,11 +24,9 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
-from connectors.config import EngineConnection
-from connectors.lucene.config import ElasticsearchConnection, OpenSearchConnection
-from connectors.qdrant.config import QdrantConnection
+from connectors.config import EngineConnection, EngineSearchKeys
+from connectors.lucene.config import ElasticsearchConnection, LuceneSearchKeys, OpenSearchConnection
+from connectors.qdrant.config import QdrantConnection, QdrantSearchKeys
 
 if TYPE_CHECKING:
     from connectors.base import Connector
@@ -50,10 +48,9 @@ class Engine:
     """The ``connection:`` model."""
     connector: Callable[[ConnectorSpec], Connector]
     """Builds the connector of one store (contacts nothing; imports the client lazily)."""
-    search_keys: type[BaseModel] | None = None
-    """Search keys of this engine only, mixed into the store's ``search:`` model; it may
-    define ``_check_engine_keys(self)`` (the keys a mode needs) and ``spec_keys(self)``
-    (its :class:`connectors.spec.SearchSpec` fields)."""
+    search_keys: type[EngineSearchKeys] = EngineSearchKeys
+    """Search keys of this engine only, mixed into the store's ``search:`` model (with
+    the keys a mode needs, and its :class:`connectors.spec.SearchSpec` fields)."""
     noun: str = "index"
     """What a store reads, in ``check``'s lines: ``index``, ``collection``."""
     loggers: tuple[str, ...] = ()
@@ -103,6 +100,7 @@ for _builtin in (
         "elasticsearch",
         ElasticsearchConnection,
         _lucene,
+        LuceneSearchKeys,
         loggers=_ELASTIC_LOGGERS,
         conformance=("elasticsearch",),
     ),
@@ -110,6 +108,7 @@ for _builtin in (
         "opensearch",
         OpenSearchConnection,
         _lucene,
+        LuceneSearchKeys,
         loggers=_OPENSEARCH_LOGGERS,
         conformance=("opensearch",),
     ),
@@ -117,6 +116,7 @@ for _builtin in (
         "qdrant",
         QdrantConnection,
         _qdrant,
+        QdrantSearchKeys,
         noun="collection",
         conformance=("qdrant", "qdrant-rest", "qdrant-grpc"),
         forwards_credential=False,

@@ -30,7 +30,7 @@ log = logging.getLogger("a2m.cli")
 def attempts(store: StoreConfig, exc: ConnectorError, waited_s: float) -> str:
     """What `check` did before it failed: only what really was attempted, and for how long."""
     c = store.connection
-    what = engine(store.backend.value).noun
+    what = engine(store.backend).noun
     if c.local:
         return f"opened {what} {store.index!r} in process"
     if not isinstance(exc, EngineUnavailable | EngineTimeout):
@@ -62,7 +62,7 @@ async def check(cfg: GatewayConfig) -> int:
         for name, store in gateway.stores.items():
             out: dict[str, Any] = {
                 "store": name,
-                "backend": store.config.backend.value,
+                "backend": store.config.backend,
                 "engine": address(store.config),
             }
             created_at = store.config.mapping.created_at_warning()

@@ -71,9 +71,7 @@ def start_failure(name: str, store: StoreConfig, exc: ConnectorError) -> str:
     if isinstance(exc, LocalStorageLocked):
         return f"store {name}: {exc.for_operator()}"
     why = why_unreachable(exc)
-    return f"store {name} ({store.backend.value}, {address(store)}): {exc}" + (
-        f": {why}" if why else ""
-    )
+    return f"store {name} ({store.backend}, {address(store)}): {exc}" + (f": {why}" if why else "")
 
 
 def preflight(cfg: GatewayConfig, bind: str) -> Authenticator:

@@ -4,11 +4,11 @@ other engines' keys."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, model_validator
 
-from connectors.config import EngineConnection, StrictModel
+from connectors.config import EngineConnection, EngineSearchKeys, StrictModel
 from connectors.http_answer import AnswerLimits
 from connectors.spec import AwsSigV4 as AwsSigV4Spec
 from connectors.spec import ConnectionSpec, Secret
@@ -136,3 +136,28 @@ class OpenSearchConnection(_LuceneConnection):
         sigv4 = self.aws_sigv4
         signer = AwsSigV4Spec(region=sigv4.region, service=sigv4.service) if sigv4 else None
         return replace(super().spec(), aws_sigv4=signer)
+
+
+class LuceneSearchKeys(EngineSearchKeys):
+    """Elasticsearch and OpenSearch: BM25 over text fields, kNN on a dense_vector field."""
+
+    text_fields: list[str] = Field(default_factory=list, description="'field^boost' allowed")
+    collapse_group: bool = False
+    highlight: bool = False
+    highlight_fragment_size: int = Field(default=300, gt=0)
+
+    def check_keys(
+        self, mode: str, *, lexical: bool, dense: bool, vector_field: str | None
+    ) -> None:
+        if lexical and not self.text_fields:
+            raise ValueError(f"search.text_fields is required for mode '{mode}'")
+        if dense and not vector_field:
+            raise ValueError(f"search.vector_field is required for mode '{mode}'")
+
+    def spec_keys(self) -> dict[str, Any]:
+        return {
+            "text_fields": tuple(self.text_fields),
+            "collapse_group": self.collapse_group,
+            "highlight": self.highlight,
+            "highlight_fragment_size": self.highlight_fragment_size,
+        }

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, Literal, Self
+
 from pydantic import Field, SecretStr, model_validator
 
-from connectors.config import EngineConnection
+from connectors.config import EngineConnection, EngineSearchKeys
 from connectors.lucene.config import secret
 from connectors.spec import ConnectionSpec
 
@@ -65,6 +68,11 @@ class QdrantConnection(EngineConnection):
             "(connection.url) or run one worker"
         )
 
+    def relative_to(self, base_dir: Path) -> Self:
+        if self.path and not Path(self.path).is_absolute():
+            return self.model_copy(update={"path": str((base_dir / self.path).resolve())})
+        return self
+
     def target(self) -> str | None:
         if self.path is not None:
             return f"qdrant-edge at {self.path}"
@@ -90,3 +98,26 @@ class QdrantConnection(EngineConnection):
             pool_maxsize=self.pool_maxsize,
             retries=self.retries,
         )
+
+
+class QdrantSearchKeys(EngineSearchKeys):
+    """Qdrant: lexical is a named sparse vector; dense is the named (or default) vector."""
+
+    sparse_vector: str | None = Field(default=None, description="Qdrant named sparse vector")
+    sparse_analyzer: Literal["light", "english"] = Field(
+        default="light",
+        description="how query text becomes sparse terms; must be the analyzer the collection "
+        "was indexed with (connectors.qdrant.sparse)",
+    )
+
+    def check_keys(
+        self, mode: str, *, lexical: bool, dense: bool, vector_field: str | None
+    ) -> None:
+        if lexical and not self.sparse_vector:
+            raise ValueError(
+                f"search.sparse_vector is required for mode '{mode}' on qdrant "
+                "(lexical search on qdrant is a sparse vector)"
+            )
+
+    def spec_keys(self) -> dict[str, Any]:
+        return {"sparse_vector": self.sparse_vector, "sparse_analyzer": self.sparse_analyzer}

@@ -7,8 +7,19 @@ their connection, mapping and search keys, the server, auth, and federations.
 """
 
 from gateway.config.auth import ApiKeyEntry, AuthConfig, FailedAuthLimit, JwtAlgorithm, JwtConfig
-from gateway.config.base import Backend, ConfigError, StrictModel, is_loopback
+from gateway.config.base import ConfigError, StrictModel, is_loopback
 from gateway.config.document import GatewayConfig
+from gateway.config.engines import (
+    STORE_MODELS,
+    ElasticsearchStoreConfig,
+    LuceneSearchConfig,
+    LuceneStoreConfig,
+    OpenSearchStoreConfig,
+    QdrantSearchConfig,
+    QdrantStoreConfig,
+    StoreConfig,
+    validate_store,
+)
 from gateway.config.federation import (
     STORE_NAME,
     FederationConfig,
@@ -20,8 +31,6 @@ from gateway.config.mapping import EPOCH, MappingConfig, template_fields
 from gateway.config.search import (
     EmbedderConfig,
     EmbedderKind,
-    LuceneSearchConfig,
-    QdrantSearchConfig,
     SearchConfig,
     SearchMode,
 )
@@ -34,20 +43,13 @@ from gateway.config.server import (
     SharedQuotaConfig,
 )
 from gateway.config.stores import (
-    STORE_MODELS,
     ClaimSource,
     ConnectionConfig,
     DemoConfig,
-    ElasticsearchStoreConfig,
     LimitsConfig,
-    LuceneStoreConfig,
-    OpenSearchStoreConfig,
-    QdrantStoreConfig,
     ScopeConfig,
     ScopeFilter,
     StoreBase,
-    StoreConfig,
-    validate_store,
 )
 
 __all__ = [
@@ -57,7 +59,6 @@ __all__ = [
     "ApiKeyEntry",
     "AuditConfig",
     "AuthConfig",
-    "Backend",
     "ClaimSource",
     "ConfigError",
     "ConnectionConfig",

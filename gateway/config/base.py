@@ -1,22 +1,14 @@
-"""What every config model shares: strictness, the config error, the backend names."""
+"""What every config model shares: strictness and the config error."""
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from connectors.config import StrictModel
 
-__all__ = ["Backend", "ConfigError", "StrictModel", "is_loopback"]
+__all__ = ["ConfigError", "StrictModel", "is_loopback"]
 
 
 class ConfigError(Exception):
     """The config file is missing, unreadable, or invalid; the message names the field."""
-
-
-class Backend(StrEnum):
-    ELASTICSEARCH = "elasticsearch"
-    OPENSEARCH = "opensearch"
-    QDRANT = "qdrant"
 
 
 def is_loopback(host: str) -> bool:

@@ -35,7 +35,6 @@ from pathlib import Path
 
 from connectors.qdrant.config import QdrantConnection
 from gateway.config import (
-    Backend,
     DemoConfig,
     EmbedderConfig,
     EmbedderKind,
@@ -176,7 +175,7 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
             mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR, sparse_analyzer="english"
         )
     store = QdrantStoreConfig(
-        backend=Backend.QDRANT,
+        backend="qdrant",
         index=DEMO_INDEX,
         description=about,
         connection=QdrantConnection(location=":memory:")

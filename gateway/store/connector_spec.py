@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from connectors.spec import ConnectorSpec, FieldsSpec, SearchSpec
-from gateway.config import LuceneSearchConfig, QdrantSearchConfig, StoreConfig
+from gateway.config import StoreBase
 
 
-def connector_spec(config: StoreConfig) -> ConnectorSpec:
+def connector_spec(config: StoreBase) -> ConnectorSpec:
     """What the store's connector needs to know, and nothing of A2M."""
     m, s = config.mapping, config.search
-    lucene = s if isinstance(s, LuceneSearchConfig) else None
-    sparse = s.sparse_vector if isinstance(s, QdrantSearchConfig) else None
     return ConnectorSpec(
-        backend=config.backend.value,
+        backend=config.backend,
         index=config.index,
         connection=config.connection.spec(),
         fields=FieldsSpec(
@@ -27,12 +25,7 @@ def connector_spec(config: StoreConfig) -> ConnectorSpec:
         ),
         search=SearchSpec(
             mode=s.mode.value,
-            text_fields=tuple(lucene.text_fields) if lucene else (),
             vector_field=s.vector_field,
-            sparse_vector=sparse,
-            sparse_analyzer=s.sparse_analyzer if isinstance(s, QdrantSearchConfig) else "light",
-            collapse_group=lucene.collapse_group if lucene else False,
-            highlight=lucene.highlight if lucene else False,
-            highlight_fragment_size=lucene.highlight_fragment_size if lucene else 300,
+            **s.spec_keys(),
         ),
     )
