@@ -3,23 +3,14 @@
 ``load_config`` / ``parse_config`` (gateway.config.load) are the one load step:
 references expanded, models validated (pure validators), files read. The
 models live by concern: stores (one per engine, discriminated on ``backend``),
-their connection, mapping and search keys, the server, auth, and federations.
+their connection, mapping and search keys, the server, auth, and federations. Each
+engine's own store and search models are in ``gateway.config.engines``.
 """
 
 from gateway.config.auth import ApiKeyEntry, AuthConfig, FailedAuthLimit, JwtAlgorithm, JwtConfig
 from gateway.config.base import ConfigError, StrictModel, is_loopback
 from gateway.config.document import GatewayConfig
-from gateway.config.engines import (
-    STORE_MODELS,
-    ElasticsearchStoreConfig,
-    LuceneSearchConfig,
-    LuceneStoreConfig,
-    OpenSearchStoreConfig,
-    QdrantSearchConfig,
-    QdrantStoreConfig,
-    StoreConfig,
-    validate_store,
-)
+from gateway.config.engines import StoreConfig, validate_store
 from gateway.config.federation import (
     STORE_NAME,
     FederationConfig,
@@ -54,7 +45,6 @@ from gateway.config.stores import (
 
 __all__ = [
     "EPOCH",
-    "STORE_MODELS",
     "STORE_NAME",
     "ApiKeyEntry",
     "AuditConfig",
@@ -63,7 +53,6 @@ __all__ = [
     "ConfigError",
     "ConnectionConfig",
     "DemoConfig",
-    "ElasticsearchStoreConfig",
     "EmbedderConfig",
     "EmbedderKind",
     "FailedAuthLimit",
@@ -74,13 +63,8 @@ __all__ = [
     "JwtAlgorithm",
     "JwtConfig",
     "LimitsConfig",
-    "LuceneSearchConfig",
-    "LuceneStoreConfig",
     "MappingConfig",
     "McpConfig",
-    "OpenSearchStoreConfig",
-    "QdrantSearchConfig",
-    "QdrantStoreConfig",
     "RateLimitConfig",
     "ScopeConfig",
     "ScopeFilter",

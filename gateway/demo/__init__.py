@@ -40,10 +40,9 @@ from gateway.config import (
     EmbedderKind,
     GatewayConfig,
     MappingConfig,
-    QdrantSearchConfig,
-    QdrantStoreConfig,
     SearchMode,
 )
+from gateway.config.engines import QdrantSearchConfig, QdrantStoreConfig
 
 DEMO_STORE = "demo"
 DEMO_INDEX = "a2m-demo"

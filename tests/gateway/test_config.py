@@ -331,7 +331,7 @@ def test_a_missing_backend_names_the_choices() -> None:
 
 def test_each_backend_gets_its_own_model() -> None:
     from connectors.lucene.config import OpenSearchConnection
-    from gateway.config import (
+    from gateway.config.engines import (
         ElasticsearchStoreConfig,
         OpenSearchStoreConfig,
         QdrantStoreConfig,

@@ -699,7 +699,7 @@ def _fields(model: type[BaseModel], part: str | None = None) -> set[str]:
 def test_schema_refuses_each_backend_the_keys_of_the_others() -> None:
     """values.schema.json's per-backend refusals are the gateway's own models' fields: every
     key another backend's model has and this one's lacks (unknown keys go to validateValues)."""
-    from gateway.config import STORE_MODELS
+    from gateway.config.engines import STORE_MODELS
 
     store = json.loads((CHART / "values.schema.json").read_text())["definitions"]["store"]
     refused = {

@@ -18,17 +18,28 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
-    """Line numbers of every bare string: docstrings of modules, classes, functions and
-    attributes."""
+    """Line numbers of prose strings: every bare string (docstrings of modules, classes,
+    functions and attributes) and a config field's ``description=`` (schema text)."""
     lines: set[int] = set()
     for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Expr)
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
+        text: ast.expr | None = None
+        if isinstance(node, ast.Expr) or (
+            isinstance(node, ast.keyword) and node.arg == "description"
         ):
-            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+            text = node.value
+        if text is None or isinstance(text, ast.Name | ast.Attribute | ast.Call):
+            continue
+        if all(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in _parts(text)):
+            lines.update(range(text.lineno, (text.end_lineno or text.lineno) + 1))
     return lines
+
+
+def _parts(node: ast.expr) -> list[ast.expr]:
+    """The pieces of a string expression (implicit concatenation is one Constant; an
+    f-string's literal parts count, its fields do not make it code)."""
+    if isinstance(node, ast.JoinedStr):
+        return [v for v in node.values if isinstance(v, ast.Constant)]
+    return [node]
 
 
 def names_an_engine(source: str) -> bool:
