@@ -19,7 +19,6 @@ MEMORY = Engine(
     make_memory_connector,
     MemorySearchKeys,
     noun="document set",
-    conformance=("memory",),
     forwards_credential=False,
 )
 
