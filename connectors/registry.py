@@ -59,8 +59,6 @@ class Engine:
     """The conformance suite's backend ids that run on this engine."""
     forwards_credential: bool = True
     """The engine has per-user document security a caller's credential can be sent to."""
-    vectors_by_mode: bool = False
-    """A non-lexical store's index always holds a dense vector (no ``vector_field``)."""
 
 
 def _lucene(spec: ConnectorSpec) -> Connector:
@@ -120,7 +118,6 @@ for _builtin in (
         noun="collection",
         conformance=("qdrant", "qdrant-rest", "qdrant-grpc"),
         forwards_credential=False,
-        vectors_by_mode=True,
     ),
 ):
     register_engine(_builtin)
