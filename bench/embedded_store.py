@@ -211,7 +211,7 @@ def _bound(run: Callable[[str, int], Any], engine: str, i: int) -> Callable[[], 
 
 def demo_collection() -> tuple[Collection, list[tuple[SparseVector, list[float] | None]], Any]:
     """The demo's 55 chunks (hybrid when the minilm extra and its cached vectors are there)."""
-    from gateway.config import QdrantStoreConfig
+    from gateway.config.engines import QdrantStoreConfig
     from gateway.demo import (
         DEMO_STORE,
         chunks,

@@ -108,7 +108,7 @@ def _spec(backend: str, url: str) -> Any:
     from connectors.spec import ConnectionSpec, ConnectorSpec
 
     connection = ConnectionSpec(hosts=(url,), pool_maxsize=64)
-    return ConnectorSpec(backend=backend, index=_INDEX[0], connection=connection)  # type: ignore[arg-type]
+    return ConnectorSpec(backend=backend, index=_INDEX[0], connection=connection)
 
 
 async def _opensearch_py(url: str) -> tuple[Call, Callable[[], Awaitable[None]]]:

@@ -69,3 +69,11 @@ class LocalStorageLocked(EngineConfigError):
     def __init__(self, path: str) -> None:
         super().__init__("qdrant storage is locked by another process")
         self.path = path
+
+    def for_operator(self) -> str:
+        """The start-up line's reason: the path, and what to do (never on the wire)."""
+        return (
+            f"qdrant storage {self.path} is locked by another process "
+            "(a shard opens in one process at a time); stop that process or give this "
+            "store another connection.path"
+        )

@@ -15,7 +15,8 @@ from connectors.http_answer import AnswerLimits
 
 DEFAULT_LIMITS = AnswerLimits()
 
-Backend = Literal["elasticsearch", "opensearch", "qdrant"]
+Backend = str
+"""An installed engine's name (:mod:`connectors.registry`)."""
 SearchMode = Literal["lexical", "dense", "hybrid"]
 
 

@@ -16,7 +16,8 @@ import orjson
 
 from connectors.errors import ConnectorError, EngineTimeout, EngineUnavailable
 from connectors.reach import why_unreachable
-from gateway.config import ConfigError, GatewayConfig, QdrantConnection, StoreConfig
+from connectors.registry import engine
+from gateway.config import ConfigError, GatewayConfig, StoreConfig
 from gateway.observability.logs import quiet_engine_clients
 from gateway.serve import address, preflight, start_failure
 
@@ -29,8 +30,8 @@ log = logging.getLogger("a2m.cli")
 def attempts(store: StoreConfig, exc: ConnectorError, waited_s: float) -> str:
     """What `check` did before it failed: only what really was attempted, and for how long."""
     c = store.connection
-    what = "collection" if store.backend.value == "qdrant" else "index"
-    if isinstance(c, QdrantConnection) and c.local:
+    what = engine(store.backend).noun
+    if c.local:
         return f"opened {what} {store.index!r} in process"
     if not isinstance(exc, EngineUnavailable | EngineTimeout):
         # Refused by the client before a request (a malformed host), or answered by the
@@ -61,7 +62,7 @@ async def check(cfg: GatewayConfig) -> int:
         for name, store in gateway.stores.items():
             out: dict[str, Any] = {
                 "store": name,
-                "backend": store.config.backend.value,
+                "backend": store.config.backend,
                 "engine": address(store.config),
             }
             created_at = store.config.mapping.created_at_warning()

@@ -54,22 +54,17 @@ def _port(text: str) -> int:
 
 
 def _serve_workers(args: argparse.Namespace, cfg: GatewayConfig) -> int:
-    from gateway.config import QdrantConnection
     from gateway.serve import EXIT_INTERRUPTED, cannot_listen
     from gateway.workers import serve_workers
 
     host = args.host or cfg.server.host
     port = cfg.server.port if args.port is None else args.port
-    locked = [
-        n
-        for n, s in cfg.stores.items()
-        if isinstance(s.connection, QdrantConnection) and s.connection.path is not None
-    ]
+    reasons = {n: s.connection.one_process_only() for n, s in cfg.stores.items()}
+    locked = {n: why for n, why in reasons.items() if why is not None}
     if locked:
         sys.stderr.write(
             f"a2m-gateway: --workers needs stores every process can open; {', '.join(locked)} "
-            "use a qdrant shard on disk (one process per shard): serve a Qdrant server "
-            "(connection.url) or run one worker\n"
+            f"{next(iter(locked.values()))}\n"
         )
         return 2
     try:

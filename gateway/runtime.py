@@ -10,7 +10,7 @@ from connectors.errors import ConnectorError
 from connectors.factory import make_connector
 from connectors.reach import why_unreachable
 from gateway.a2m.dispatcher import Dispatcher, Observer
-from gateway.config import GatewayConfig, QdrantStoreConfig, StoreConfig
+from gateway.config import GatewayConfig, StoreConfig
 from gateway.federation.federation import Federation, Member
 from gateway.front.ledger import Ledger
 from gateway.resilience import BreakerState, GuardRefusal
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 def _bootstrap(config: StoreConfig, connector: Connector) -> Bootstrap | None:
     """Start-up work before a store opens: the demo store indexes its corpus in memory."""
-    if not isinstance(config, QdrantStoreConfig) or config.demo is None:
+    if getattr(config, "demo", None) is None:
         return None
 
     async def index_demo() -> None:
@@ -165,7 +165,7 @@ class Gateway:
             log.info("store %s ready: %s", name, ", ".join(c.value for c in store.capabilities))
 
     async def open_local_stores(self, only: str | None = None) -> None:
-        """Open now every store whose engine runs in this process (Qdrant on qdrant-edge).
+        """Open now every store whose engine runs in this process (``connection.local``).
 
         Called before a transport starts serving: an in-process engine has no network to wait
         for, so a failure here (a path locked by another process, a missing
@@ -176,7 +176,7 @@ class Gateway:
         """
         for name, store in self._selected(only).items():
             cfg = store.config
-            if isinstance(cfg, QdrantStoreConfig) and cfg.connection.local:
+            if cfg.connection.local:
                 try:
                     await store.ensure_started()
                 except ConnectorError as exc:

@@ -20,13 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from connectors.errors import ConnectorError, LocalStorageLocked
 from connectors.reach import why_unreachable
-from gateway.config import (
-    ConfigError,
-    ElasticsearchConnection,
-    GatewayConfig,
-    QdrantConnection,
-    load_config,
-)
+from gateway.config import ConfigError, GatewayConfig, load_config
 
 if TYPE_CHECKING:
     import uvicorn
@@ -57,17 +51,10 @@ def load(path: str | None) -> GatewayConfig:
 def address(store: StoreConfig) -> str:
     """Where a store's engine is, from the operator's config, with any URL userinfo dropped."""
     c = store.connection
-    if isinstance(c, QdrantConnection):
-        if c.path is not None:
-            return f"qdrant-edge at {c.path}"
-        if c.location is not None:
-            return f"qdrant-edge in {c.location}"
-        urls = [c.url] if c.url is not None else []
-    elif isinstance(c, ElasticsearchConnection) and c.cloud_id is not None:
-        return "Elastic Cloud (connection.cloud_id)"
-    else:
-        urls = c.hosts
-    return ", ".join(_without_userinfo(u) for u in urls)
+    target = c.target()
+    if target is not None:
+        return target
+    return ", ".join(_without_userinfo(u) for u in c.urls())
 
 
 def _without_userinfo(url: str) -> str:
@@ -82,15 +69,9 @@ def _without_userinfo(url: str) -> str:
 def start_failure(name: str, store: StoreConfig, exc: ConnectorError) -> str:
     """The one-line start-up error for a store that cannot be opened."""
     if isinstance(exc, LocalStorageLocked):
-        return (
-            f"store {name}: qdrant storage {exc.path} is locked by another process "
-            "(a shard opens in one process at a time); stop that process or give this "
-            "store another connection.path"
-        )
+        return f"store {name}: {exc.for_operator()}"
     why = why_unreachable(exc)
-    return f"store {name} ({store.backend.value}, {address(store)}): {exc}" + (
-        f": {why}" if why else ""
-    )
+    return f"store {name} ({store.backend}, {address(store)}): {exc}" + (f": {why}" if why else "")
 
 
 def preflight(cfg: GatewayConfig, bind: str) -> Authenticator:

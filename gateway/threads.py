@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterable
 from typing import Final
 
-from gateway.config import Backend, EmbedderKind, StoreConfig
+from gateway.config import EmbedderKind, StoreConfig
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ SWITCH_INTERVAL_S: Final = 0.0005
 
 def computes_in_process(store: StoreConfig) -> bool:
     """Whether serving the store runs engine or model code in this process."""
-    local_engine = store.backend is Backend.QDRANT and store.connection.url is None
+    local_engine = store.connection.local
     local_model = store.search.embedder.kind in (EmbedderKind.LOCAL, EmbedderKind.MINILM)
     return local_engine or local_model
 

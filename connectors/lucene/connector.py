@@ -46,11 +46,13 @@ from connectors.lucene.query import MAX_WINDOW, PAGE_SIZE, Body, QueryTranslator
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from connectors.engine_transport import TransportFactory
     from connectors.spec import ConnectorSpec
 
 
-def dialect_for(backend: str) -> Dialect:
-    """A fresh dialect of ``backend`` (``elasticsearch`` or ``opensearch``), one per connector.
+def dialect_for(backend: str, transport: TransportFactory | None = None) -> Dialect:
+    """A fresh dialect of ``backend`` (``elasticsearch`` or ``opensearch``), one per
+    connector, its client sending through ``transport`` when given (else sockets).
 
     Raises:
         ValueError: another backend.
@@ -58,11 +60,11 @@ def dialect_for(backend: str) -> Dialect:
     if backend == "elasticsearch":
         from connectors.lucene.elasticsearch import ElasticsearchDialect
 
-        return ElasticsearchDialect()
+        return ElasticsearchDialect(transport=transport)
     if backend == "opensearch":
         from connectors.lucene.opensearch import OpenSearchDialect
 
-        return OpenSearchDialect()
+        return OpenSearchDialect(transport=transport)
     raise ValueError(f"not a Lucene backend: {backend!r}")
 
 
@@ -109,11 +111,18 @@ class LuceneConnector:
     """An Elasticsearch/OpenSearch index behind one store (a :class:`connectors.base.Connector`)."""
 
     def __init__(
-        self, spec: ConnectorSpec, dialect: Dialect | None = None, *, page_size: int = PAGE_SIZE
+        self,
+        spec: ConnectorSpec,
+        dialect: Dialect | None = None,
+        *,
+        page_size: int = PAGE_SIZE,
+        transport: TransportFactory | None = None,
     ) -> None:
         """Nothing is contacted until open(); the dialect is the spec's backend's unless
-        given; ``page_size`` bounds one ordered-read request."""
-        dialect = dialect or dialect_for(spec.backend)
+        given; ``page_size`` bounds one ordered-read request; ``transport`` is what the
+        engine client sends through (:class:`connectors.engine_transport.MockTransport`
+        in a unit test), sockets unless given."""
+        dialect = dialect or dialect_for(spec.backend, transport)
         self._spec = spec
         self._dialect = dialect
         self._engine = LuceneClient(spec, dialect)

@@ -40,6 +40,7 @@ from connectors.lucene.query import Body
 if TYPE_CHECKING:
     from elasticsearch import AsyncElasticsearch
 
+    from connectors.engine_transport import TransportFactory
     from connectors.spec import ConnectorSpec
 
 logger = logging.getLogger(__name__)
@@ -69,9 +70,12 @@ def _node_version(answer: Mapping[str, Any]) -> str | None:
     return str(versions[0]) if versions and versions[0] else None
 
 
-def client_options(spec: ConnectorSpec, node_class: type | None = None) -> dict[str, Any]:
+def client_options(
+    spec: ConnectorSpec, node_class: type | None = None, transport: TransportFactory | None = None
+) -> dict[str, Any]:
     """``AsyncElasticsearch`` keyword arguments for ``connection:`` (no I/O); the HTTP
-    node class is the gateway's (:mod:`connectors.lucene.elasticsearch_http`) unless given."""
+    node class is the gateway's (:mod:`connectors.lucene.elasticsearch_http`, over
+    ``transport`` when given) unless given."""
     from elasticsearch.serializer import OrjsonSerializer
 
     from connectors.lucene.elasticsearch_http import node_class as engine_node_class
@@ -87,7 +91,7 @@ def client_options(spec: ConnectorSpec, node_class: type | None = None) -> dict[
         "verify_certs": c.verify_certs,
         # A timed-out or unreachable node is marked dead either way (1 s, doubling
         # to 30 s), so the connector's next attempt goes to another node.
-        "node_class": node_class or engine_node_class(c.answer_limits),
+        "node_class": node_class or engine_node_class(c.answer_limits, transport),
     }
     if c.sniff:
         # Learn the nodes at start, after a failure, and (checked before a request)
@@ -142,9 +146,13 @@ class ElasticsearchDialect:
     # marks the node dead for a second. Needs `monitor`; no version without it.
     version = VersionCall("/_nodes/_local/_none", {"filter_path": "nodes.*.version"}, _node_version)
 
-    def __init__(self, node_class: type | None = None) -> None:
-        """``node_class``: elastic-transport's HTTP node class, when not the default."""
+    def __init__(
+        self, node_class: type | None = None, transport: TransportFactory | None = None
+    ) -> None:
+        """``node_class``: elastic-transport's HTTP node class, when not the default;
+        ``transport``: what the default node class sends through, when not sockets."""
         self._node_class = node_class
+        self._transport = transport
         self._timed: dict[float, AsyncElasticsearch] = {}
         self._timed_for: Any = None
 
@@ -190,7 +198,7 @@ class ElasticsearchDialect:
         """
         from elasticsearch import AsyncElasticsearch
 
-        kwargs = client_options(spec, self._node_class)
+        kwargs = client_options(spec, self._node_class, self._transport)
         c = spec.connection
         try:
             return AsyncElasticsearch(**kwargs)

@@ -31,6 +31,7 @@ from elastic_transport import (
 )
 from elastic_transport import ConnectionError as TransportConnectionError
 
+from connectors.engine_transport import EngineTransport, TransportFactory
 from connectors.http1 import AnswerLimits, BadResponse, HostPool, RequestHead, host_header
 from connectors.http_answer import unexpected
 from connectors.tls import client_context
@@ -68,6 +69,9 @@ class EngineNode(BaseAsyncNode):
 
     limits: ClassVar[AnswerLimits] = AnswerLimits()
     """Bounds on each answer (a store's class sets its own: :func:`node_class`)."""
+    transport: TransportFactory | None = None
+    """What the node sends through (:mod:`connectors.engine_transport`); None: a
+    :class:`HostPool` of real connections."""
 
     def __init__(self, config: NodeConfig) -> None:
         """Raises:
@@ -91,7 +95,7 @@ class EngineNode(BaseAsyncNode):
             )
         self._compress = bool(config.http_compress)
         self._head = RequestHead(host_header(self.host, self.port, tls=tls), dict(self.headers))
-        self._pool: HostPool | None = None
+        self._pool: EngineTransport | None = None
 
     async def perform_request(  # type: ignore[override]
         self,
@@ -149,13 +153,10 @@ class EngineNode(BaseAsyncNode):
         )
         return NodeAnswer(meta, answer.body)
 
-    def _open_pool(self) -> HostPool:
-        self._pool = HostPool(
-            self.host,
-            self.port,
-            tls=self._tls,
-            limit=self.config.connections_per_node,
-            limits=self.limits,
+    def _open_pool(self) -> EngineTransport:
+        make: TransportFactory = self.transport or _host_pool
+        self._pool = make(
+            self.host, self.port, self._tls, self.config.connections_per_node, self.limits
         )
         return self._pool
 
@@ -165,9 +166,21 @@ class EngineNode(BaseAsyncNode):
             self._pool = None
 
 
-def node_class(limits: AnswerLimits | None = None) -> type[EngineNode]:
+def _host_pool(
+    host: str, port: int, tls: ssl.SSLContext | None, limit: int, limits: AnswerLimits
+) -> HostPool:
+    return HostPool(host, port, tls=tls, limit=limit, limits=limits)
+
+
+def node_class(
+    limits: AnswerLimits | None = None, transport: TransportFactory | None = None
+) -> type[EngineNode]:
     """The node class of a store's Elasticsearch client: :class:`EngineNode`, with
-    ``limits`` when given."""
-    if limits is None or limits == EngineNode.limits:
+    ``limits`` and ``transport`` (:mod:`connectors.engine_transport`) when given."""
+    if (limits is None or limits == EngineNode.limits) and transport is None:
         return EngineNode
-    return type("EngineNode", (EngineNode,), {"limits": limits})
+    # staticmethod: a plain function as a class attribute would be bound to the instance.
+    own: dict[str, Any] = {"transport": staticmethod(transport) if transport else None}
+    if limits is not None:
+        own["limits"] = limits
+    return type("EngineNode", (EngineNode,), own)

@@ -36,6 +36,7 @@ from connectors.lucene.order import EngineIdOrder
 from connectors.lucene.query import Body
 
 if TYPE_CHECKING:
+    from connectors.engine_transport import TransportFactory
     from connectors.spec import ConnectionSpec, ConnectorSpec
 
 logger = logging.getLogger(__name__)
@@ -59,11 +60,15 @@ def sniffing(c: ConnectionSpec) -> dict[str, Any]:
 
 
 def client_options(
-    spec: ConnectorSpec, aws: Any = None, connection: type | None = None
+    spec: ConnectorSpec,
+    aws: Any = None,
+    connection: type | None = None,
+    transport: TransportFactory | None = None,
 ) -> dict[str, Any]:
     """``AsyncOpenSearch`` keyword arguments for ``connection:`` (no I/O); ``aws`` holds
     the credentials :func:`aws_credentials` found, for aws_sigv4; ``connection`` is the
-    HTTP connection class when not the gateway's (:func:`connection_class`).
+    HTTP connection class when not the gateway's (:func:`connection_class`, over
+    ``transport`` when given).
 
     Raises:
         EngineConfigError: cloud_id is set, or aws_sigv4 has no credentials.
@@ -106,7 +111,7 @@ def client_options(
         kwargs["http_auth"] = _sigv4_auth(aws, c.aws_sigv4.region, c.aws_sigv4.service)
     # The gateway's connection class: its HTTP client, the SigV4 signer called per
     # request, a 429/503's Retry-After kept, the store's bounds on each answer.
-    kwargs["connection_class"] = connection or connection_class(c.answer_limits)
+    kwargs["connection_class"] = connection or connection_class(c.answer_limits, transport)
     if headers:
         kwargs["headers"] = headers
     # orjson instead of the client's stdlib json for bodies (a 384-float query
@@ -135,9 +140,13 @@ class OpenSearchDialect:
     )
     version = VersionCall("/", {}, _root_version)
 
-    def __init__(self, connection_class: type | None = None) -> None:
-        """``connection_class``: opensearch-py's HTTP connection class, when not the default."""
+    def __init__(
+        self, connection_class: type | None = None, transport: TransportFactory | None = None
+    ) -> None:
+        """``connection_class``: opensearch-py's HTTP connection class, when not the
+        default; ``transport``: what the default class sends through, when not sockets."""
         self._connection_class = connection_class
+        self._transport = transport
         self._aws: Any = None
 
     async def request(
@@ -173,7 +182,7 @@ class OpenSearchDialect:
 
         if spec.connection.aws_sigv4 is not None and self._aws is None:
             self._aws = await asyncio.to_thread(aws_credentials)
-        kwargs = client_options(spec, self._aws, self._connection_class)
+        kwargs = client_options(spec, self._aws, self._connection_class, self._transport)
         try:
             return AsyncOpenSearch(**kwargs)
         except (ValueError, TypeError):

@@ -39,6 +39,7 @@ from opensearchpy.exceptions import (
 )
 from opensearchpy.exceptions import ConnectionError as ClientConnectionError
 
+from connectors.engine_transport import EngineTransport, TransportFactory
 from connectors.http1 import AnswerLimits, BadResponse, HostPool, RequestHead, Response, host_header
 from connectors.http_answer import unexpected
 from connectors.lucene.failures import retry_after_ms
@@ -112,6 +113,9 @@ class NodeConnection(AsyncConnection):
 
     limits: ClassVar[AnswerLimits] = AnswerLimits()
     """Bounds on each answer (a store's class sets its own: :func:`connection_class`)."""
+    transport: TransportFactory | None = None
+    """What the connection sends through (:mod:`connectors.engine_transport`); None: a
+    :class:`HostPool` of real connections."""
 
     def __init__(
         self,
@@ -163,7 +167,7 @@ class NodeConnection(AsyncConnection):
         self._head = RequestHead(
             host_header(self.hostname, self.port, tls=self.use_ssl), self.headers
         )
-        self._pool: HostPool | None = None
+        self._pool: EngineTransport | None = None
 
     async def perform_request(
         self,
@@ -227,10 +231,9 @@ class NodeConnection(AsyncConnection):
             self.log_request_success(method, target, path, body, status, raw, loop.time() - start)
         return status, answer.headers, raw
 
-    def _open_pool(self) -> HostPool:
-        self._pool = HostPool(
-            self.hostname, self.port, tls=self._tls, limit=self._maxsize, limits=self.limits
-        )
+    def _open_pool(self) -> EngineTransport:
+        make: TransportFactory = self.transport or _host_pool
+        self._pool = make(self.hostname, self.port, self._tls, self._maxsize, self.limits)
         return self._pool
 
     async def close(self) -> None:
@@ -239,8 +242,21 @@ class NodeConnection(AsyncConnection):
             self._pool = None
 
 
-def connection_class(limits: AnswerLimits | None = None) -> type[NodeConnection]:
-    """The connection class of a store: :class:`NodeConnection`, with ``limits`` when given."""
-    if limits is None or limits == NodeConnection.limits:
+def _host_pool(
+    host: str, port: int, tls: ssl.SSLContext | None, limit: int, limits: AnswerLimits
+) -> HostPool:
+    return HostPool(host, port, tls=tls, limit=limit, limits=limits)
+
+
+def connection_class(
+    limits: AnswerLimits | None = None, transport: TransportFactory | None = None
+) -> type[NodeConnection]:
+    """The connection class of a store: :class:`NodeConnection`, with ``limits`` and
+    ``transport`` (:mod:`connectors.engine_transport`) when given."""
+    if (limits is None or limits == NodeConnection.limits) and transport is None:
         return NodeConnection
-    return type("NodeConnection", (NodeConnection,), {"limits": limits})
+    # staticmethod: a plain function as a class attribute would be bound to the instance.
+    own: dict[str, Any] = {"transport": staticmethod(transport) if transport else None}
+    if limits is not None:
+        own["limits"] = limits
+    return type("NodeConnection", (NodeConnection,), own)

@@ -3,19 +3,14 @@
 ``load_config`` / ``parse_config`` (gateway.config.load) are the one load step:
 references expanded, models validated (pure validators), files read. The
 models live by concern: stores (one per engine, discriminated on ``backend``),
-their connection, mapping and search keys, the server, auth, and federations.
+their connection, mapping and search keys, the server, auth, and federations. Each
+engine's own store and search models are in ``gateway.config.engines``.
 """
 
 from gateway.config.auth import ApiKeyEntry, AuthConfig, FailedAuthLimit, JwtAlgorithm, JwtConfig
-from gateway.config.base import Backend, ConfigError, StrictModel, is_loopback
-from gateway.config.connection import (
-    AwsSigV4,
-    ConnectionConfig,
-    ElasticsearchConnection,
-    OpenSearchConnection,
-    QdrantConnection,
-)
+from gateway.config.base import ConfigError, StrictModel, is_loopback
 from gateway.config.document import GatewayConfig
+from gateway.config.engines import StoreConfig, validate_store
 from gateway.config.federation import (
     STORE_NAME,
     FederationConfig,
@@ -27,8 +22,6 @@ from gateway.config.mapping import EPOCH, MappingConfig, template_fields
 from gateway.config.search import (
     EmbedderConfig,
     EmbedderKind,
-    LuceneSearchConfig,
-    QdrantSearchConfig,
     SearchConfig,
     SearchMode,
 )
@@ -41,36 +34,25 @@ from gateway.config.server import (
     SharedQuotaConfig,
 )
 from gateway.config.stores import (
-    STORE_MODELS,
     ClaimSource,
+    ConnectionConfig,
     DemoConfig,
-    ElasticsearchStoreConfig,
     LimitsConfig,
-    LuceneStoreConfig,
-    OpenSearchStoreConfig,
-    QdrantStoreConfig,
     ScopeConfig,
     ScopeFilter,
     StoreBase,
-    StoreConfig,
-    validate_store,
 )
 
 __all__ = [
     "EPOCH",
-    "STORE_MODELS",
     "STORE_NAME",
     "ApiKeyEntry",
     "AuditConfig",
     "AuthConfig",
-    "AwsSigV4",
-    "Backend",
     "ClaimSource",
     "ConfigError",
     "ConnectionConfig",
     "DemoConfig",
-    "ElasticsearchConnection",
-    "ElasticsearchStoreConfig",
     "EmbedderConfig",
     "EmbedderKind",
     "FailedAuthLimit",
@@ -81,15 +63,8 @@ __all__ = [
     "JwtAlgorithm",
     "JwtConfig",
     "LimitsConfig",
-    "LuceneSearchConfig",
-    "LuceneStoreConfig",
     "MappingConfig",
     "McpConfig",
-    "OpenSearchConnection",
-    "OpenSearchStoreConfig",
-    "QdrantConnection",
-    "QdrantSearchConfig",
-    "QdrantStoreConfig",
     "RateLimitConfig",
     "ScopeConfig",
     "ScopeFilter",

@@ -1,26 +1,14 @@
-"""What every config model shares: strictness, the config error, the backend names."""
+"""What every config model shares: strictness and the config error."""
 
 from __future__ import annotations
 
-from enum import StrEnum
+from connectors.config import StrictModel
 
-from pydantic import BaseModel, ConfigDict
+__all__ = ["ConfigError", "StrictModel", "is_loopback"]
 
 
 class ConfigError(Exception):
     """The config file is missing, unreadable, or invalid; the message names the field."""
-
-
-class StrictModel(BaseModel):
-    """Unknown keys are refused (a typo must not silently mean a default) and values are frozen."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Backend(StrEnum):
-    ELASTICSEARCH = "elasticsearch"
-    OPENSEARCH = "opensearch"
-    QDRANT = "qdrant"
 
 
 def is_loopback(host: str) -> bool:

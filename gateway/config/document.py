@@ -5,9 +5,9 @@ from __future__ import annotations
 from pydantic import Field, field_validator, model_validator
 
 from gateway.config.base import StrictModel
+from gateway.config.engines import StoreConfig
 from gateway.config.federation import FederationConfig, StoreName
 from gateway.config.server import ServerConfig
-from gateway.config.stores import StoreConfig
 
 
 class GatewayConfig(StrictModel):

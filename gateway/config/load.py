@@ -4,7 +4,7 @@ Secrets never sit in the file: any string value may be ``${NAME}`` (an
 environment variable) or ``${file:/abs/path}`` (a mounted secret file, trailing
 newline stripped); ``$${`` writes a literal ``${``. Everything here that touches
 the file system or the environment happens in this module, in order: expand
-references, validate (pure validators), resolve relative Qdrant paths against
+references, validate (pure validators), resolve relative storage paths against
 the config file's folder, read ``auth.api_keys_file``, and check that each
 embedder's optional extra is installed. Errors name the field, never a
 secret's value.
@@ -23,14 +23,14 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from gateway.config.auth import ApiKeyEntry, parse_api_keys
-from gateway.config.base import Backend, ConfigError
+from gateway.config.base import ConfigError
 from gateway.config.document import GatewayConfig
+from gateway.config.engines import STORE_MODELS
 from gateway.config.search import EmbedderKind
-from gateway.config.stores import STORE_MODELS, QdrantStoreConfig
 
 # `$${` is a literal `${` (as in docker compose); anything else `${...}` is a reference.
 _REF = re.compile(r"\$(\$)\{|\$\{(?:(file):)?([^}]+)\}")
-_BACKENDS = ", ".join(b.value for b in Backend)
+_BACKENDS = ", ".join(STORE_MODELS)
 
 
 def expand_references(value: Any, where: str = "") -> Any:
@@ -95,7 +95,7 @@ def _backends_with(path: tuple[str, ...]) -> list[str]:
             field = model.model_fields.get(name) if model is not None else None
             model = _model_of(field.annotation) if field is not None else None
         if model is not None and path[-1] in model.model_fields:
-            found.append(backend.value)
+            found.append(backend)
     return found
 
 
@@ -147,7 +147,7 @@ def _error_line(err: Any) -> str:
     if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
         return f"{'.'.join([*loc, 'backend'])}: must be one of {_BACKENDS}"
     backend = None
-    if len(loc) >= 3 and loc[0] == "stores" and loc[2] in set(Backend):
+    if len(loc) >= 3 and loc[0] == "stores" and loc[2] in STORE_MODELS:
         backend = loc.pop(2)
     if err["type"] == "extra_forbidden":
         msg = _unknown_key(loc, backend)
@@ -160,7 +160,7 @@ def _unknown_key(loc: list[str], backend: str | None) -> str:
         others = [b for b in _backends_with(tuple(loc[2:])) if b != backend]
         if others:
             return f"does not apply to backend {backend} (a key of {' and '.join(others)} stores)"
-        keys = _keys_at(STORE_MODELS[Backend(backend)], loc[2:-1])
+        keys = _keys_at(STORE_MODELS[backend], loc[2:-1])
     else:
         keys = _keys_at(GatewayConfig, loc[:-1])
     near = difflib.get_close_matches(loc[-1], keys, n=1, cutoff=0.6)
@@ -195,14 +195,12 @@ def _validate(data: Any) -> GatewayConfig:
 
 
 def _resolve_paths(cfg: GatewayConfig, base_dir: Path) -> GatewayConfig:
-    """Relative Qdrant paths are relative to the config file, not the working directory."""
+    """Relative paths in a connection are relative to the config file, not the working
+    directory."""
     stores = dict(cfg.stores)
     for name, store in cfg.stores.items():
-        if not isinstance(store, QdrantStoreConfig):
-            continue
-        path = store.connection.path
-        if path and not Path(path).is_absolute():
-            conn = store.connection.model_copy(update={"path": str((base_dir / path).resolve())})
+        conn = store.connection.relative_to(base_dir)
+        if conn is not store.connection:
             stores[name] = store.model_copy(update={"connection": conn})
     return cfg.model_copy(update={"stores": stores})
 

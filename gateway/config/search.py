@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 
 from connectors.base import Fusion
+from connectors.config import EngineSearchKeys
 from gateway.config.base import StrictModel
 from gateway.stages.config import PassagesConfig
 
@@ -73,7 +74,7 @@ class EmbedderConfig(StrictModel):
         return self
 
 
-class SearchConfig(StrictModel):
+class SearchConfig(EngineSearchKeys):
     """The search keys every backend reads; each backend's model adds its own."""
 
     mode: SearchMode = SearchMode.LEXICAL
@@ -134,48 +135,18 @@ class SearchConfig(StrictModel):
     def uses_dense(self) -> bool:
         return self.mode in (SearchMode.DENSE, SearchMode.HYBRID)
 
-    def _check_engine_keys(self) -> None:
-        """The keys a mode needs on this backend (each backend's model says which)."""
-
     @model_validator(mode="after")
     def _consistent(self) -> SearchConfig:
-        self._check_engine_keys()
+        # The keys a mode needs on this backend (each engine's search keys say which).
+        self.check_keys(
+            self.mode,
+            lexical=self.uses_lexical,
+            dense=self.uses_dense,
+            vector_field=self.vector_field,
+        )
         if self.uses_dense and self.embedder.kind is EmbedderKind.NONE:
             raise ValueError(
                 f"search.embedder is required for mode '{self.mode}': query text must be "
                 "embedded by the model the corpus was embedded with"
             )
         return self
-
-
-class LuceneSearchConfig(SearchConfig):
-    """Elasticsearch and OpenSearch: BM25 over text fields, kNN on a dense_vector field."""
-
-    text_fields: list[str] = Field(default_factory=list, description="'field^boost' allowed")
-    collapse_group: bool = False
-    highlight: bool = False
-    highlight_fragment_size: int = Field(default=300, gt=0)
-
-    def _check_engine_keys(self) -> None:
-        if self.uses_lexical and not self.text_fields:
-            raise ValueError(f"search.text_fields is required for mode '{self.mode}'")
-        if self.uses_dense and not self.vector_field:
-            raise ValueError(f"search.vector_field is required for mode '{self.mode}'")
-
-
-class QdrantSearchConfig(SearchConfig):
-    """Qdrant: lexical is a named sparse vector; dense is the named (or default) vector."""
-
-    sparse_vector: str | None = Field(default=None, description="Qdrant named sparse vector")
-    sparse_analyzer: Literal["light", "english"] = Field(
-        default="light",
-        description="how query text becomes sparse terms; must be the analyzer the collection "
-        "was indexed with (connectors.qdrant.sparse)",
-    )
-
-    def _check_engine_keys(self) -> None:
-        if self.uses_lexical and not self.sparse_vector:
-            raise ValueError(
-                f"search.sparse_vector is required for mode '{self.mode}' on qdrant "
-                "(lexical search on qdrant is a sparse vector)"
-            )

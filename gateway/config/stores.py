@@ -1,28 +1,26 @@
-"""One store model per engine, discriminated on ``backend``; ``StoreConfig`` is their union.
+"""What every store has, whatever its engine: :class:`StoreBase` and its parts.
 
-Each model carries its own connection and search models (``extra="forbid"``), so
-a key of another engine (``aws_sigv4`` on a Qdrant store, ``path`` on an
-Elasticsearch store) is refused by the schema itself. What every store shares
-(mapping, limits, scope, …) lives on :class:`StoreBase`; code that needs an
-engine's own keys narrows with ``isinstance``.
+Each engine's store model (``gateway.config.engines``) adds its own ``backend:``
+value, ``connection:`` model and ``search:`` keys, taken from the engine registry
+(:mod:`connectors.registry`). What every store shares (mapping, limits, scope, …)
+lives here.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import Field, TypeAdapter, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from gateway.config.base import Backend, StrictModel
-from gateway.config.connection import (
-    ConnectionConfig,
-    ElasticsearchConnection,
-    OpenSearchConnection,
-    QdrantConnection,
-)
+from connectors.config import EngineConnection
+from connectors.registry import engine, engines
+from gateway.config.base import StrictModel
 from gateway.config.mapping import MappingConfig
-from gateway.config.search import LuceneSearchConfig, QdrantSearchConfig, SearchConfig
+from gateway.config.search import SearchConfig
 from gateway.resilience.config import ResilienceConfig
+
+ConnectionConfig = EngineConnection
+"""Any store's connection (a type for annotations; each store model holds its engine's)."""
 
 
 class LimitsConfig(StrictModel):
@@ -137,7 +135,9 @@ class DemoConfig(StrictModel):
 class StoreBase(StrictModel):
     """The keys every store has, whatever its engine."""
 
-    backend: Backend
+    backend: str
+    """An installed engine's name (:mod:`connectors.registry`); each engine's model
+    narrows it to its own."""
     index: str = Field(min_length=1, description="index (ES/OS) or collection (Qdrant)")
     description: str | None = None
     connection: ConnectionConfig
@@ -154,57 +154,12 @@ class StoreBase(StrictModel):
             raise ValueError("mapping: a store needs content, content_template or uri")
         return self
 
-
-class ElasticsearchStoreConfig(StoreBase):
-    backend: Literal[Backend.ELASTICSEARCH]
-    connection: ElasticsearchConnection
-    search: LuceneSearchConfig = Field(default_factory=LuceneSearchConfig)
-
-
-class OpenSearchStoreConfig(StoreBase):
-    backend: Literal[Backend.OPENSEARCH]
-    connection: OpenSearchConnection
-    search: LuceneSearchConfig = Field(default_factory=LuceneSearchConfig)
-
-
-class QdrantStoreConfig(StoreBase):
-    backend: Literal[Backend.QDRANT]
-    connection: QdrantConnection
-    search: QdrantSearchConfig = Field(default_factory=QdrantSearchConfig)
-    demo: DemoConfig | None = None
-
     @model_validator(mode="after")
-    def _no_forwarding(self) -> QdrantStoreConfig:
-        if self.scope.forward_credential:
+    def _forwarding_applies(self) -> StoreBase:
+        if self.scope.forward_credential and not engine(self.backend).forwards_credential:
+            takers = " and ".join(e.name for e in engines() if e.forwards_credential)
             raise ValueError(
-                "scope.forward_credential applies to elasticsearch and opensearch only "
-                "(qdrant has no per-user document security to forward to)"
+                f"scope.forward_credential applies to {takers} only "
+                f"({self.backend} has no per-user document security to forward to)"
             )
         return self
-
-
-LuceneStoreConfig = ElasticsearchStoreConfig | OpenSearchStoreConfig
-"""The stores a Lucene connector serves (both share connection and search keys)."""
-
-StoreConfig = Annotated[
-    ElasticsearchStoreConfig | OpenSearchStoreConfig | QdrantStoreConfig,
-    Field(discriminator="backend"),
-]
-"""A store of any engine: pydantic picks the model from ``backend``."""
-
-STORE_MODELS: dict[Backend, type[StoreBase]] = {
-    Backend.ELASTICSEARCH: ElasticsearchStoreConfig,
-    Backend.OPENSEARCH: OpenSearchStoreConfig,
-    Backend.QDRANT: QdrantStoreConfig,
-}
-
-_STORE_ADAPTER: TypeAdapter[StoreConfig] = TypeAdapter(StoreConfig)
-
-
-def validate_store(data: Any) -> StoreConfig:
-    """One store's config from plain data, the model picked by its ``backend``.
-
-    Raises:
-        pydantic.ValidationError: the data is not a valid store of its backend.
-    """
-    return _STORE_ADAPTER.validate_python(data)

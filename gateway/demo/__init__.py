@@ -33,18 +33,16 @@ from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 
+from connectors.qdrant.config import QdrantConnection
 from gateway.config import (
-    Backend,
     DemoConfig,
     EmbedderConfig,
     EmbedderKind,
     GatewayConfig,
     MappingConfig,
-    QdrantConnection,
-    QdrantSearchConfig,
-    QdrantStoreConfig,
     SearchMode,
 )
+from gateway.config.engines import QdrantSearchConfig, QdrantStoreConfig
 
 DEMO_STORE = "demo"
 DEMO_INDEX = "a2m-demo"
@@ -176,7 +174,7 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
             mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR, sparse_analyzer="english"
         )
     store = QdrantStoreConfig(
-        backend=Backend.QDRANT,
+        backend="qdrant",
         index=DEMO_INDEX,
         description=about,
         connection=QdrantConnection(location=":memory:")

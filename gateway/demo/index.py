@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from connectors.errors import EngineConfigError
 from connectors.qdrant.sparse import LexicalSparseEncoder
-from gateway.config import QdrantStoreConfig, StoreConfig
+from gateway.config import StoreConfig
+from gateway.config.engines import QdrantStoreConfig
 from gateway.demo import _FINGERPRINT, MEDIA_TYPE, Chunk, chunks, fingerprint
 
 if TYPE_CHECKING:

@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from connectors.registry import client_loggers
+
 # uvicorn adds color_message, an ANSI-coloured copy of msg.
 _STD_ATTRS = frozenset(vars(logging.LogRecord("x", 0, "x", 0, "x", None, None))) | {
     "message",
@@ -150,8 +152,10 @@ class TextFormatter(logging.Formatter):
         return scrub(line)
 
 
-CLIENT_LOGGERS = ("elastic_transport", "opensearch", "httpx", "httpcore", "urllib3")
-"""Engine and HTTP client libraries; the gateway reports their failures itself."""
+HTTP_LOGGERS = ("httpx", "httpcore", "urllib3")
+CLIENT_LOGGERS = (*client_loggers(plugins=False), *HTTP_LOGGERS)
+"""Engine and HTTP client libraries (the built-in engines' of :mod:`connectors.registry`;
+:func:`configure` adds the plugins'); the gateway reports their failures itself."""
 
 
 class ClientTracebacks(logging.Filter):
@@ -161,8 +165,11 @@ class ClientTracebacks(logging.Filter):
     a node that is down; the gateway already logs and answers the failure.
     """
 
+    names: frozenset[str] = frozenset(CLIENT_LOGGERS)
+    """The loggers whose tracebacks are dropped (top-level names)."""
+
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and record.name.split(".", 1)[0] in CLIENT_LOGGERS:
+        if record.exc_info and record.name.split(".", 1)[0] in self.names:
             record.exc_info = None
             record.exc_text = None
         return True
@@ -195,18 +202,21 @@ def configure(fmt: str = "text", level: str = "info") -> None:
     logging.logMultiprocessing = False
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    clients = (*client_loggers(), *HTTP_LOGGERS)
     if level.lower() != "debug":
-        handler.addFilter(ClientTracebacks())
+        tracebacks = ClientTracebacks()
+        tracebacks.names = frozenset(clients)
+        handler.addFilter(tracebacks)
     handler.addFilter(PlainNames())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     # Client libraries log request URLs (hosts) at INFO; keep them quiet unless debugging.
-    for noisy in CLIENT_LOGGERS:
+    for noisy in clients:
         logging.getLogger(noisy).setLevel(logging.WARNING if level != "debug" else logging.DEBUG)
     # The engine clients warn once per failed attempt; the guard logs each change itself
     # (gateway.resilience.reachability).
-    for name in ENGINE_CLIENT_LOGGERS:
+    for name in (*client_loggers(), "httpx", "httpcore"):
         logging.getLogger(name).setLevel(logging.ERROR if level != "debug" else logging.DEBUG)
     for quiet in QUIET_LOGGERS:
         logging.getLogger(quiet).setLevel(
@@ -214,11 +224,16 @@ def configure(fmt: str = "text", level: str = "info") -> None:
         )
 
 
-ENGINE_CLIENT_LOGGERS = ("elastic_transport", "opensearch", "opensearchpy", "httpx", "httpcore")
+ENGINE_CLIENT_LOGGERS = (*client_loggers(plugins=False), "httpx", "httpcore")
 """Client libraries that log a WARNING per failed attempt."""
 
 
 def quiet_engine_clients() -> None:
     """Errors only from the engine clients: a command that reports failures once, itself."""
-    for name in (*ENGINE_CLIENT_LOGGERS, "a2m.engine"):  # the guard's line too: said once
+    for name in (
+        *client_loggers(),
+        "httpx",
+        "httpcore",
+        "a2m.engine",
+    ):  # the guard's line too: said once
         logging.getLogger(name).setLevel(logging.ERROR)

@@ -57,6 +57,7 @@ import orjson
 import pytest
 import yaml
 
+from connectors.registry import engines
 from tests.support import demo_loader
 from tests.support.wire import assert_response
 
@@ -565,13 +566,21 @@ ENGINES: dict[str, str] = {
 """Engine backend -> the fixture (tests/conftest.py) giving its node's URL."""
 QDRANT_SERVERS: dict[str, bool] = {"qdrant-rest": False, "qdrant-grpc": True}
 """The demo corpus on the Qdrant server of tests/engines/engines.py -> read over gRPC."""
+MARKS = {
+    "qdrant-rest": pytest.mark.integration,
+    "qdrant-grpc": pytest.mark.integration,
+    "elasticsearch": pytest.mark.elasticsearch,
+    "opensearch": pytest.mark.opensearch,
+}
+"""What a backend id needs running (its mark); none: the embedded demo."""
 BACKENDS = [
-    pytest.param(QDRANT, id=QDRANT),
-    pytest.param("qdrant-rest", id="qdrant-rest", marks=pytest.mark.integration),
-    pytest.param("elasticsearch", id="elasticsearch", marks=pytest.mark.elasticsearch),
-    pytest.param("opensearch", id="opensearch", marks=pytest.mark.opensearch),
+    pytest.param(name, id=name, marks=MARKS.get(name, ()))
+    for entry in engines()
+    for name in entry.conformance
+    if name != "qdrant-grpc"
 ]
-"""Every store-facing test runs on these."""
+"""Every store-facing test runs on these: each installed engine's conformance backend ids
+(connectors.registry), the gRPC one only where WITH_GRPC adds it."""
 GRPC_MODULES = frozenset({"test_recall", "test_timeline", "test_fetch", "test_records"})
 """The modules that read records (recall, timeline, fetch, the record shape) also run on the
 Qdrant server over gRPC. Above the connector the gateway is the same whatever Qdrant's
@@ -579,7 +588,7 @@ protocol; the connector's gRPC paths (search, ordered reads, fetch, filters, the
 errors) are tests/connectors/test_qdrant.py's and test_qdrant_server.py's, on both protocols."""
 WITH_GRPC = pytest.mark.parametrize(
     "backend",
-    [*BACKENDS, pytest.param("qdrant-grpc", id="qdrant-grpc", marks=pytest.mark.integration)],
+    [*BACKENDS, pytest.param("qdrant-grpc", id="qdrant-grpc", marks=MARKS["qdrant-grpc"])],
     indirect=True,
     scope="session",
 )

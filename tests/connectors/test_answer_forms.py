@@ -56,7 +56,7 @@ async def lucene_client(
 ) -> AsyncIterator[LuceneClient]:
     """The connector's engine client for ``engine`` over ``peer``, no retries of its own."""
     options: dict[str, Any] = {"hosts": (peer.url,), "retries": 0, "timeout_ms": 5000}
-    spec = ConnectorSpec(engine, "idx", ConnectionSpec(**{**options, **connection}))  # type: ignore[arg-type]
+    spec = ConnectorSpec(engine, "idx", ConnectionSpec(**{**options, **connection}))
     client = LuceneClient(spec, dialect_of(engine))
     await client.connect()
     try:

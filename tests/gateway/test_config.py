@@ -330,9 +330,9 @@ def test_a_missing_backend_names_the_choices() -> None:
 
 
 def test_each_backend_gets_its_own_model() -> None:
-    from gateway.config import (
+    from connectors.lucene.config import OpenSearchConnection
+    from gateway.config.engines import (
         ElasticsearchStoreConfig,
-        OpenSearchConnection,
         OpenSearchStoreConfig,
         QdrantStoreConfig,
     )
@@ -399,7 +399,7 @@ def test_a_missing_embedder_extra_is_found_by_the_load_step(
 
 
 def test_a_relative_qdrant_path_is_relative_to_the_config_file(tmp_path: Path) -> None:
-    from gateway.config import QdrantConnection
+    from connectors.qdrant.config import QdrantConnection
 
     (tmp_path / "conf").mkdir()
     path = tmp_path / "conf" / "gateway.yaml"

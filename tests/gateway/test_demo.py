@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from connectors.base import Condition, Filter, OrderedRequest, SearchRequest
+from connectors.qdrant.config import QdrantConnection
 from connectors.qdrant.connector import QdrantConnector
 from connectors.qdrant.sparse import LexicalSparseEncoder
-from gateway.config import QdrantConnection, QdrantStoreConfig, load_config
+from gateway.config import load_config
+from gateway.config.engines import QdrantStoreConfig
 from gateway.demo import DEMO_STORE, chunks, default_demo_config, ensure_demo_index
 from gateway.store.connector_spec import connector_spec
 

@@ -699,17 +699,17 @@ def _fields(model: type[BaseModel], part: str | None = None) -> set[str]:
 def test_schema_refuses_each_backend_the_keys_of_the_others() -> None:
     """values.schema.json's per-backend refusals are the gateway's own models' fields: every
     key another backend's model has and this one's lacks (unknown keys go to validateValues)."""
-    from gateway.config import STORE_MODELS
+    from gateway.config.engines import STORE_MODELS
 
     store = json.loads((CHART / "values.schema.json").read_text())["definitions"]["store"]
     refused = {
         rule["if"]["properties"]["backend"]["const"]: rule["then"]["properties"]
         for rule in store["allOf"]
     }
-    assert set(refused) == {b.value for b in STORE_MODELS}
+    assert set(refused) == set(STORE_MODELS)
     for backend, model in STORE_MODELS.items():
         others = [m for b, m in STORE_MODELS.items() if b is not backend]
-        then = refused[backend.value]
+        then = refused[backend]
         for part in ("connection", "search"):
             foreign = set().union(*(_fields(o, part) for o in others)) - _fields(model, part)
             assert foreign, (backend, part)  # each backend has keys the others lack

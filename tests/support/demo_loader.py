@@ -228,7 +228,7 @@ def qdrant_demo_store(server: Any, *, grpc: bool) -> dict[str, Any]:
 
     from qdrant_client import AsyncQdrantClient
 
-    from gateway.config import QdrantStoreConfig
+    from gateway.config.engines import QdrantStoreConfig
     from gateway.demo import demo_points, fingerprint
     from tests.support.scifact import server_point
 

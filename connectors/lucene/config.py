@@ -1,26 +1,27 @@
-"""How to reach each engine: one connection model per backend, each refusing the others' keys."""
+"""How to reach Elasticsearch and OpenSearch: one ``connection:`` model each, refusing the
+other engines' keys."""
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import replace
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, model_validator
 
+from connectors.config import EngineConnection, EngineSearchKeys, StrictModel
 from connectors.http_answer import AnswerLimits
-from gateway.config.base import StrictModel
+from connectors.spec import AwsSigV4 as AwsSigV4Spec
+from connectors.spec import ConnectionSpec, Secret
 
 DEFAULT_LIMITS = AnswerLimits()
 
 
-class _Transport(StrictModel):
-    """Timeouts, pool and retries: every backend has them."""
-
-    timeout_ms: int = Field(default=10_000, gt=0)
-    pool_maxsize: int = Field(default=32, gt=0)
-    retries: int = Field(default=3, ge=0, le=10)
+def secret(value: SecretStr | None) -> Secret | None:
+    """A config secret as the connector's :class:`Secret` (its repr never shows it)."""
+    return Secret(value.get_secret_value()) if value is not None else None
 
 
-class _LuceneConnection(_Transport):
+class _LuceneConnection(EngineConnection):
     """Elasticsearch and OpenSearch: HTTP nodes, TLS, and one way to authenticate."""
 
     hosts: list[str] = Field(default_factory=list)
@@ -73,6 +74,28 @@ class _LuceneConnection(_Transport):
             raise ValueError(f"connection: choose one of {', '.join(modes)}")
         return self
 
+    def urls(self) -> list[str]:
+        return list(self.hosts)
+
+    def spec(self) -> ConnectionSpec:
+        return ConnectionSpec(
+            hosts=tuple(self.hosts),
+            api_key=secret(self.api_key),
+            username=self.username,
+            password=secret(self.password),
+            bearer_token=secret(self.bearer_token),
+            ca_certs=self.ca_certs,
+            verify_certs=self.verify_certs,
+            timeout_ms=self.timeout_ms,
+            pool_maxsize=self.pool_maxsize,
+            retries=self.retries,
+            sniff=self.sniff,
+            sniff_interval_ms=self.sniff_interval_ms,
+            max_header_bytes=self.max_header_bytes,
+            max_body_bytes=self.max_body_bytes,
+            max_decoded_bytes=self.max_decoded_bytes,
+        )
+
 
 class ElasticsearchConnection(_LuceneConnection):
     cloud_id: SecretStr | None = Field(default=None, description="Elastic Cloud, instead of hosts")
@@ -82,6 +105,12 @@ class ElasticsearchConnection(_LuceneConnection):
             raise ValueError("connection: an elasticsearch store needs hosts or cloud_id")
         if self.sniff and self.cloud_id is not None:
             raise ValueError("connection.sniff: Elastic Cloud is reached through its proxy only")
+
+    def target(self) -> str | None:
+        return "Elastic Cloud (connection.cloud_id)" if self.cloud_id is not None else None
+
+    def spec(self) -> ConnectionSpec:
+        return replace(super().spec(), cloud_id=secret(self.cloud_id))
 
 
 class AwsSigV4(StrictModel):
@@ -103,55 +132,32 @@ class OpenSearchConnection(_LuceneConnection):
     def _auth_modes(self) -> dict[str, bool]:
         return {**super()._auth_modes(), "aws_sigv4": self.aws_sigv4 is not None}
 
+    def spec(self) -> ConnectionSpec:
+        sigv4 = self.aws_sigv4
+        signer = AwsSigV4Spec(region=sigv4.region, service=sigv4.service) if sigv4 else None
+        return replace(super().spec(), aws_sigv4=signer)
 
-class QdrantConnection(_Transport):
-    """A Qdrant server (``url``), or qdrant-edge in this process (``path``, ``location``)."""
 
-    url: str | None = Field(default=None, description="a Qdrant server (REST port in the URL)")
-    path: str | None = Field(
-        default=None, description="a directory of qdrant-edge shards, one per index"
-    )
-    location: str | None = Field(
-        default=None, description="':memory:': a private temporary qdrant-edge shard"
-    )
-    api_key: SecretStr | None = None
-    access_token: SecretStr | None = Field(
-        default=None, description="a Qdrant JWT access token (read-only or per collection)"
-    )
-    prefer_grpc: bool = Field(default=False, description="reads over gRPC instead of REST")
-    grpc_port: int = Field(default=6334, gt=0, lt=65536)
-    ca_certs: str | None = Field(
-        default=None, description="PEM bundle the server's TLS is checked with"
-    )
-    verify_certs: bool = True
+class LuceneSearchKeys(EngineSearchKeys):
+    """Elasticsearch and OpenSearch: BM25 over text fields, kNN on a dense_vector field."""
 
-    @property
-    def local(self) -> bool:
-        """The engine runs in this process (qdrant-edge)."""
-        return self.url is None
+    text_fields: list[str] = Field(default_factory=list, description="'field^boost' allowed")
+    collapse_group: bool = False
+    highlight: bool = False
+    highlight_fragment_size: int = Field(default=300, gt=0)
 
-    @model_validator(mode="after")
-    def _one_target(self) -> QdrantConnection:
-        if sum([bool(self.url), bool(self.path), bool(self.location)]) != 1:
-            raise ValueError("connection: a qdrant store needs exactly one of url, path, location")
-        if self.api_key is not None and self.access_token is not None:
-            raise ValueError("connection: choose one of api_key, access_token")
-        server_only = {
-            "api_key": self.api_key is not None,
-            "access_token": self.access_token is not None,
-            "prefer_grpc": self.prefer_grpc,
-            "ca_certs": self.ca_certs is not None,
-            "verify_certs": not self.verify_certs,
+    def check_keys(
+        self, mode: str, *, lexical: bool, dense: bool, vector_field: str | None
+    ) -> None:
+        if lexical and not self.text_fields:
+            raise ValueError(f"search.text_fields is required for mode '{mode}'")
+        if dense and not vector_field:
+            raise ValueError(f"search.vector_field is required for mode '{mode}'")
+
+    def spec_keys(self) -> dict[str, Any]:
+        return {
+            "text_fields": tuple(self.text_fields),
+            "collapse_group": self.collapse_group,
+            "highlight": self.highlight,
+            "highlight_fragment_size": self.highlight_fragment_size,
         }
-        given = [key for key, set_ in server_only.items() if set_]
-        if self.url is None and given:
-            raise ValueError(f"connection: {', '.join(given)} apply to a qdrant server (url) only")
-        if self.prefer_grpc and not self.verify_certs:
-            raise ValueError(
-                "connection: verify_certs false is for REST only (gRPC always checks TLS)"
-            )
-        return self
-
-
-ConnectionConfig = ElasticsearchConnection | OpenSearchConnection | QdrantConnection
-"""Any store's connection (a type for annotations; each store model holds its own)."""

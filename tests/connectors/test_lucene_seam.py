@@ -1,0 +1,116 @@
+"""The Lucene connector over a fake transport at the engine I/O seam (no socket).
+
+:class:`connectors.engine_transport.MockTransport` stands where the socket pool
+stands beneath both official clients; these tests drive the whole connector (open,
+search, the errors of an unusable answer) through it, for both engines. The same
+answer forms over real sockets are tested in test_answer_forms.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from connectors.base import SearchRequest
+from connectors.engine_transport import EngineRequest, MockTransport, Response, json_response
+from connectors.errors import ConnectorError, EngineConfigError
+from connectors.lucene.connector import LuceneConnector
+from connectors.spec import ConnectionSpec, ConnectorSpec, FieldsSpec, SearchSpec
+
+ENGINES = ("elasticsearch", "opensearch")
+PRODUCT = {"x-elastic-product": "Elasticsearch"}
+MAPPING = {"idx": {"mappings": {"properties": {"title": {"type": "text"}}}}}
+HITS = {
+    "took": 1,
+    "hits": {
+        "total": {"value": 2, "relation": "eq"},
+        "hits": [
+            {"_id": "a", "_score": 2.0, "_source": {"title": "first"}},
+            {"_id": "b", "_score": 1.0, "_source": {"title": "second"}},
+        ],
+    },
+}
+
+
+def _spec(backend: str) -> ConnectorSpec:
+    return ConnectorSpec(
+        backend=backend,
+        index="idx",
+        connection=ConnectionSpec(hosts=("http://engine.test:9200",), retries=0),
+        fields=FieldsSpec(read=("title",), content="title"),
+        search=SearchSpec(mode="lexical", text_fields=("title",)),
+    )
+
+
+def _engine(backend: str, search: Callable[[EngineRequest], Response]) -> MockTransport:
+    """An engine that knows one index; ``search`` answers its ``_search``."""
+    headers = PRODUCT if backend == "elasticsearch" else {}
+
+    def handler(request: EngineRequest) -> Response:
+        if request.path == "/idx/_mapping":
+            return json_response(MAPPING, headers=headers)
+        if request.path == "/idx/_search":
+            return search(request)
+        if request.path == "/":
+            return json_response({"version": {"number": "2.19.0"}}, headers=headers)
+        if request.path.startswith("/_nodes/"):
+            return json_response({"nodes": {"n": {"version": "8.19.0"}}}, headers=headers)
+        return json_response({"error": "no such path"}, 404, headers)
+
+    return MockTransport(handler)
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+async def test_a_search_goes_through_the_transport_and_back(backend: str) -> None:
+    headers = PRODUCT if backend == "elasticsearch" else {}
+    engine = _engine(backend, lambda request: json_response(HITS, headers=headers))
+    connector = LuceneConnector(_spec(backend), transport=engine)
+    info = await connector.open()
+    hits = await connector.search(SearchRequest(limit=2, text="first"))
+    await connector.close()
+    assert info.engine.startswith(backend)
+    assert [h.id for h in hits] == ["a", "b"]
+    sent = [r for r in engine.requests if r.path == "/idx/_search"]
+    assert len(sent) == 1
+    body: Any = sent[0].json()
+    assert body["size"] == 2
+    assert "first" in str(body["query"])
+    assert engine.node == "engine.test:9200"
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+async def test_a_login_page_is_a_connector_error_saying_what_came_back(backend: str) -> None:
+    page = Response(200, {"content-type": "text/html"}, b"<html>sign in</html>")
+    engine = _engine(backend, lambda request: page)
+    connector = LuceneConnector(_spec(backend), transport=engine)
+    await connector.open()
+    with pytest.raises(ConnectorError) as caught:
+        await connector.search(SearchRequest(limit=2, text="first"))
+    await connector.close()
+    assert "text/html" in str(caught.value)
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+async def test_a_missing_index_is_a_config_error(backend: str) -> None:
+    headers = PRODUCT if backend == "elasticsearch" else {}
+
+    def handler(request: EngineRequest) -> Response:
+        missing = {"error": {"type": "index_not_found_exception"}, "status": 404}
+        return json_response(missing, 404, headers)
+
+    connector = LuceneConnector(_spec(backend), transport=MockTransport(handler))
+    with pytest.raises(EngineConfigError):
+        await connector.open()
+
+
+async def test_a_handler_may_be_a_coroutine_and_head_answers_carry_no_body() -> None:
+    async def handler(request: EngineRequest) -> Response:
+        return json_response({"ok": True})
+
+    engine = MockTransport(handler)
+    answer = await engine.request(b"HEAD /idx HTTP/1.1\r\nhost: x\r\n\r\n", 1.0, head_only=True)
+    assert (answer.status, answer.body) == (200, b"")
+    assert engine.requests[0].method == "HEAD"
+    assert engine.requests[0].headers == {"host": "x"}

@@ -1,0 +1,40 @@
+"""The memory engine's connector: documents read from a JSON file when the store opens."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import orjson
+
+from connectors.base import Connector, EngineInfo
+from connectors.errors import EngineConfigError
+from connectors.spec import ConnectorSpec
+from tests.support.memory_connector import MemoryConnector
+
+
+class MemoryEngineConnector(MemoryConnector):
+    """:class:`MemoryConnector` over the documents of ``connection.documents``."""
+
+    def __init__(self, spec: ConnectorSpec) -> None:
+        super().__init__()
+        self._path = spec.connection.path or ""
+
+    async def open(self) -> EngineInfo:
+        """Read the documents.
+
+        Raises:
+            EngineConfigError: the file is missing or is not a list of documents with ids.
+        """
+        try:
+            raw = await asyncio.to_thread(Path(self._path).read_bytes)
+            self.docs = [(str(d["id"]), dict(d)) for d in orjson.loads(raw)]
+        except (OSError, orjson.JSONDecodeError, KeyError, TypeError) as exc:
+            raise EngineConfigError(
+                "connection.documents: not a readable list of documents"
+            ) from exc
+        return await super().open()
+
+
+def make_memory_connector(spec: ConnectorSpec) -> Connector:
+    return MemoryEngineConnector(spec)
