@@ -7,7 +7,7 @@ from urllib.parse import unquote
 import pytest
 
 from gateway.a2m.records import Record
-from gateway.config.search import LuceneSearchConfig
+from gateway.config.engines import LuceneSearchConfig
 from gateway.stages.config import PassagesConfig
 from gateway.stages.passages import SEPARATOR, PassageStage, select, text_fragment_uri
 from gateway.stages.windows import unit_end, unit_start
