@@ -100,8 +100,9 @@ def unit_end(text: str, start: int, cap: int, paragraphs: bool) -> int:
 
 
 def windows(text: str, wanted: list[str], cap: int, paragraphs: bool) -> list[Window]:
-    """The candidate windows of ``text`` for the query terms ``wanted``, best first."""
-    positions, terms = find_terms(text.lower(), wanted)
+    """The candidate windows of ``text`` (lowered: a gateway.stages.scan view) for the
+    query terms ``wanted``, best first."""
+    positions, terms = find_terms(text, wanted)
     if not positions:
         return []
     units = max(len(text) / UNIT_CHARS, 1.0)
