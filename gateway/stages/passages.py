@@ -98,7 +98,8 @@ def select(
     found = windows(scan.view, terms_, per, paragraphs)
     if not found:
         return [Span(0, unit_end(text, 0, per, paragraphs))]
-    return [Span(scan.char(s.start), scan.char(s.end)) for s in choose(found, config.count)]
+    at = scan.chars([p for s in choose(found, config.count) for p in s])
+    return [Span(at[i], at[i + 1]) for i in range(0, len(at), 2)]
 
 
 def text_fragment_uri(uri: str | None, passage: str) -> str | None:

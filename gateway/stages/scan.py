@@ -39,3 +39,24 @@ class Scan:
         while 0 < pos < len(raw) and raw[pos] & 0xC0 == 0x80:
             pos -= 1
         return len(raw[:pos].decode("utf-8"))
+
+    def chars(self, positions: list[int]) -> list[int]:
+        """``char`` of each of ``positions`` (non-decreasing), decoding the text once.
+
+        Raises:
+            ValueError: a position before the one ahead of it.
+        """
+        raw = self._raw
+        if raw is None:
+            return list(positions)
+        out: list[int] = []
+        done = count = 0
+        for pos in positions:
+            while 0 < pos < len(raw) and raw[pos] & 0xC0 == 0x80:
+                pos -= 1
+            if pos < done:
+                raise ValueError("positions must not decrease")
+            count += len(raw[done:pos].decode("utf-8"))
+            done = pos
+            out.append(count)
+        return out

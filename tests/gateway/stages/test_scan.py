@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gateway.stages.config import PassagesConfig
 from gateway.stages.passages import SEPARATOR, select
 from gateway.stages.scan import Scan
@@ -36,3 +38,13 @@ def test_passages_of_a_non_ascii_text_are_character_offsets_within_the_cap() -> 
     assert sum(s.end - s.start for s in spans) + len(SEPARATOR) * (len(spans) - 1) <= 300
     for s in spans:
         assert not text[s.start].isspace()
+
+
+def test_many_positions_map_at_once_as_one_by_one() -> None:
+    text = "Größe β-Zellen — and Insulin, résumé of naïve cells"
+    scan = Scan(text)
+    positions = list(range(len(scan.view) + 1))
+    assert scan.chars(positions) == [scan.char(p) for p in positions]
+    assert Scan("plain").chars([0, 3, 5]) == [0, 3, 5]
+    with pytest.raises(ValueError, match="must not decrease"):
+        scan.chars([10, 4])
