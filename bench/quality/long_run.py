@@ -4,7 +4,7 @@ Each shape is loaded into every selected engine and served by one gateway proces
 one store per stage setting:
 
 - ``whole``: long documents, each hit's whole content (no stage after retrieval);
-- ``long``: long documents with ``search.passages: {}`` (three passages in 600 chars);
+- ``long``: long documents with ``search.passages: {}`` (four passages in 600 chars);
 - ``chunked``: the sections as records, without and with ``search.per_group: 1``.
 
 Every judged query is sent as A2M ``memory/recall`` (``limit`` 10) exactly as an agent

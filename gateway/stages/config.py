@@ -28,7 +28,7 @@ class PassagesConfig(BaseModel):
         description="characters of passage text per record, all passages together",
     )
     count: int = Field(
-        default=3, ge=1, le=10, description="passages per record (the best, in text order)"
+        default=4, ge=1, le=10, description="passages per record (the best, in text order)"
     )
     unit: str = Field(
         default="sentence",

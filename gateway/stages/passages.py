@@ -14,6 +14,7 @@ from urllib.parse import quote, urlsplit
 
 from gateway.a2m.records import Record
 from gateway.stages.config import PassagesConfig
+from gateway.stages.scan import Scan
 from gateway.stages.windows import FOLD, Span, choose, unit_end, windows
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -92,10 +93,13 @@ def select(
         return [Span(0, len(text))] if text else []
     per = max(cap // config.count - len(SEPARATOR), 1)
     paragraphs = config.unit == "paragraph"
-    found = windows(text, query_terms(query) if wanted is None else wanted, per, paragraphs)
+    scan = Scan(text)
+    terms_ = scan.terms(query_terms(query) if wanted is None else wanted)
+    found = windows(scan.view, terms_, per, paragraphs)
     if not found:
         return [Span(0, unit_end(text, 0, per, paragraphs))]
-    return choose(found, config.count)
+    at = scan.chars([p for s in choose(found, config.count) for p in s])
+    return [Span(at[i], at[i + 1]) for i in range(0, len(at), 2)]
 
 
 def text_fragment_uri(uri: str | None, passage: str) -> str | None:

@@ -11,9 +11,11 @@ repeats a common word. The cost grows with the terms found, not the text's lengt
 
 from __future__ import annotations
 
+import heapq
 import math
 from bisect import bisect_left, bisect_right
 from collections import Counter
+from itertools import accumulate
 from typing import NamedTuple
 
 FOLD = 5
@@ -26,6 +28,9 @@ LOOKBACK = 300
 UNIT_CHARS = 150
 """About a sentence: the text's length over this is the number of units a term's rarity
 is measured against."""
+CANDIDATES = 8
+"""Hits a record's windows start from at most (the rest are not scored): the work per
+record stays bounded however often the query's terms occur."""
 _SENTENCE_MARKS = (". ", "? ", "! ", "\n")
 
 
@@ -100,27 +105,46 @@ def unit_end(text: str, start: int, cap: int, paragraphs: bool) -> int:
 
 
 def windows(text: str, wanted: list[str], cap: int, paragraphs: bool) -> list[Window]:
-    """The candidate windows of ``text`` for the query terms ``wanted``, best first."""
-    positions, terms = find_terms(text.lower(), wanted)
+    """The candidate windows of ``text`` (lowered: a gateway.stages.scan view) for the
+    query terms ``wanted``, best first: those starting at the CANDIDATES hits whose
+    following ``cap`` characters weigh most (their terms' rarity summed)."""
+    positions, terms = find_terms(text, wanted)
     if not positions:
         return []
     units = max(len(text) / UNIT_CHARS, 1.0)
     weights = {t: math.log(1 + units / n) for t, n in Counter(terms).items()}
     breaks = _paragraph_breaks(text)
     out: list[Window] = []
-    last_start = -1
-    for pos in positions:
+    seen: set[int] = set()
+    for pos in sorted(_leading(positions, [weights[t] for t in terms], cap)):
         start = unit_start(text, pos, paragraphs)
-        if start == last_start:
+        if start in seen:
             continue
-        last_start = start
+        seen.add(start)
         end = unit_end(text, start, cap, paragraphs)
         first, stop = bisect_left(positions, start), bisect_left(positions, end)
-        tf = Counter(terms[first:stop])
+        tf: dict[str, int] = {}
+        for t in terms[first:stop]:
+            tf[t] = tf.get(t, 0) + 1
         score = sum(weights[t] * n / (n + SATURATION) for t, n in tf.items())
         out.append(Window(start, end, score, bisect_right(breaks, start)))
     out.sort(key=lambda w: (-w.score, w.start))
     return out
+
+
+def _leading(positions: list[int], weights: list[float], cap: int) -> list[int]:
+    # The hits whose next ``cap`` characters weigh most: prefix sums, one pass.
+    if len(positions) <= CANDIDATES:
+        return positions
+    prefix = list(accumulate(weights, initial=0.0))
+    ahead: list[tuple[float, int]] = []
+    j, n = 0, len(positions)
+    for i, pos in enumerate(positions):
+        limit = pos + cap
+        while j < n and positions[j] < limit:
+            j += 1
+        ahead.append((prefix[j] - prefix[i], -pos))
+    return [-p for _, p in heapq.nlargest(CANDIDATES, ahead)]
 
 
 def _paragraph_breaks(text: str) -> list[int]:

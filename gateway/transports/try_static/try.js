@@ -360,6 +360,23 @@
       .join("\n");
   }
 
+  // Where a record's passages sit in its whole content (search.passages): character
+  // ranges, and a link opening the document at the first passage where the record has one.
+  function passageField(card, where) {
+    if (!Array.isArray(where.offsets)) return;
+    const ranges = where.offsets.map((o) => o[0] + "\u2013" + o[1]).join(", ");
+    const row = el("div", "field passage");
+    row.append(el("span", "name", "passage"), el("span", "value", "characters " + ranges + " of " + where.length));
+    if (typeof where.uri === "string" && /^https?:\/\//i.test(where.uri)) {
+      const link = el("a", "passage-link", "open at the passage");
+      link.href = where.uri;
+      link.target = "_blank";
+      link.rel = "noopener noreferrer";
+      row.append(" ", link);
+    }
+    card.append(row);
+  }
+
   function field(card, name, value) {
     if (value === undefined || value === null || value === "") return;
     const row = el("div", "field " + name.replace(/_/g, "-"));
@@ -389,6 +406,7 @@
       field(card, "created_at", r.created_at);
       field(card, "group", r.group);
       if (r.metadata && Object.keys(r.metadata).length) field(card, "metadata", JSON.stringify(r.metadata));
+      if (r.metadata && r.metadata.passage) passageField(card, r.metadata.passage);
       card.append(prose(r.content));
       list.append(card);
     }

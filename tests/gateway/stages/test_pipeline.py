@@ -1,0 +1,48 @@
+"""The stage list: empty when nothing is configured, so a recall is the engine's page."""
+
+from __future__ import annotations
+
+import asyncio
+
+from gateway.a2m.records import Record
+from gateway.config.search import LuceneSearchConfig
+from gateway.stages.pipeline import Stages
+
+
+def test_without_passages_or_per_group_no_stage_runs_and_the_page_is_returned_as_read() -> None:
+    stages = Stages(LuceneSearchConfig(text_fields=["t"]))
+    assert stages.describe() == []
+    assert stages.passages is None
+    assert stages.group_cap is None
+    content = "A long text. " * 200
+    page = [Record(id="1", content=content), Record(id="2", content=content)]
+    asked: list[int] = []
+
+    async def read(size: int) -> list[Record]:
+        asked.append(size)
+        return page
+
+    got = asyncio.run(stages.recall(read, 10, "long text"))
+    assert got is page
+    assert asked == [10]
+    assert [r.content for r in got] == [content, content]
+    assert all(r.metadata is None for r in got)
+
+
+def test_with_passages_the_stage_is_listed_and_cuts_long_contents() -> None:
+    search = LuceneSearchConfig.model_validate({"text_fields": ["t"], "passages": {}})
+    stages = Stages(search)
+    assert stages.describe() == [
+        {"stage": "passages", "max_chars": 600, "count": 4, "unit": "sentence"}
+    ]
+    content = "Filler words about nothing. " * 100 + "The answer is here. " + "More. " * 100
+
+    async def read(size: int) -> list[Record]:
+        return [Record(id="1", content=content)]
+
+    [record] = asyncio.run(stages.recall(read, 10, "answer"))
+    assert record.content is not None
+    assert "The answer is here." in record.content
+    assert len(record.content) <= 600
+    assert record.metadata is not None
+    assert record.metadata["passage"]["length"] == len(content)
