@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from gateway.a2m.records import Record
-from gateway.config.search import LuceneSearchConfig
+from gateway.config.engines import LuceneSearchConfig
 from gateway.stages.pipeline import Stages
 
 
