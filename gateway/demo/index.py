@@ -12,11 +12,11 @@ import asyncio
 import logging
 import os
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from connectors.errors import EngineConfigError
 from connectors.qdrant.sparse import LexicalSparseEncoder
+from gateway.cache import cache_dir
 from gateway.config import StoreConfig
 from gateway.config.engines import QdrantStoreConfig
 from gateway.demo import _FINGERPRINT, MEDIA_TYPE, Chunk, chunks, fingerprint
@@ -224,7 +224,7 @@ async def embed_chunks(store: QdrantStoreConfig, texts: list[str], sha: str) -> 
     from gateway.embedders.minilm import load_encoder
 
     weights = store.search.embedder.weights
-    cache = _cache_dir() / f"demo-vectors-{sha}-{weights}.npy"
+    cache = cache_dir() / f"demo-vectors-{sha}-{weights}.npy"
 
     def run() -> Any:
         try:
@@ -256,11 +256,3 @@ async def embed_chunks(store: QdrantStoreConfig, texts: list[str], sha: str) -> 
         return vectors
 
     return await asyncio.to_thread(run)
-
-
-def _cache_dir() -> Path:
-    explicit = os.environ.get("A2M_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "a2m-gateway"

@@ -39,6 +39,9 @@ _T_DIMS, _T_TYPE, _T_NAME, _T_RAW = 1, 2, 8, 9
 _INT8, _UINT8, _FLOAT = 3, 2, 1
 _LEN = 2
 
+REWRITE_VERSION = 1
+"""Bumped whenever :func:`keep_int8` changes what it writes: names the cached rewrite."""
+
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     value = shift = 0

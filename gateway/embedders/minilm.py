@@ -35,8 +35,9 @@ import numpy as np
 import numpy.typing as npt
 
 from connectors.compute import compute_executor
+from gateway.cache import cache_dir, write_atomically
 from gateway.embedders.base import EmbedderUnavailable, MissingExtra, QueryEmbedder
-from gateway.embedders.int8_graph import keep_int8
+from gateway.embedders.int8_graph import REWRITE_VERSION, keep_int8
 from gateway.embedders.minilm_extra import (
     DIMENSIONS,
     EXTRA,
@@ -131,18 +132,10 @@ class OnnxMiniLM(MiniLMEncoder):
         opts.log_severity_level = 3
         opts.enable_cpu_mem_arena = False  # the arena keeps a batch's peak for the process's life
         # The weights stay int8 in memory (gateway.embedders.int8_graph): without the
-        # rewrite, constant folding turns them all into fp32 constants (89 MB).
-        model, rewritten = keep_int8(Path(str(path)).read_bytes())
-        log.debug("int8 MiniLM graph: %d nodes rewritten to keep int8 weights", rewritten)
-        # Built from a file, not from the bytes: a session given bytes holds a copy of
-        # them for its whole life.
-        with tempfile.TemporaryDirectory(prefix="a2m-minilm-") as tmp:
-            rewritten_path = Path(tmp) / "model.onnx"
-            rewritten_path.write_bytes(model)
-            del model
-            self._session = ort.InferenceSession(
-                str(rewritten_path), sess_options=opts, providers=["CPUExecutionProvider"]
-            )
+        # rewrite, constant folding turns them all into fp32 constants (89 MB). The session
+        # is built from a file, not from bytes: a session given bytes holds a copy of them
+        # for its whole life.
+        self._session = _int8_session(Path(str(path)), opts)
         # Building the session frees what it folded and parsed, which glibc keeps in the heap.
         release_freed_heap()
 
@@ -154,6 +147,44 @@ class OnnxMiniLM(MiniLMEncoder):
         }
         out: F32 = self._session.run(["last_hidden_state"], feeds)[0]
         return out
+
+
+def _int8_session(source: Path, opts: Any) -> Any:
+    """An onnxruntime session of ``source`` rewritten by :func:`keep_int8`.
+
+    The rewrite (a read of the 23 MB export and a pass over it) is done once per machine
+    and kept in the cache directory (``gateway.cache``), named by the export's size and
+    modification time and the rewrite's version; a cached file the session cannot load,
+    or a cache that cannot be written, falls back to rewriting into a temporary file.
+    """
+    import onnxruntime as ort
+
+    stat = source.stat()
+    cached = cache_dir() / f"minilm-{REWRITE_VERSION}-{stat.st_size}-{stat.st_mtime_ns}.onnx"
+    if cached.is_file():
+        try:
+            return ort.InferenceSession(
+                str(cached), sess_options=opts, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # a damaged cache file: rewrite it below
+            log.info("cached MiniLM graph %s not loaded (%s): rewriting it", cached, exc)
+    model, rewritten = keep_int8(source.read_bytes())
+    log.debug("int8 MiniLM graph: %d nodes rewritten to keep int8 weights", rewritten)
+    try:
+        write_atomically(cached, model)
+    except OSError as exc:
+        log.info("MiniLM graph not cached (%s): the next start rewrites it again", exc)
+    else:
+        return ort.InferenceSession(
+            str(cached), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+    with tempfile.TemporaryDirectory(prefix="a2m-minilm-") as tmp:
+        rewritten_path = Path(tmp) / "model.onnx"
+        rewritten_path.write_bytes(model)
+        del model
+        return ort.InferenceSession(
+            str(rewritten_path), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
 
 
 def release_freed_heap() -> None:

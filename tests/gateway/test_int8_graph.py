@@ -58,3 +58,28 @@ def test_bytes_that_are_not_the_export_pass_unchanged_or_are_refused() -> None:
     assert keep_int8(no_graph) == (no_graph, 0)
     with pytest.raises(ValueError, match="not a protobuf message"):
         keep_int8(bytes([0x3A, 0x40, 0x01]))  # a graph field longer than the bytes
+
+
+@needs_int8
+def test_the_rewrite_is_cached_once_per_machine_and_a_damaged_copy_is_redone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gateway.embedders.minilm as minilm
+
+    monkeypatch.setenv("A2M_CACHE_DIR", str(tmp_path))
+    texts = ["what do the harbour cranes lift?"]
+    first = OnnxMiniLM().encode(texts)
+    cached = list(tmp_path.glob("minilm-*.onnx"))
+    assert len(cached) == 1
+    assert not list(tmp_path.glob("*.tmp"))  # written through a rename, nothing left over
+
+    def no_rewrite(model: bytes) -> tuple[bytes, int]:
+        raise AssertionError("the cached rewrite should have been read")
+
+    monkeypatch.setattr(minilm, "keep_int8", no_rewrite)
+    assert np.array_equal(OnnxMiniLM().encode(texts), first)
+
+    cached[0].write_bytes(b"not a model")  # a damaged cache file is rewritten, not fatal
+    monkeypatch.setattr(minilm, "keep_int8", keep_int8)
+    assert np.array_equal(OnnxMiniLM().encode(texts), first)
+    assert cached[0].stat().st_size > 1_000_000
