@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
 import secrets
 import sys
 import time
@@ -30,15 +29,13 @@ if TYPE_CHECKING:
 
 def _setup() -> tuple[Authenticator, dict[str, str]]:
     from gateway.config import AuthConfig
-    from gateway.security.auth import Authenticator
+    from gateway.security.auth import Authenticator, hash_api_key
 
     key, secret = "a2m_" + secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     issuer, audience = "https://bench.example/", "a2m-bench"
     config = AuthConfig.model_validate(
         {
-            "api_keys": [
-                {"subject": "bench", "hash": "sha256:" + hashlib.sha256(key.encode()).hexdigest()}
-            ],
+            "api_keys": [{"subject": "bench", "hash": hash_api_key(key)}],
             "jwt": {
                 "issuer": issuer,
                 "audience": [audience],

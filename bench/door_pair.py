@@ -290,13 +290,14 @@ def auth_settings(kind: str) -> tuple[dict[str, object], dict[str, str]]:
     """``server.auth`` for `kind` and the header every gateway call then carries."""
     if kind == "none":
         return {}, {}
-    import hashlib
     import secrets
 
     import jwt
 
-    api_key, secret = "a2m_" + secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-    key = {"subject": "bench", "hash": "sha256:" + hashlib.sha256(api_key.encode()).hexdigest()}
+    from gateway.security.auth import generate_api_key, hash_api_key
+
+    api_key, secret = generate_api_key(), secrets.token_urlsafe(32)
+    key = {"subject": "bench", "hash": hash_api_key(api_key)}
     auth: dict[str, object] = {"api_keys": [key]}
     if kind == "api-key":
         return auth, {"authorization": f"Bearer {api_key}"}

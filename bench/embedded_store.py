@@ -35,6 +35,7 @@ from bench.quality.collection import SCIFACT
 from connectors.base import SparseVector
 from connectors.qdrant.shard import ShardPoint, create_shard, memory_root, remove_tree, write_points
 from connectors.qdrant.sparse import LexicalSparseEncoder
+from tests.support.scifact import server_point
 
 REPO = Path(__file__).resolve().parents[1]
 QUESTIONS = [
@@ -97,7 +98,7 @@ class Collection:
         )
         for start in range(0, len(points), 256):
             self.local.upsert(
-                "c", points=[_local_point(p) for p in points[start : start + 256]], wait=True
+                "c", points=[server_point(p) for p in points[start : start + 256]], wait=True
             )
 
     def close(self) -> None:
@@ -160,18 +161,6 @@ class Collection:
 
         order_by = models.OrderBy(key="created_at", direction=models.Direction.DESC)
         return self.local.scroll("c", limit=10, order_by=order_by)
-
-
-def _local_point(p: ShardPoint) -> Any:
-    from qdrant_client import models
-
-    vectors: dict[str, Any] = {}
-    for name, v in p.vectors.items():
-        if isinstance(v, SparseVector):
-            vectors[name] = models.SparseVector(indices=list(v.indices), values=list(v.values))
-        else:
-            vectors[name] = [float(x) for x in v]
-    return models.PointStruct(id=p.id, vector=vectors, payload=p.payload)
 
 
 def engine_rows(
