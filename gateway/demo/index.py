@@ -9,6 +9,7 @@ server; :func:`embed_chunks` computes the dense vectors once per corpus version.
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import os
 import time
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from connectors.errors import EngineConfigError
 from connectors.qdrant.sparse import LexicalSparseEncoder
-from gateway.cache import cache_dir
+from gateway.cache import cache_dir, write_atomically
 from gateway.config import StoreConfig
 from gateway.config.engines import QdrantStoreConfig
 from gateway.demo import _FINGERPRINT, MEDIA_TYPE, Chunk, chunks, fingerprint
@@ -245,12 +246,11 @@ async def embed_chunks(store: QdrantStoreConfig, texts: list[str], sha: str) -> 
         started = time.monotonic()
         vectors = load_encoder(weights, 1).encode(texts)
         log.info("demo store: embedded %d chunks in %.1f s", len(texts), time.monotonic() - started)
+        encoded = io.BytesIO()
+        np.save(encoded, vectors)
         try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-            with tmp.open("wb") as f:
-                np.save(f, vectors)
-            os.replace(tmp, cache)  # atomic: a concurrent start reads the old or the new file
+            # Atomic: a concurrent start reads the old file or the whole new one.
+            write_atomically(cache, encoded.getvalue())
         except OSError as exc:
             log.info("demo vectors not cached (%s): the next start embeds again", exc)
         return vectors
