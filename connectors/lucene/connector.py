@@ -254,7 +254,13 @@ class LuceneConnector:
         fused = self._hybrid.fuse(plan.legs, await self._engine.read(call), request, limit)
         if not plan.reread or not fused:
             return fused
-        body = reread_body(self._t, fused, request.filter, with_vectors=request.with_vectors)
+        body = reread_body(
+            self._t,
+            fused,
+            request.filter,
+            with_vectors=request.with_vectors,
+            passage_text=request.passage_text,
+        )
         docs = self._t.hits(await self._search(body), with_vectors=request.with_vectors)
         return with_documents(fused, docs)
 
