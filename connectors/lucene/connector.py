@@ -187,7 +187,10 @@ class LuceneConnector:
         exact = keyword_subfields(fields)
         field_spec = check_fields(self._spec, fields, exact, vector_type=self._dialect.vector_type)
         t = self._translator = QueryTranslator(
-            self._spec, exact_fields=exact, text_only_fields=text_only_fields(fields, exact)
+            self._spec,
+            exact_fields=exact,
+            text_only_fields=text_only_fields(fields, exact),
+            highlight_limit_key=self._dialect.highlight_limit_key,
         )
         self._order = OrderedBodies(t, self._dialect.engine_id_order)
         if not field_spec:

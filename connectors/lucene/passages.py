@@ -25,17 +25,26 @@ from connectors.spec import PassageSpec
 
 Body = dict[str, Any]
 
+ANALYSED_CHARS = 999_999
+"""Characters of a content the highlighter analyses, at most: one less than the engines'
+default ``index.highlight.max_analyzed_offset`` (a query's own bound must stay below the
+index's). Without it a longer document fails the whole search; with it, its passages
+come from its head."""
+
 CANDIDATES_PER_PASSAGE = 2
 """Fragments asked of the engine (best first) per passage kept: the kept ones come from
 different paragraphs while there are any, as the gateway's windows do."""
 
 
-def highlight_clause(content: str, spec: PassageSpec, text: str | None) -> Body:
+def highlight_clause(
+    content: str, spec: PassageSpec, text: str | None, limit_key: str = "max_analyzed_offset"
+) -> Body:
     """The ``highlight`` clause asking for ``spec.count`` passages of ``content``.
 
     ``text``: what the passages answer, matched on the content field whatever query
     selected the hit (None: the search's own query). Tags are empty: a fragment is
-    the document's own text, so it can be found in it.
+    the document's own text, so it can be found in it. ``limit_key``: the dialect's
+    name for the bound on the characters analysed (:data:`ANALYSED_CHARS`).
     """
     field: Body = {
         "type": "unified",
@@ -50,6 +59,7 @@ def highlight_clause(content: str, spec: PassageSpec, text: str | None) -> Body:
         "post_tags": [""],
         "encoder": "default",
         "require_field_match": False,
+        limit_key: ANALYSED_CHARS,
         "fields": {content: field},
     }
     if text:
@@ -145,25 +155,48 @@ _SENTENCE_ENDS = (". ", "? ", "! ", "\n")
 
 
 def widen(text: str, spans: list[tuple[int, int]], cap: int) -> list[tuple[int, int]]:
-    """Each span (in text order) run on to ``cap`` characters from its start, to the last
-    sentence end that keeps at least half of it (else a word end), never into the next
-    span: a short fragment (a sentence of a few words) still carries its context."""
+    """Each span (in text order) run on to ``cap`` characters: forward to the last
+    sentence end that keeps at least half of it (else a word end), then, with room left
+    (the paragraph or the text ended), back to a sentence start of its paragraph; never
+    into a neighbour. A short fragment (a few words, a sentence's tail) still carries
+    its context."""
     out: list[tuple[int, int]] = []
     for i, (start, end) in enumerate(spans):
-        stop = min(start + cap, len(text))
-        if i + 1 < len(spans):
-            stop = min(stop, spans[i + 1][0])
-        if stop > end:
-            half = start + cap // 2
-            cut_at = max(text.rfind(m, max(end, half), stop) for m in _SENTENCE_ENDS)
-            if cut_at > 0:
-                end = cut_at + (0 if text[cut_at] == "\n" else 1)
-            elif stop == len(text) or (i + 1 < len(spans) and stop == spans[i + 1][0]):
-                end = stop
-            else:
-                space = text.rfind(" ", end, stop)
-                end = space if space > end else end
-        while end > start and text[end - 1].isspace():
-            end -= 1
+        after = spans[i + 1][0] if i + 1 < len(spans) else len(text)
+        end = _forward(text, start, end, min(start + cap, after), cap)
+        before = out[-1][1] if out else 0
+        start = _backward(text, start, max(before, end - cap))
         out.append((start, end))
     return out
+
+
+def _forward(text: str, start: int, end: int, stop: int, cap: int) -> int:
+    if stop > end:
+        half = start + cap // 2
+        cut_at = max(text.rfind(m, max(end, half), stop) for m in _SENTENCE_ENDS)
+        if cut_at > 0:
+            end = cut_at + (0 if text[cut_at] == "\n" else 1)
+        elif stop == len(text):
+            end = stop
+        else:
+            space = text.rfind(" ", end, stop)
+            end = space if space > end else end
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return end
+
+
+def _backward(text: str, start: int, lo: int) -> int:
+    # The earliest sentence start in [lo, start) that stays in the span's paragraph.
+    if lo >= start:
+        return start
+    para = text.rfind("\n\n", lo, start)
+    if para >= 0:
+        lo = para + 2
+    at = min((i for i in (text.find(m, lo, start) for m in _SENTENCE_ENDS) if i >= 0), default=-1)
+    if at < 0:
+        return start
+    new = at + (1 if text[at] == "\n" else 2)
+    while new < start and text[new].isspace():
+        new += 1
+    return new if new < start else start

@@ -98,6 +98,7 @@ class QueryTranslator(FilterTranslator):
         exact_fields: Mapping[str, str] | None = None,
         text_only_fields: Collection[str] = (),
         multi_match_type: str = "best_fields",
+        highlight_limit_key: str = "max_analyzed_offset",
     ) -> None:
         """
         Args:
@@ -105,6 +106,8 @@ class QueryTranslator(FilterTranslator):
             exact_fields: text field → keyword sub-field (from the index mapping).
             text_only_fields: analysed text fields with no keyword sub-field.
             multi_match_type: ``best_fields`` unless the store asks otherwise.
+            highlight_limit_key: the dialect's name for the highlighter's bound on the
+                characters it analyses (passages).
 
         Raises:
             EngineConfigError: ``search.text_fields`` is malformed.
@@ -118,6 +121,7 @@ class QueryTranslator(FilterTranslator):
         self._source_fields = list(spec.fields.read)
         content = spec.fields.content
         self._passages = spec.search.passages if content else None
+        self._limit_key = highlight_limit_key
 
     # ---- pieces
 
@@ -179,7 +183,7 @@ class QueryTranslator(FilterTranslator):
         """
         content = self._mapping.content
         if self._passages is not None and content:
-            return highlight_clause(content, self._passages, passage_text)
+            return highlight_clause(content, self._passages, passage_text, self._limit_key)
         if not self._search.highlight or not content:
             return None
         size = self._search.highlight_fragment_size
