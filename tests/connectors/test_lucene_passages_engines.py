@@ -46,7 +46,11 @@ def node(request: pytest.FixtureRequest, scifact: SciFact) -> tuple[str, str]:
 
 
 def _store(node: tuple[str, str], mode: str, **extra: Any) -> Store:
+    """A store on the SciFact index; a dense or hybrid one names the model its vectors come
+    from (recalls here send the query's vector beside its text, so it embeds nothing)."""
     backend, url = node
+    if mode != "lexical":
+        extra.setdefault("search", {})["embedder"] = {"kind": "minilm"}
     config = validate_store(
         {
             "backend": backend,
@@ -117,19 +121,21 @@ async def test_a_hit_only_the_knn_leg_found_gets_passages_with_a_query_term(
     store = _store(node, "dense", search={"passages": PASSAGES})
     try:
         await store.ensure_started()
-        text, vector = _queries(scifact)[0]
-        words = {w.lower().strip(".,") for w in text.split() if len(w) > 5}
-        params = RecallParams(query=text, embedding=vector, limit=8)
-        records = (await store.recall(params))["records"]
-        with_term = [
-            r
-            for r in records
-            if "passage" in r.get("metadata", {})
-            and words & {w.lower().strip(".,") for w in r["content"].split()}
-        ]
-        heads = [r for r in records if r.get("metadata", {}).get("passage", {}).get("offsets")]
-        assert heads
-        assert with_term  # not only heads: the query's terms chose some passages
+        with_term: list[dict[str, Any]] = []
+        for text, vector in _queries(scifact):
+            words = {w.lower().strip(".,()") for w in text.split() if len(w) > 5}
+            params = RecallParams(query=text, embedding=vector, limit=8)
+            records = (await store.recall(params))["records"]
+            # Every record longer than the cap is cut (a hit without a query term: its head).
+            assert all(len(r["content"]) <= CAP for r in records)
+            assert any("passage" in r.get("metadata", {}) for r in records)
+            with_term += [
+                r
+                for r in records
+                if "passage" in r.get("metadata", {})
+                and words & {w.lower().strip(".,()") for w in r["content"].split()}
+            ]
+        # Not only heads: the query's terms chose passages inside the documents.
         assert any(r["metadata"]["passage"]["offsets"][0][0] > 0 for r in with_term)
     finally:
         await store.close()
