@@ -5,7 +5,8 @@ value (:data:`connectors.lucene.elasticsearch.ELASTICSEARCH`,
 :data:`connectors.lucene.opensearch.OPENSEARCH`); everything else lives here
 once. Bodies come from :mod:`connectors.lucene.query`, field checks from
 :mod:`connectors.lucene.mapping`, hybrid legs (one ``_msearch``) from
-:mod:`connectors.lucene.hybrid`, ordered reads and their paging from
+:mod:`connectors.lucene.hybrid`, the highlighter's passages from
+:mod:`connectors.lucene.passages`, ordered reads and their paging from
 :mod:`connectors.lucene.order` (their points in time from :mod:`connectors.lucene.pit`),
 retries and errors from :mod:`connectors.lucene.client`.
 """

@@ -15,7 +15,10 @@ docs/benchmarks.md "Hybrid cost"): the engine's cost of a leg grows with the
 - deeper legs return ids (and the group, to collapse) only, and the fused page is
   re-read in one query that names each hit by index, routing and id (an ``_id`` is
   unique only within one index and routing value) and carries the filter again:
-  **two** round trips, cheaper for the engine than parsing every candidate's source.
+  **two** round trips, cheaper for the engine than parsing every candidate's source;
+- with passages by the engine (``search.passages``, :mod:`connectors.lucene.passages`)
+  the legs always return ids, and the re-read of the fused page carries the highlight:
+  only the page's documents are highlighted and read whole.
 
 Native fusion was measured and is not used: the shipped Elasticsearch test
 distribution (basic licence) answers ``unknown retriever [rrf]``, and the
