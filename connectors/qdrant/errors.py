@@ -241,7 +241,6 @@ def engine_errors() -> Iterator[None]:
 
 def _not_qdrants(refused: BadResponse) -> ConnectorError:
     """The error for an answer that is not Qdrant's; its message says what came back."""
-    log.debug("qdrant answer refused: %s", refused)
     if refused.retryable:
         return EngineAnswerInvalid(str(refused))
     return EngineAnswerUnusable(str(refused))
