@@ -13,7 +13,7 @@ import logging
 import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from connectors.errors import (
     ConnectorError,
@@ -25,6 +25,9 @@ from connectors.errors import (
     EngineUnavailable,
 )
 from connectors.http_answer import NOT_VALID_JSON, BadResponse
+
+if TYPE_CHECKING:
+    from qdrant_client.http.exceptions import ResponseHandlingException
 
 log = logging.getLogger("connectors.qdrant.connector")
 
@@ -197,20 +200,7 @@ def engine_errors() -> Iterator[None]:
         log.debug("qdrant answered 429: %s", exc)
         raise EngineUnavailable("qdrant is rate limiting", _retry_after_ms(exc)) from exc
     except ResponseHandlingException as exc:
-        source = exc.source
-        log.debug("qdrant request failed: %r", source)
-        if isinstance(source, BadResponse):
-            raise _not_qdrants(source) from exc
-        if untrusted_tls(exc):
-            raise _untrusted(exc) from exc
-        if is_transient(exc):
-            raise EngineUnavailable("qdrant cannot be reached") from exc
-        if isinstance(source, httpx.TimeoutException):
-            raise EngineTimeout("qdrant did not answer in time") from exc
-        if isinstance(source, httpx.HTTPError):
-            raise EngineUnavailable("qdrant cannot be reached") from exc
-        # Valid JSON of another shape (pydantic's ValidationError): not the caller's doing.
-        raise EngineAnswerUnusable(NOT_QDRANTS_JSON) from exc
+        raise _unhandled(exc) from exc
     except httpx.TimeoutException as exc:
         raise EngineTimeout("qdrant did not answer in time") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -237,6 +227,27 @@ def engine_errors() -> Iterator[None]:
     except RuntimeError as exc:  # qdrant-client used after close
         log.debug("qdrant client failed: %s", exc)
         raise EngineUnavailable("qdrant client is closed") from exc
+
+
+def _unhandled(exc: ResponseHandlingException) -> ConnectorError:
+    """The error for a request qdrant-client could not complete: what httpx or the answer
+    check raised (its ``source``), or JSON of another shape than the answer."""
+    import httpx
+
+    source = exc.source
+    log.debug("qdrant request failed: %r", source)
+    if isinstance(source, BadResponse):
+        return _not_qdrants(source)
+    if untrusted_tls(exc):
+        return _untrusted(exc)
+    if is_transient(exc):
+        return EngineUnavailable("qdrant cannot be reached")
+    if isinstance(source, httpx.TimeoutException):
+        return EngineTimeout("qdrant did not answer in time")
+    if isinstance(source, httpx.HTTPError):
+        return EngineUnavailable("qdrant cannot be reached")
+    # Valid JSON of another shape (pydantic's ValidationError): not the caller's doing.
+    return EngineAnswerUnusable(NOT_QDRANTS_JSON)
 
 
 def _not_qdrants(refused: BadResponse) -> ConnectorError:
