@@ -367,6 +367,11 @@ NOT_QDRANTS = [
         id="not-json",
     ),
     pytest.param(
+        lambda: httpx.Response(200, headers=JSON, content=b'{"result": "\xff"}'),
+        "the engine answered with a body that is not valid JSON",
+        id="not-utf8",
+    ),
+    pytest.param(
         lambda: httpx.Response(200, headers=JSON, content=b""),
         "the engine answered 200 with an empty body, not JSON",
         id="empty",
