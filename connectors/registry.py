@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from connectors.config import EngineConnection, EngineSearchKeys
 from connectors.lucene.config import ElasticsearchConnection, LuceneSearchKeys, OpenSearchConnection
@@ -46,8 +46,10 @@ class Engine:
     """The ``backend:`` value of its stores."""
     connection: type[EngineConnection]
     """The ``connection:`` model."""
-    connector: Callable[[ConnectorSpec], Connector]
-    """Builds the connector of one store (contacts nothing; imports the client lazily)."""
+    connector: Callable[[ConnectorSpec[Any]], Connector]
+    """Builds the connector of one store (contacts nothing; imports the client lazily)
+    from a spec whose ``connection`` is the one its connection model's ``spec()`` made
+    (:meth:`connectors.spec.ConnectorSpec.of` checks it)."""
     search_keys: type[EngineSearchKeys] = EngineSearchKeys
     """Search keys of this engine only, mixed into the store's ``search:`` model (with
     the keys a mode needs, and its :class:`connectors.spec.SearchSpec` fields)."""
@@ -61,16 +63,18 @@ class Engine:
     """The engine has per-user document security a caller's credential can be sent to."""
 
 
-def _lucene(spec: ConnectorSpec) -> Connector:
+def _lucene(spec: ConnectorSpec[Any]) -> Connector:
     from connectors.lucene.connector import LuceneConnector
+    from connectors.lucene.spec import LuceneConnectionSpec
 
-    return LuceneConnector(spec)
+    return LuceneConnector(spec.of(LuceneConnectionSpec))
 
 
-def _qdrant(spec: ConnectorSpec) -> Connector:
+def _qdrant(spec: ConnectorSpec[Any]) -> Connector:
     from connectors.qdrant.connector import QdrantConnector
+    from connectors.qdrant.spec import QdrantConnectionSpec
 
-    return QdrantConnector(spec)
+    return QdrantConnector(spec.of(QdrantConnectionSpec))
 
 
 _ELASTIC_LOGGERS = ("elastic_transport",)
@@ -162,7 +166,7 @@ def engine(name: str) -> Engine:
     return _ENGINES[name]
 
 
-def make_connector(spec: ConnectorSpec) -> Connector:
+def make_connector(spec: ConnectorSpec[Any]) -> Connector:
     """Build the connector for one store (nothing is contacted until open()).
 
     Raises:

@@ -19,12 +19,12 @@ from connectors.errors import EngineConfigError
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
 
-    from connectors.spec import ConnectionSpec
+    from connectors.qdrant.spec import QdrantConnectionSpec
 
 log = logging.getLogger("connectors.qdrant.connector")
 
 
-def _tls(c: ConnectionSpec) -> tuple[dict[str, Any], dict[str, Any]]:
+def _tls(c: QdrantConnectionSpec) -> tuple[dict[str, Any], dict[str, Any]]:
     """(httpx kwargs, gRPC options) for the server's TLS: a CA bundle, or no checking (REST).
 
     Raises:
@@ -42,7 +42,7 @@ def _tls(c: ConnectionSpec) -> tuple[dict[str, Any], dict[str, Any]]:
     return {"verify": context}, {"root_certificates": pem}
 
 
-def server_client(c: ConnectionSpec, timeout_s: float) -> AsyncQdrantClient:
+def server_client(c: QdrantConnectionSpec, timeout_s: float) -> AsyncQdrantClient:
     """A client for ``c.url`` (REST, or gRPC on ``c.grpc_port`` with ``prefer_grpc``).
 
     Raises:

@@ -82,7 +82,7 @@ from connectors.qdrant.searcher import ENCODE_INLINE_CHARS, QdrantSearcher
 from connectors.retry import remaining
 
 if TYPE_CHECKING:
-    from connectors.spec import ConnectorSpec
+    from connectors.qdrant.spec import QdrantSpec
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +90,10 @@ log = logging.getLogger(__name__)
 class QdrantConnector(QdrantSearcher):
     """One Qdrant collection behind one store. Nothing is contacted until :meth:`open`."""
 
-    def __init__(self, spec: ConnectorSpec) -> None:
+    def __init__(self, spec: QdrantSpec) -> None:
         super().__init__(spec)
         self._spec = spec
-        self._local = spec.connection.url is None
+        self._local = spec.connection.local
 
     # -- lifecycle ---------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from connectors.retry import remaining
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
 
-    from connectors.spec import ConnectionSpec
+    from connectors.qdrant.spec import QdrantConnectionSpec
 
 log = logging.getLogger("connectors.qdrant.connector")
 
@@ -33,7 +33,7 @@ log = logging.getLogger("connectors.qdrant.connector")
 class ServerEngine:
     """One collection on a Qdrant server; the client is created here, nothing is sent yet."""
 
-    def __init__(self, connection: ConnectionSpec, collection: str, timeout_s: float) -> None:
+    def __init__(self, connection: QdrantConnectionSpec, collection: str, timeout_s: float) -> None:
         self._client: AsyncQdrantClient = server_client(connection, timeout_s)
         self._collection = collection
         self._timeout_s = timeout_s

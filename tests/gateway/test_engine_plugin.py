@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from connectors.registry import ENV_VAR, Engine, engine, make_connector, register_engine
-from connectors.spec import ConnectionSpec, ConnectorSpec
+from connectors.spec import ConnectorSpec
 
 PLUGIN = "tests.support.memory_engine"
 DOCS = [
@@ -59,10 +59,11 @@ def _gateway(
 
 def test_registering_makes_the_factory_build_its_connector() -> None:
     import tests.support.memory_engine as memory
+    from tests.support.memory_engine.spec import MemoryConnectionSpec
 
     assert engine("memory") is memory.MEMORY
     register_engine(memory.MEMORY)  # the same entry again: a module imported twice
-    spec = ConnectorSpec("memory", "notes", ConnectionSpec(path="/nowhere.json"))
+    spec = ConnectorSpec("memory", "notes", MemoryConnectionSpec(documents="/nowhere.json"))
     assert type(make_connector(spec)).__name__ == "MemoryEngineConnector"
     other = Engine("memory", memory.MEMORY.connection, memory.MEMORY.connector)
     with pytest.raises(ValueError, match="registered already"):

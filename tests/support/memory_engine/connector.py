@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -11,14 +12,15 @@ from connectors.base import Connector, EngineInfo
 from connectors.errors import EngineConfigError
 from connectors.spec import ConnectorSpec
 from tests.support.memory_connector import MemoryConnector
+from tests.support.memory_engine.spec import MemoryConnectionSpec, MemorySpec
 
 
 class MemoryEngineConnector(MemoryConnector):
     """:class:`MemoryConnector` over the documents of ``connection.documents``."""
 
-    def __init__(self, spec: ConnectorSpec) -> None:
+    def __init__(self, spec: MemorySpec) -> None:
         super().__init__()
-        self._path = spec.connection.path or ""
+        self._path = spec.connection.documents
 
     async def open(self) -> EngineInfo:
         """Read the documents.
@@ -36,5 +38,10 @@ class MemoryEngineConnector(MemoryConnector):
         return await super().open()
 
 
-def make_memory_connector(spec: ConnectorSpec) -> Connector:
-    return MemoryEngineConnector(spec)
+def make_memory_connector(spec: ConnectorSpec[Any]) -> Connector:
+    """The connector of one memory store.
+
+    Raises:
+        TypeError: the spec's connection is not a memory store's.
+    """
+    return MemoryEngineConnector(spec.of(MemoryConnectionSpec))
