@@ -3,10 +3,11 @@
 An :class:`Engine` names an engine's ``backend:`` value, its ``connection:`` and
 search-keys models, its connector factory (the engine's client imported only when a
 store of it is built), what ``check`` calls the thing a store reads, the client
-libraries' loggers, and the conformance suite's backend ids. The gateway builds from
-these entries the ``backend:`` union of its store models (``gateway.config.stores``),
-the factory (:func:`make_connector`), ``check``'s lines, its log levels and the Helm
-values schema's ``backend`` list (tests/helm checks it against :func:`names`).
+libraries' loggers, and where the conformance suite finds the engine's backends. The
+gateway builds from these entries the ``backend:`` union of its store models
+(``gateway.config.stores``), the factory (:func:`make_connector`), ``check``'s lines,
+its log levels and the Helm values schema's ``backend`` list (tests/helm checks it
+against :func:`names`); the conformance suite its backend list.
 
 Built-in engines are listed here. Another engine registers itself with
 :func:`register_engine` when its module is imported: a module named in the
@@ -57,8 +58,10 @@ class Engine:
     """What a store reads, in ``check``'s lines: ``index``, ``collection``."""
     loggers: tuple[str, ...] = ()
     """Client libraries' loggers: quiet unless debugging (they log hosts and tracebacks)."""
-    conformance: tuple[str, ...] = ()
-    """The conformance suite's backend ids that run on this engine."""
+    conformance: str = ""
+    """Where the conformance suite finds this engine's backends, as ``"module:attr"``: a
+    mapping of backend ids to how each seeds and serves the suite's corpora, kept with
+    the engine's tests (``tests/support/conformance``); empty: none."""
     forwards_credential: bool = True
     """The engine has per-user document security a caller's credential can be sent to."""
 
@@ -104,7 +107,7 @@ for _builtin in (
         _lucene,
         LuceneSearchKeys,
         loggers=_ELASTIC_LOGGERS,
-        conformance=("elasticsearch",),
+        conformance="tests.support.conformance.lucene:ELASTICSEARCH",
     ),
     Engine(
         "opensearch",
@@ -112,7 +115,7 @@ for _builtin in (
         _lucene,
         LuceneSearchKeys,
         loggers=_OPENSEARCH_LOGGERS,
-        conformance=("opensearch",),
+        conformance="tests.support.conformance.lucene:OPENSEARCH",
     ),
     Engine(
         "qdrant",
@@ -120,7 +123,7 @@ for _builtin in (
         _qdrant,
         QdrantSearchKeys,
         noun="collection",
-        conformance=("qdrant", "qdrant-rest", "qdrant-grpc"),
+        conformance="tests.support.conformance.qdrant:QDRANT",
         forwards_credential=False,
     ),
 ):
