@@ -11,20 +11,19 @@ from connectors.spec import ConnectorSpec
 
 
 @pytest.mark.parametrize(
-    ("backend", "connection", "kind"),
+    ("backend", "connection", "kind", "connector"),
     [
-        ("elasticsearch", {"hosts": ["http://es:9200"], "sniff": True}, LuceneConnectionSpec),
-        ("opensearch", {"hosts": ["http://os:9200"]}, LuceneConnectionSpec),
-        ("qdrant", {"url": "http://q:6333", "prefer_grpc": True}, QdrantConnectionSpec),
+        ("elasticsearch", {"hosts": ["http://es:9200"]}, LuceneConnectionSpec, "LuceneConnector"),
+        ("opensearch", {"hosts": ["http://os:9200"]}, LuceneConnectionSpec, "LuceneConnector"),
+        ("qdrant", {"url": "http://q:6333"}, QdrantConnectionSpec, "QdrantConnector"),
     ],
 )
 def test_a_connection_model_builds_its_engines_spec(
-    backend: str, connection: dict[str, object], kind: type[object]
+    backend: str, connection: dict[str, object], kind: type[object], connector: str
 ) -> None:
     spec = engine(backend).connection.model_validate(connection).spec()
     assert type(spec) is kind
-    connector = make_connector(ConnectorSpec(backend, "idx", spec))
-    assert connector is not None
+    assert type(make_connector(ConnectorSpec(backend, "idx", spec))).__name__ == connector
 
 
 def test_a_connector_refuses_another_engines_connection() -> None:
