@@ -20,7 +20,7 @@ from connectors.lucene.order import EngineIdOrder
 if TYPE_CHECKING:
     from connectors.lucene.failures import EngineFailure
     from connectors.lucene.query import Body
-    from connectors.spec import ConnectorSpec
+    from connectors.lucene.spec import LuceneSpec
 
 KnnScore = Callable[[float], float]
 """The engine's kNN ``_score`` for the field's similarity, mapped into [0, 1]."""
@@ -57,7 +57,7 @@ class Dialect(Protocol):
     pit: PitCalls
     version: VersionCall
 
-    async def make_client(self, spec: ConnectorSpec) -> Any:
+    async def make_client(self, spec: LuceneSpec) -> Any:
         """The async client for ``connection:`` (no engine request; a credential
         lookup may run on a worker thread).
 

@@ -32,7 +32,8 @@ from connectors.lucene.filters import Body as Body
 from connectors.lucene.filters import FilterTranslator
 
 if TYPE_CHECKING:
-    from connectors.spec import ConnectorSpec, FieldsSpec
+    from connectors.lucene.spec import LuceneSpec
+    from connectors.spec import FieldsSpec
 
 PAGE_SIZE = 1000
 """Documents per ordered-read request; longer reads page on with ``search_after``."""
@@ -92,7 +93,7 @@ class QueryTranslator(FilterTranslator):
 
     def __init__(
         self,
-        spec: ConnectorSpec,
+        spec: LuceneSpec,
         *,
         exact_fields: Mapping[str, str] | None = None,
         text_only_fields: Collection[str] = (),

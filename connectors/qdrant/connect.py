@@ -24,12 +24,12 @@ if TYPE_CHECKING:
     import httpx
     from qdrant_client import AsyncQdrantClient
 
-    from connectors.spec import ConnectionSpec
+    from connectors.qdrant.spec import QdrantConnectionSpec
 
 log = logging.getLogger("connectors.qdrant.connector")
 
 
-def _tls(c: ConnectionSpec) -> tuple[dict[str, Any], dict[str, Any]]:
+def _tls(c: QdrantConnectionSpec) -> tuple[dict[str, Any], dict[str, Any]]:
     """(httpx kwargs, gRPC options) for the server's TLS: a CA bundle, or no checking (REST).
 
     Raises:
@@ -48,7 +48,7 @@ def _tls(c: ConnectionSpec) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def server_client(
-    c: ConnectionSpec, timeout_s: float, transport: httpx.AsyncBaseTransport | None = None
+    c: QdrantConnectionSpec, timeout_s: float, transport: httpx.AsyncBaseTransport | None = None
 ) -> AsyncQdrantClient:
     """A client for ``c.url`` (REST, or gRPC on ``c.grpc_port`` with ``prefer_grpc``); its
     REST requests go through ``transport`` when given (else httpx's own, on sockets).

@@ -90,7 +90,7 @@ from connectors.retry import remaining
 if TYPE_CHECKING:
     import httpx
 
-    from connectors.spec import ConnectorSpec
+    from connectors.qdrant.spec import QdrantSpec
 
 log = logging.getLogger(__name__)
 
@@ -98,16 +98,14 @@ log = logging.getLogger(__name__)
 class QdrantConnector(QdrantSearcher):
     """One Qdrant collection behind one store. Nothing is contacted until :meth:`open`."""
 
-    def __init__(
-        self, spec: ConnectorSpec, transport: httpx.AsyncBaseTransport | None = None
-    ) -> None:
+    def __init__(self, spec: QdrantSpec, transport: httpx.AsyncBaseTransport | None = None) -> None:
         """``transport``: what a server store's REST requests go through (an httpx
         transport, e.g. ``httpx.MockTransport(handler)`` in a unit test); sockets when
         None. Unused by gRPC and by a store in this process.
         """
         super().__init__(spec)
         self._spec = spec
-        self._local = spec.connection.url is None
+        self._local = spec.connection.local
         self._transport = transport
 
     # -- lifecycle ---------------------------------------------------------------------

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import httpx
     from qdrant_client import AsyncQdrantClient
 
-    from connectors.spec import ConnectionSpec
+    from connectors.qdrant.spec import QdrantConnectionSpec
 
 log = logging.getLogger("connectors.qdrant.connector")
 
@@ -55,7 +55,7 @@ class ServerEngine:
 
     def __init__(
         self,
-        connection: ConnectionSpec,
+        connection: QdrantConnectionSpec,
         collection: str,
         timeout_s: float,
         transport: httpx.AsyncBaseTransport | None = None,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from connectors.spec import ConnectorSpec, FieldsSpec, SearchSpec
+from connectors.spec import ConnectionSpec, ConnectorSpec, FieldsSpec, SearchSpec
 from gateway.config import StoreBase
 
 
-def connector_spec(config: StoreBase) -> ConnectorSpec:
-    """What the store's connector needs to know, and nothing of A2M."""
+def connector_spec(config: StoreBase) -> ConnectorSpec[ConnectionSpec]:
+    """What the store's connector needs to know, and nothing of A2M: the connection is
+    the engine's own spec, made by its ``connection:`` model."""
     m, s = config.mapping, config.search
     return ConnectorSpec(
         backend=config.backend,
