@@ -272,6 +272,7 @@ async def connector_p50(repeat: int) -> list[str]:
     """The edge demo store through the gateway's connector: search(text[, vector])."""
     from connectors.base import SearchRequest
     from connectors.qdrant.connector import QdrantConnector
+    from connectors.qdrant.spec import QdrantConnectionSpec
     from gateway.demo import DEMO_STORE, default_demo_config, ensure_demo_index
     from gateway.embedders.minilm import load_encoder, missing_message
     from gateway.store.connector_spec import connector_spec
@@ -281,7 +282,7 @@ async def connector_p50(repeat: int) -> list[str]:
         if hybrid and missing_message("auto") is not None:
             continue
         store = default_demo_config(hybrid=hybrid).stores[DEMO_STORE]
-        conn = QdrantConnector(connector_spec(store))
+        conn = QdrantConnector(connector_spec(store).of(QdrantConnectionSpec))
         await ensure_demo_index(store, conn)
         await conn.open()
         dense = load_encoder("auto", 1).encode(QUESTIONS) if hybrid else None

@@ -105,9 +105,10 @@ def canned_engine() -> Iterator[str]:
 
 
 def _spec(backend: str, url: str) -> Any:
-    from connectors.spec import ConnectionSpec, ConnectorSpec
+    from connectors.lucene.spec import LuceneConnectionSpec
+    from connectors.spec import ConnectorSpec
 
-    connection = ConnectionSpec(hosts=(url,), pool_maxsize=64)
+    connection = LuceneConnectionSpec(hosts=(url,), pool_maxsize=64)
     return ConnectorSpec(backend=backend, index=_INDEX[0], connection=connection)
 
 

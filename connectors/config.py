@@ -3,7 +3,8 @@
 An engine's package (``connectors/<engine>/config.py``) holds its ``connection:``
 model, a subclass of :class:`EngineConnection`; the gateway's store models take
 it from the registry (:mod:`connectors.registry`). These models import nothing of
-the gateway: their ``spec()`` is the connector's plain :class:`ConnectionSpec`.
+the gateway: their ``spec()`` is the connector's plain connection spec, a
+:class:`ConnectionSpec` of the engine's own (``connectors/<engine>/spec.py``).
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from connectors.spec import ConnectionSpec
+from connectors.spec import ConnectionSpec, Secret
+
+
+def secret(value: SecretStr | None) -> Secret | None:
+    """A config secret as the connector's :class:`Secret` (its repr never shows it)."""
+    return Secret(value.get_secret_value()) if value is not None else None
 
 
 class StrictModel(BaseModel):
@@ -53,7 +59,8 @@ class EngineConnection(StrictModel):
         return []
 
     def spec(self) -> ConnectionSpec:
-        """The connector's view of these keys (plain values, secrets wrapped)."""
+        """The connector's view of these keys (plain values, secrets wrapped): an engine
+        returns its own subclass, which its connector reads."""
         return ConnectionSpec(
             timeout_ms=self.timeout_ms, pool_maxsize=self.pool_maxsize, retries=self.retries
         )

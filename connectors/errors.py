@@ -59,21 +59,25 @@ class EngineConfigError(ConnectorError):
 
 
 class LocalStorageLocked(EngineConfigError):
-    """A Qdrant shard in this process is locked by another process (one process per shard).
+    """An engine's storage in this process is locked by another process (one process per
+    storage: a qdrant-edge shard, say).
 
     Not transient the way an unreachable server is: retrying never helps while the
     other process runs, so the CLI reports it at start-up with :attr:`path`, which
     is the operator's own config value and is kept off the wire message.
     """
 
-    def __init__(self, path: str) -> None:
-        super().__init__("qdrant storage is locked by another process")
+    def __init__(self, path: str, storage: str, why: str) -> None:
+        """path: the operator's config value; storage: what is locked, in the engine's
+        words (``qdrant storage``); why: why one process only, for the operator."""
+        super().__init__(f"{storage} is locked by another process")
         self.path = path
+        self.storage = storage
+        self.why = why
 
     def for_operator(self) -> str:
         """The start-up line's reason: the path, and what to do (never on the wire)."""
         return (
-            f"qdrant storage {self.path} is locked by another process "
-            "(a shard opens in one process at a time); stop that process or give this "
-            "store another connection.path"
+            f"{self.storage} {self.path} is locked by another process "
+            f"({self.why}); stop that process or give this store another connection.path"
         )

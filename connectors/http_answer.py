@@ -5,7 +5,8 @@ the content codings a client must accept (RFC 9110 §8.4: names case-insensitive
 ``x-gzip`` as ``gzip``, a gzip body of several members, ``deflate`` raw or
 zlib-wrapped) within a bound on the decoded size, and says in one sentence what came
 back when an answer is not the JSON an engine call asked for (a login page, an empty
-or still-compressed body, a redirect).
+or still-compressed body, a redirect, an error page, a status no engine sends). Each
+connector uses these sentences, so an operator reads the same words for every engine.
 
 Errors: :class:`BadResponse` (a :class:`ConnectionError`): the answer is not usable;
 its text is one sentence naming what came back (never a host), its ``retryable`` says
@@ -48,6 +49,12 @@ class AnswerTooLarge(BadResponse):
 _GZIP_MAGIC = b"\x1f\x8b"
 _MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*")
 _PROXY_HINT = "is a login page or proxy in front of the engine?"
+_PAGES = frozenset({"text/html", "application/xhtml+xml"})
+
+NOT_VALID_JSON = "the engine answered with a body that is not valid JSON"
+"""An answer declared JSON that does not parse."""
+BROKEN_CODING = "the engine's compressed answer is broken"
+"""An answer whose declared content coding cannot be undone."""
 
 
 def media_type(headers: Mapping[str, str]) -> str:
@@ -120,7 +127,7 @@ def _inflate_into(inflater: Any, data: bytes, room: int, out: list[bytes]) -> in
             if inflater.eof:
                 break
     except zlib.error:
-        raise BadResponse("the engine's compressed answer is broken") from None
+        raise BadResponse(BROKEN_CODING) from None
     return added
 
 
@@ -152,3 +159,23 @@ def unexpected(method: str, status: int, headers: Mapping[str, str], body: bytes
         shown = kind or "no content type"
         return f"the engine answered {status} with {shown}, not JSON: {_PROXY_HINT}"
     return None
+
+
+def error_page(status: int, headers: Mapping[str, str]) -> str | None:
+    """What came back, in one sentence, when an error status carries a web page: no engine
+    answers a call with one (a proxy's or load balancer's page); None otherwise."""
+    kind = media_type(headers)
+    if kind not in _PAGES:
+        return None
+    return (
+        f"the engine's address answered {status} with {kind}, not the engine's answer: "
+        "is a proxy or load balancer in front of the engine?"
+    )
+
+
+def foreign_status(status: int) -> str:
+    """A status the engine never sends to the call, in one sentence."""
+    return (
+        f"the engine's address answered {status}, which no engine sends to this call: "
+        "is a proxy in front of the engine?"
+    )

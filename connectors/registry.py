@@ -3,10 +3,11 @@
 An :class:`Engine` names an engine's ``backend:`` value, its ``connection:`` and
 search-keys models, its connector factory (the engine's client imported only when a
 store of it is built), what ``check`` calls the thing a store reads, the client
-libraries' loggers, and the conformance suite's backend ids. The gateway builds from
-these entries the ``backend:`` union of its store models (``gateway.config.stores``),
-the factory (:func:`make_connector`), ``check``'s lines, its log levels and the Helm
-values schema's ``backend`` list (tests/helm checks it against :func:`names`).
+libraries' loggers, and where the conformance suite finds the engine's backends. The
+gateway builds from these entries the ``backend:`` union of its store models
+(``gateway.config.stores``), the factory (:func:`make_connector`), ``check``'s lines,
+its log levels and the Helm values schema's ``backend`` list (tests/helm checks it
+against :func:`names`); the conformance suite its backend list.
 
 Built-in engines are listed here. Another engine registers itself with
 :func:`register_engine` when its module is imported: a module named in the
@@ -22,7 +23,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from connectors.config import EngineConnection, EngineSearchKeys
 from connectors.lucene.config import ElasticsearchConnection, LuceneSearchKeys, OpenSearchConnection
@@ -46,8 +47,10 @@ class Engine:
     """The ``backend:`` value of its stores."""
     connection: type[EngineConnection]
     """The ``connection:`` model."""
-    connector: Callable[[ConnectorSpec], Connector]
-    """Builds the connector of one store (contacts nothing; imports the client lazily)."""
+    connector: Callable[[ConnectorSpec[Any]], Connector]
+    """Builds the connector of one store (contacts nothing; imports the client lazily)
+    from a spec whose ``connection`` is the one its connection model's ``spec()`` made
+    (:meth:`connectors.spec.ConnectorSpec.of` checks it)."""
     search_keys: type[EngineSearchKeys] = EngineSearchKeys
     """Search keys of this engine only, mixed into the store's ``search:`` model (with
     the keys a mode needs, and its :class:`connectors.spec.SearchSpec` fields)."""
@@ -55,22 +58,26 @@ class Engine:
     """What a store reads, in ``check``'s lines: ``index``, ``collection``."""
     loggers: tuple[str, ...] = ()
     """Client libraries' loggers: quiet unless debugging (they log hosts and tracebacks)."""
-    conformance: tuple[str, ...] = ()
-    """The conformance suite's backend ids that run on this engine."""
+    conformance: str = ""
+    """Where the conformance suite finds this engine's backends, as ``"module:attr"``: a
+    mapping of backend ids to how each seeds and serves the suite's corpora, kept with
+    the engine's tests (``tests/support/conformance``); empty: none."""
     forwards_credential: bool = True
     """The engine has per-user document security a caller's credential can be sent to."""
 
 
-def _lucene(spec: ConnectorSpec) -> Connector:
+def _lucene(spec: ConnectorSpec[Any]) -> Connector:
     from connectors.lucene.connector import LuceneConnector
+    from connectors.lucene.spec import LuceneConnectionSpec
 
-    return LuceneConnector(spec)
+    return LuceneConnector(spec.of(LuceneConnectionSpec))
 
 
-def _qdrant(spec: ConnectorSpec) -> Connector:
+def _qdrant(spec: ConnectorSpec[Any]) -> Connector:
     from connectors.qdrant.connector import QdrantConnector
+    from connectors.qdrant.spec import QdrantConnectionSpec
 
-    return QdrantConnector(spec)
+    return QdrantConnector(spec.of(QdrantConnectionSpec))
 
 
 _ELASTIC_LOGGERS = ("elastic_transport",)
@@ -100,7 +107,7 @@ for _builtin in (
         _lucene,
         LuceneSearchKeys,
         loggers=_ELASTIC_LOGGERS,
-        conformance=("elasticsearch",),
+        conformance="tests.support.conformance.lucene:ELASTICSEARCH",
     ),
     Engine(
         "opensearch",
@@ -108,7 +115,7 @@ for _builtin in (
         _lucene,
         LuceneSearchKeys,
         loggers=_OPENSEARCH_LOGGERS,
-        conformance=("opensearch",),
+        conformance="tests.support.conformance.lucene:OPENSEARCH",
     ),
     Engine(
         "qdrant",
@@ -116,7 +123,7 @@ for _builtin in (
         _qdrant,
         QdrantSearchKeys,
         noun="collection",
-        conformance=("qdrant", "qdrant-rest", "qdrant-grpc"),
+        conformance="tests.support.conformance.qdrant:QDRANT",
         forwards_credential=False,
     ),
 ):
@@ -162,7 +169,7 @@ def engine(name: str) -> Engine:
     return _ENGINES[name]
 
 
-def make_connector(spec: ConnectorSpec) -> Connector:
+def make_connector(spec: ConnectorSpec[Any]) -> Connector:
     """Build the connector for one store (nothing is contacted until open()).
 
     Raises:

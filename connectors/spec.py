@@ -9,11 +9,7 @@ connector's error message can still name the key an operator must fix.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
-
-from connectors.http_answer import AnswerLimits
-
-DEFAULT_LIMITS = AnswerLimits()
+from typing import Generic, Literal, TypeVar, cast
 
 Backend = str
 """An installed engine's name (:mod:`connectors.registry`)."""
@@ -34,50 +30,20 @@ class Secret:
 
 
 @dataclass(frozen=True, slots=True)
-class AwsSigV4:
-    region: str
-    service: Literal["es", "aoss"] = "es"
-
-
-@dataclass(frozen=True, slots=True)
 class ConnectionSpec:
-    """How to reach the engine; each backend reads the keys that apply to it."""
+    """How to reach the engine: what every engine's connection has.
 
-    hosts: tuple[str, ...] = ()
-    cloud_id: Secret | None = None
-    url: str | None = None
-    path: str | None = None
-    location: str | None = None
-    api_key: Secret | None = None
-    username: str | None = None
-    password: Secret | None = None
-    bearer_token: Secret | None = None
-    ca_certs: str | None = None
-    verify_certs: bool = True
-    aws_sigv4: AwsSigV4 | None = None
-    access_token: Secret | None = None
-    prefer_grpc: bool = False
-    grpc_port: int = 6334
+    Each engine's package extends it with its own keys (``connectors.<engine>.spec``),
+    built by its ``connection:`` model's ``spec()``; its connector reads that class.
+    """
+
     timeout_ms: int = 10_000
     pool_maxsize: int = 32
     retries: int = 3
-    sniff: bool = False
-    """Learn the cluster's nodes from the engine (at start, after a node fails, periodically)."""
-    sniff_interval_ms: int = 60_000
-    max_header_bytes: int = DEFAULT_LIMITS.header_bytes
-    """Bounds on each engine answer: its status line and headers, its body as sent, and
-    its body once decompressed (Elasticsearch and OpenSearch)."""
-    max_body_bytes: int = DEFAULT_LIMITS.body_bytes
-    max_decoded_bytes: int = DEFAULT_LIMITS.decoded_bytes
 
-    @property
-    def answer_limits(self) -> AnswerLimits:
-        return AnswerLimits(self.max_header_bytes, self.max_body_bytes, self.max_decoded_bytes)
 
-    @property
-    def fails_over(self) -> bool:
-        """More than one node may serve a request: a failed or hung one is left for another."""
-        return len(self.hosts) > 1 or self.sniff
+C = TypeVar("C", bound=ConnectionSpec)
+C2 = TypeVar("C2", bound=ConnectionSpec)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,17 +89,28 @@ class SearchSpec:
     """Passages by the engine's highlighter; None: the gateway chooses them, if at all."""
 
 
-@dataclass(frozen=True, slots=True)
-class ConnectorSpec:
+@dataclass(frozen=True)
+class ConnectorSpec(Generic[C]):
+    """One store as its connector sees it; ``connection`` is its engine's own spec.
+
+    Not slotted: a slotted frozen generic dataclass cannot be built as ``ConnectorSpec[X](...)``.
+    """
+
     backend: Backend
     index: str
-    connection: ConnectionSpec = ConnectionSpec()
+    connection: C
     fields: FieldsSpec = FieldsSpec()
     search: SearchSpec = SearchSpec()
 
-    @property
-    def has_vectors(self) -> bool:
-        """The index must hold a dense vector (a vector field, or a non-lexical Qdrant store)."""
-        return self.search.vector_field is not None or (
-            self.backend == "qdrant" and self.search.mode != "lexical"
-        )
+    def of(self, kind: type[C2]) -> ConnectorSpec[C2]:
+        """This spec, its connection checked to be ``kind`` (an engine's factory asks).
+
+        Raises:
+            TypeError: the connection is another engine's.
+        """
+        if not isinstance(self.connection, kind):
+            raise TypeError(
+                f"backend {self.backend!r}: a {type(self.connection).__name__}, "
+                f"not a {kind.__name__}"
+            )
+        return cast("ConnectorSpec[C2]", self)

@@ -92,13 +92,14 @@ def client_search(url: str, index: str, client: str) -> Search:
     from opensearchpy import AIOHttpConnection
 
     from connectors.lucene.opensearch import OpenSearchDialect
-    from connectors.spec import ConnectionSpec, ConnectorSpec
+    from connectors.lucene.spec import LuceneConnectionSpec
+    from connectors.spec import ConnectorSpec
 
     dialect = OpenSearchDialect(AIOHttpConnection if client != "gateway-http" else None)
     spec = ConnectorSpec(
         backend="opensearch",
         index=index,
-        connection=ConnectionSpec(hosts=(url,), pool_maxsize=64, timeout_ms=30_000),
+        connection=LuceneConnectionSpec(hosts=(url,), pool_maxsize=64, timeout_ms=30_000),
     )
     engine: Any = None
     path = f"/{index}/_search"

@@ -23,7 +23,7 @@ from connectors.tracing import engine_tracer, operation_of, with_headers
 
 if TYPE_CHECKING:
     from connectors.lucene.dialect import Dialect
-    from connectors.spec import ConnectorSpec
+    from connectors.lucene.spec import LuceneSpec
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ T = TypeVar("T")
 class LuceneClient:
     """One store's engine client (made by its dialect) and the retried, translated calls."""
 
-    def __init__(self, spec: ConnectorSpec, dialect: Dialect) -> None:
+    def __init__(self, spec: LuceneSpec, dialect: Dialect) -> None:
         """Nothing is contacted here; the client is made by :meth:`connect`."""
         self._spec = spec
         self._dialect = dialect

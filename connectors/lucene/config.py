@@ -8,17 +8,9 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, model_validator
 
-from connectors.config import EngineConnection, EngineSearchKeys, StrictModel
-from connectors.http_answer import AnswerLimits
-from connectors.spec import AwsSigV4 as AwsSigV4Spec
-from connectors.spec import ConnectionSpec, Secret
-
-DEFAULT_LIMITS = AnswerLimits()
-
-
-def secret(value: SecretStr | None) -> Secret | None:
-    """A config secret as the connector's :class:`Secret` (its repr never shows it)."""
-    return Secret(value.get_secret_value()) if value is not None else None
+from connectors.config import EngineConnection, EngineSearchKeys, StrictModel, secret
+from connectors.lucene.spec import DEFAULT_LIMITS, LuceneConnectionSpec
+from connectors.lucene.spec import AwsSigV4 as AwsSigV4Spec
 
 
 class _LuceneConnection(EngineConnection):
@@ -77,8 +69,8 @@ class _LuceneConnection(EngineConnection):
     def urls(self) -> list[str]:
         return list(self.hosts)
 
-    def spec(self) -> ConnectionSpec:
-        return ConnectionSpec(
+    def spec(self) -> LuceneConnectionSpec:
+        return LuceneConnectionSpec(
             hosts=tuple(self.hosts),
             api_key=secret(self.api_key),
             username=self.username,
@@ -109,7 +101,7 @@ class ElasticsearchConnection(_LuceneConnection):
     def target(self) -> str | None:
         return "Elastic Cloud (connection.cloud_id)" if self.cloud_id is not None else None
 
-    def spec(self) -> ConnectionSpec:
+    def spec(self) -> LuceneConnectionSpec:
         return replace(super().spec(), cloud_id=secret(self.cloud_id))
 
 
@@ -132,7 +124,7 @@ class OpenSearchConnection(_LuceneConnection):
     def _auth_modes(self) -> dict[str, bool]:
         return {**super()._auth_modes(), "aws_sigv4": self.aws_sigv4 is not None}
 
-    def spec(self) -> ConnectionSpec:
+    def spec(self) -> LuceneConnectionSpec:
         sigv4 = self.aws_sigv4
         signer = AwsSigV4Spec(region=sigv4.region, service=sigv4.service) if sigv4 else None
         return replace(super().spec(), aws_sigv4=signer)

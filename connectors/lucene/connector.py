@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from connectors.engine_transport import TransportFactory
-    from connectors.spec import ConnectorSpec
+    from connectors.lucene.spec import LuceneSpec
 
 
 def dialect_for(backend: str, transport: TransportFactory | None = None) -> Dialect:
@@ -113,7 +113,7 @@ class LuceneConnector:
 
     def __init__(
         self,
-        spec: ConnectorSpec,
+        spec: LuceneSpec,
         dialect: Dialect | None = None,
         *,
         page_size: int = PAGE_SIZE,

@@ -20,7 +20,7 @@ from connectors.lucene.order import EngineIdOrder
 if TYPE_CHECKING:
     from connectors.lucene.failures import EngineFailure
     from connectors.lucene.query import Body
-    from connectors.spec import ConnectorSpec
+    from connectors.lucene.spec import LuceneSpec
 
 KnnScore = Callable[[float], float]
 """The engine's kNN ``_score`` for the field's similarity, mapped into [0, 1]."""
@@ -61,7 +61,7 @@ class Dialect(Protocol):
     is highlighted in its head instead of failing the search): Elasticsearch spells it
     ``max_analyzed_offset``, OpenSearch ``max_analyzer_offset``."""
 
-    async def make_client(self, spec: ConnectorSpec) -> Any:
+    async def make_client(self, spec: LuceneSpec) -> Any:
         """The async client for ``connection:`` (no engine request; a credential
         lookup may run on a worker thread).
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from elasticsearch import AsyncElasticsearch
 
     from connectors.engine_transport import TransportFactory
-    from connectors.spec import ConnectorSpec
+    from connectors.lucene.spec import LuceneSpec
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def _node_version(answer: Mapping[str, Any]) -> str | None:
 
 
 def client_options(
-    spec: ConnectorSpec, node_class: type | None = None, transport: TransportFactory | None = None
+    spec: LuceneSpec, node_class: type | None = None, transport: TransportFactory | None = None
 ) -> dict[str, Any]:
     """``AsyncElasticsearch`` keyword arguments for ``connection:`` (no I/O); the HTTP
     node class is the gateway's (:mod:`connectors.lucene.elasticsearch_http`, over
@@ -191,7 +191,7 @@ class ElasticsearchDialect:
             timed = self._timed[key] = client.options(request_timeout=key)
         return timed
 
-    async def make_client(self, spec: ConnectorSpec) -> AsyncElasticsearch:
+    async def make_client(self, spec: LuceneSpec) -> AsyncElasticsearch:
         """The async client for ``connection:`` (no I/O).
 
         Raises:

@@ -22,7 +22,7 @@ from connectors.errors import (
     EngineUnavailable,
     QueryTooLarge,
 )
-from connectors.http_answer import BadResponse
+from connectors.http_answer import NOT_VALID_JSON, BadResponse, foreign_status
 
 _TRANSIENT_STATUS = frozenset({408, 429, 502, 503, 504})
 _PROTOCOL_STATUS = frozenset({405, 406, 407, 411, 415, 421, 426, 505})
@@ -92,11 +92,7 @@ class EngineFailure:
         if status == 408:
             return EngineUnavailable("the engine timed the request out", retry_after_ms=retry_after)
         if status in _PROTOCOL_STATUS:
-            return EngineAnswerInvalid(
-                f"the engine's address answered {status}, which no engine sends to this call: "
-                "is a proxy in front of the engine?",
-                retry_after_ms=retry_after,
-            )
+            return EngineAnswerInvalid(foreign_status(status), retry_after_ms=retry_after)
         if status == 429:
             return EngineUnavailable("the engine is overloaded", retry_after_ms=retry_after)
         if status >= 500:
@@ -141,7 +137,7 @@ def answer_failure(exc: BaseException, depth: int = 0) -> EngineFailure | None:
     return None
 
 
-NOT_JSON = EngineFailure("answer", reason="the engine answered with a body that is not valid JSON")
+NOT_JSON = EngineFailure("answer", reason=NOT_VALID_JSON)
 
 
 def error_causes(body: Any) -> frozenset[str]:

@@ -10,7 +10,7 @@ from connectors.errors import EngineConfigError
 from connectors.lucene.query import parse_text_fields
 
 if TYPE_CHECKING:
-    from connectors.spec import ConnectorSpec
+    from connectors.lucene.spec import LuceneSpec
 
 # Field types a sort or filter can use directly (doc values, exact terms).
 _EXACT_TYPES = frozenset(
@@ -91,7 +91,7 @@ def text_only_fields(
 
 
 def check_fields(
-    spec: ConnectorSpec,
+    spec: LuceneSpec,
     fields: Mapping[str, Mapping[str, Any]],
     exact: Mapping[str, str],
     *,
@@ -118,7 +118,7 @@ def _field_type(fields: Mapping[str, Mapping[str, Any]], path: str) -> str | Non
     return str(spec.get("type", "object"))
 
 
-def _check_text_fields(spec: ConnectorSpec, fields: Mapping[str, Mapping[str, Any]]) -> None:
+def _check_text_fields(spec: LuceneSpec, fields: Mapping[str, Mapping[str, Any]]) -> None:
     for tf in parse_text_fields(spec.search.text_fields):
         if "*" in tf.name:
             continue  # a pattern: the engine expands it; nothing to check by name
@@ -128,7 +128,7 @@ def _check_text_fields(spec: ConnectorSpec, fields: Mapping[str, Mapping[str, An
             )
 
 
-def _check_created_at(spec: ConnectorSpec, fields: Mapping[str, Mapping[str, Any]]) -> None:
+def _check_created_at(spec: LuceneSpec, fields: Mapping[str, Mapping[str, Any]]) -> None:
     created_at = spec.fields.created_at
     if not created_at:
         return
@@ -145,7 +145,7 @@ def _check_created_at(spec: ConnectorSpec, fields: Mapping[str, Mapping[str, Any
 
 
 def _check_exact_fields(
-    spec: ConnectorSpec, fields: Mapping[str, Mapping[str, Any]], exact: Mapping[str, str]
+    spec: LuceneSpec, fields: Mapping[str, Mapping[str, Any]], exact: Mapping[str, str]
 ) -> None:
     """The fields matched or grouped on exactly: keyword-like, or text with a keyword sub-field."""
     m, s = spec.fields, spec.search
@@ -177,7 +177,7 @@ def _check_exact_fields(
 
 
 def _vector_field(
-    spec: ConnectorSpec, fields: Mapping[str, Mapping[str, Any]], vector_type: str
+    spec: LuceneSpec, fields: Mapping[str, Mapping[str, Any]], vector_type: str
 ) -> dict[str, Any] | None:
     vector_field = spec.search.vector_field
     if not vector_field:

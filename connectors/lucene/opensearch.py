@@ -37,7 +37,7 @@ from connectors.lucene.query import Body
 
 if TYPE_CHECKING:
     from connectors.engine_transport import TransportFactory
-    from connectors.spec import ConnectionSpec, ConnectorSpec
+    from connectors.lucene.spec import LuceneConnectionSpec, LuceneSpec
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ _METRICS: tuple[Metric, ...] = ("cosine", "dot", "l2")
 _NDJSON = {"content-type": "application/x-ndjson"}
 
 
-def sniffing(c: ConnectionSpec) -> dict[str, Any]:
+def sniffing(c: LuceneConnectionSpec) -> dict[str, Any]:
     """opensearch-py's sniffing options: learn the nodes at start, after a failure, and
     every ``sniff_interval_ms`` (so a restarted node is found again); none when off."""
     if not c.sniff:
@@ -60,7 +60,7 @@ def sniffing(c: ConnectionSpec) -> dict[str, Any]:
 
 
 def client_options(
-    spec: ConnectorSpec,
+    spec: LuceneSpec,
     aws: Any = None,
     connection: type | None = None,
     transport: TransportFactory | None = None,
@@ -171,7 +171,7 @@ class OpenSearchDialect:
         )
         return answer  # type: ignore[no-any-return]
 
-    async def make_client(self, spec: ConnectorSpec) -> Any:
+    async def make_client(self, spec: LuceneSpec) -> Any:
         """The async client for ``connection:``; with aws_sigv4, boto3's credential chain
         runs first, off the event loop (it can wait seconds on the metadata service).
 

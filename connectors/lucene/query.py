@@ -33,7 +33,8 @@ from connectors.lucene.filters import FilterTranslator
 from connectors.lucene.passages import fragments_of, highlight_clause, passages_of
 
 if TYPE_CHECKING:
-    from connectors.spec import ConnectorSpec, FieldsSpec, PassageSpec
+    from connectors.lucene.spec import LuceneSpec
+    from connectors.spec import FieldsSpec, PassageSpec
 
 PAGE_SIZE = 1000
 """Documents per ordered-read request; longer reads page on with ``search_after``."""
@@ -93,7 +94,7 @@ class QueryTranslator(FilterTranslator):
 
     def __init__(
         self,
-        spec: ConnectorSpec,
+        spec: LuceneSpec,
         *,
         exact_fields: Mapping[str, str] | None = None,
         text_only_fields: Collection[str] = (),

@@ -7,9 +7,8 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, SecretStr, model_validator
 
-from connectors.config import EngineConnection, EngineSearchKeys
-from connectors.lucene.config import secret
-from connectors.spec import ConnectionSpec
+from connectors.config import EngineConnection, EngineSearchKeys, secret
+from connectors.qdrant.spec import QdrantConnectionSpec
 
 
 class QdrantConnection(EngineConnection):
@@ -83,8 +82,8 @@ class QdrantConnection(EngineConnection):
     def urls(self) -> list[str]:
         return [self.url] if self.url is not None else []
 
-    def spec(self) -> ConnectionSpec:
-        return ConnectionSpec(
+    def spec(self) -> QdrantConnectionSpec:
+        return QdrantConnectionSpec(
             url=self.url,
             path=self.path,
             location=self.location,

@@ -1,7 +1,11 @@
 """The async client of a Qdrant server store: REST or gRPC, credential, TLS, timeout.
 
 Changes with how a server is reached (qdrant-client's constructor), not with
-what is read. The credential is an API key or a JWT access token; Qdrant takes
+what is read. Every REST answer passes :func:`connectors.qdrant.answers.check_answer`
+first (an httpx response hook; qdrant-client hands its extra keyword arguments to
+``httpx.AsyncClient``, as its constructor documents), and a store's unit tests give
+the client an httpx transport the same way (``transport=httpx.MockTransport(handler)``:
+no socket). The credential is an API key or a JWT access token; Qdrant takes
 either in the same ``api-key`` header (REST) or metadata (gRPC), so both travel
 as qdrant-client's ``api_key``. It is never logged.
 """
@@ -17,14 +21,15 @@ from typing import TYPE_CHECKING, Any
 from connectors.errors import EngineConfigError
 
 if TYPE_CHECKING:
+    import httpx
     from qdrant_client import AsyncQdrantClient
 
-    from connectors.spec import ConnectionSpec
+    from connectors.qdrant.spec import QdrantConnectionSpec
 
 log = logging.getLogger("connectors.qdrant.connector")
 
 
-def _tls(c: ConnectionSpec) -> tuple[dict[str, Any], dict[str, Any]]:
+def _tls(c: QdrantConnectionSpec) -> tuple[dict[str, Any], dict[str, Any]]:
     """(httpx kwargs, gRPC options) for the server's TLS: a CA bundle, or no checking (REST).
 
     Raises:
@@ -42,13 +47,18 @@ def _tls(c: ConnectionSpec) -> tuple[dict[str, Any], dict[str, Any]]:
     return {"verify": context}, {"root_certificates": pem}
 
 
-def server_client(c: ConnectionSpec, timeout_s: float) -> AsyncQdrantClient:
-    """A client for ``c.url`` (REST, or gRPC on ``c.grpc_port`` with ``prefer_grpc``).
+def server_client(
+    c: QdrantConnectionSpec, timeout_s: float, transport: httpx.AsyncBaseTransport | None = None
+) -> AsyncQdrantClient:
+    """A client for ``c.url`` (REST, or gRPC on ``c.grpc_port`` with ``prefer_grpc``); its
+    REST requests go through ``transport`` when given (else httpx's own, on sockets).
 
     Raises:
         EngineConfigError: the URL or TLS settings are unusable.
     """
     from qdrant_client import AsyncQdrantClient
+
+    from connectors.qdrant.answers import check_answer
 
     assert c.url is not None
     credential = c.api_key if c.api_key is not None else c.access_token
@@ -57,6 +67,9 @@ def server_client(c: ConnectionSpec, timeout_s: float) -> AsyncQdrantClient:
     if key is not None and not https:
         log.warning("qdrant: a credential is sent over plain http")
     rest_tls, grpc_options = _tls(c)
+    rest: dict[str, Any] = {**rest_tls, "event_hooks": {"response": [check_answer]}}
+    if transport is not None:
+        rest["transport"] = transport
     try:
         with warnings.catch_warnings():
             # The client warns about a key over http (logged above), and pytest runs with
@@ -72,7 +85,7 @@ def server_client(c: ConnectionSpec, timeout_s: float) -> AsyncQdrantClient:
                 timeout=max(1, math.ceil(timeout_s)),
                 check_compatibility=False,  # it would make a request now, in a thread
                 pool_size=c.pool_maxsize,
-                **rest_tls,
+                **rest,
             )
     except ValueError as exc:
         log.debug("qdrant client refused the connection settings: %s", exc)

@@ -62,8 +62,14 @@ Errors are translated in ``connectors.qdrant.errors`` (server) and
 EngineUnavailable (retried, with Retry-After honoured in retry_after_ms),
 timeouts -> EngineTimeout, other 4xx and refused requests -> EngineRejected,
 a missing collection or vector, a 404, or refused credentials ->
-EngineConfigError. Messages are fixed strings; the client's text (which can
+EngineConfigError; an answer that is not Qdrant's (a proxy's page, an empty, non-JSON
+or still compressed body, a redirect, a status Qdrant never sends; checked in
+``connectors.qdrant.answers``) -> EngineAnswerInvalid saying what came back, retried
+like an unreachable server. Messages are fixed strings; the client's text (which can
 name the URL) is logged at debug level only.
+
+A server store's REST requests go through an httpx transport given to the connector
+(``QdrantConnector(spec, transport=httpx.MockTransport(handler))``), else sockets.
 """
 
 from __future__ import annotations
@@ -82,7 +88,9 @@ from connectors.qdrant.searcher import ENCODE_INLINE_CHARS, QdrantSearcher
 from connectors.retry import remaining
 
 if TYPE_CHECKING:
-    from connectors.spec import ConnectorSpec
+    import httpx
+
+    from connectors.qdrant.spec import QdrantSpec
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +98,15 @@ log = logging.getLogger(__name__)
 class QdrantConnector(QdrantSearcher):
     """One Qdrant collection behind one store. Nothing is contacted until :meth:`open`."""
 
-    def __init__(self, spec: ConnectorSpec) -> None:
+    def __init__(self, spec: QdrantSpec, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        """``transport``: what a server store's REST requests go through (an httpx
+        transport, e.g. ``httpx.MockTransport(handler)`` in a unit test); sockets when
+        None. Unused by gRPC and by a store in this process.
+        """
         super().__init__(spec)
         self._spec = spec
-        self._local = spec.connection.url is None
+        self._local = spec.connection.local
+        self._transport = transport
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -163,7 +176,7 @@ class QdrantConnector(QdrantSearcher):
         if c.url is not None:
             from connectors.qdrant.server import ServerEngine
 
-            return ServerEngine(c, self._collection, self._timeout_s)
+            return ServerEngine(c, self._collection, self._timeout_s, self._transport)
         from connectors.qdrant.edge import EdgeEngine
         from connectors.qdrant.shard import memory_root, shard_dir
 

@@ -31,11 +31,10 @@ from connectors.errors import (
     EngineRejected,
     EngineTimeout,
     EngineUnavailable,
-    LocalStorageLocked,
 )
 from connectors.qdrant.edge_models import query_request, scroll_request
 from connectors.qdrant.engine import Ranked, Scroll, Shape
-from connectors.qdrant.shard import CONFIG_FILE, is_shard, refuse_local_mode, remove_tree
+from connectors.qdrant.shard import CONFIG_FILE, is_shard, locked, refuse_local_mode, remove_tree
 
 log = logging.getLogger("connectors.qdrant.connector")
 T = TypeVar("T")
@@ -86,7 +85,7 @@ class EdgeEngine:
             except Exception as exc:
                 if any(mark in str(exc) for mark in _LOCKED):
                     log.debug("qdrant edge shard is locked: %s", exc)
-                    raise LocalStorageLocked(self._where) from exc
+                    raise locked(self._where) from exc
                 raise
         return self._shard
 

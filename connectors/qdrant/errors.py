@@ -1,20 +1,33 @@
-"""Qdrant client exceptions -> the connector's neutral errors, in one context manager."""
+"""Qdrant client exceptions -> the connector's neutral errors, in one context manager.
+
+An answer that is not Qdrant's (refused by :mod:`connectors.qdrant.answers`, or a body
+declared JSON that does not parse) becomes :class:`EngineAnswerInvalid` saying what came
+back, retried as an unreachable server is; JSON qdrant-client cannot read as the answer
+it asked for becomes :class:`EngineAnswerUnusable`. Neither is blamed on the caller.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from connectors.errors import (
     ConnectorError,
+    EngineAnswerInvalid,
+    EngineAnswerUnusable,
     EngineConfigError,
     EngineRejected,
     EngineTimeout,
     EngineUnavailable,
 )
+from connectors.http_answer import NOT_VALID_JSON, BadResponse
+
+if TYPE_CHECKING:
+    from qdrant_client.http.exceptions import ResponseHandlingException
 
 log = logging.getLogger("connectors.qdrant.connector")
 
@@ -33,6 +46,10 @@ _MISSING_INDEX: Final = (
 _UNTRUSTED_TLS: Final = (
     "the qdrant server's TLS certificate is not trusted "
     "(connection.ca_certs names the CA that signed it)"
+)
+NOT_QDRANTS_JSON: Final = (
+    "the engine answered with JSON that is not the answer qdrant-client asked for "
+    "(another server at connection.url, or a server much newer than the client?)"
 )
 _MISSING_INDEX_TEXT: Final = ("Index required but not found", "No range index for `order_by`")
 """How a Qdrant server says a payload index is missing (strict mode, order_by)."""
@@ -106,6 +123,11 @@ def is_transient(exc: BaseException) -> bool:
 
     if untrusted_tls(exc):
         return False
+    refused = _bad_response(exc)
+    if refused is not None:
+        return refused.retryable
+    if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
+        return True  # a body declared JSON that is not: a proxy or node in a bad moment
     if isinstance(exc, ResourceExhaustedResponse):
         return True
     status = _status(exc)
@@ -116,6 +138,16 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, httpx.ConnectTimeout):
         return True  # nothing answered the connect: the engine is not reachable
     return isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.TimeoutException)
+
+
+def _bad_response(exc: BaseException) -> BadResponse | None:
+    """The refusal of :mod:`connectors.qdrant.answers` that ``exc`` wraps (qdrant-client
+    wraps what httpx raised in ``source``), if any."""
+    from qdrant_client.http.exceptions import ResponseHandlingException
+
+    if isinstance(exc, ResponseHandlingException):
+        exc = exc.source
+    return exc if isinstance(exc, BadResponse) else None
 
 
 def asked_retry_after_s(exc: BaseException) -> float | None:
@@ -168,19 +200,13 @@ def engine_errors() -> Iterator[None]:
         log.debug("qdrant answered 429: %s", exc)
         raise EngineUnavailable("qdrant is rate limiting", _retry_after_ms(exc)) from exc
     except ResponseHandlingException as exc:
-        source = exc.source
-        log.debug("qdrant request failed: %r", source)
-        if untrusted_tls(exc):
-            raise _untrusted(exc) from exc
-        if is_transient(exc):
-            raise EngineUnavailable("qdrant cannot be reached") from exc
-        if isinstance(source, httpx.TimeoutException):
-            raise EngineTimeout("qdrant did not answer in time") from exc
-        if isinstance(source, httpx.HTTPError):
-            raise EngineUnavailable("qdrant cannot be reached") from exc
-        raise EngineRejected("qdrant sent a response the client cannot read") from exc
+        raise _unhandled(exc) from exc
     except httpx.TimeoutException as exc:
         raise EngineTimeout("qdrant did not answer in time") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        # qdrant-client parses a 200's body outside its own exception wrapping.
+        log.debug("qdrant answer is not JSON: %r", exc)
+        raise EngineAnswerInvalid(NOT_VALID_JSON) from exc
     except httpx.HTTPError as exc:
         log.debug("qdrant request failed: %r", exc)
         if untrusted_tls(exc):
@@ -201,6 +227,34 @@ def engine_errors() -> Iterator[None]:
     except RuntimeError as exc:  # qdrant-client used after close
         log.debug("qdrant client failed: %s", exc)
         raise EngineUnavailable("qdrant client is closed") from exc
+
+
+def _unhandled(exc: ResponseHandlingException) -> ConnectorError:
+    """The error for a request qdrant-client could not complete: what httpx or the answer
+    check raised (its ``source``), or JSON of another shape than the answer."""
+    import httpx
+
+    source = exc.source
+    log.debug("qdrant request failed: %r", source)
+    if isinstance(source, BadResponse):
+        return _not_qdrants(source)
+    if untrusted_tls(exc):
+        return _untrusted(exc)
+    if is_transient(exc):
+        return EngineUnavailable("qdrant cannot be reached")
+    if isinstance(source, httpx.TimeoutException):
+        return EngineTimeout("qdrant did not answer in time")
+    if isinstance(source, httpx.HTTPError):
+        return EngineUnavailable("qdrant cannot be reached")
+    # Valid JSON of another shape (pydantic's ValidationError): not the caller's doing.
+    return EngineAnswerUnusable(NOT_QDRANTS_JSON)
+
+
+def _not_qdrants(refused: BadResponse) -> ConnectorError:
+    """The error for an answer that is not Qdrant's; its message says what came back."""
+    if refused.retryable:
+        return EngineAnswerInvalid(str(refused))
+    return EngineAnswerUnusable(str(refused))
 
 
 def _untrusted(exc: BaseException) -> EngineConfigError:

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Final
 
 from connectors.base import IndexNeed, Metric, VectorInfo
 from connectors.errors import EngineConfigError
+from connectors.qdrant.spec import has_vectors
 
 if TYPE_CHECKING:
     from connectors.qdrant.engine import Shape
-    from connectors.spec import ConnectorSpec
+    from connectors.qdrant.spec import QdrantSpec
 
 METRICS: Final[tuple[Metric, ...]] = ("cosine", "dot", "l2")
 """Every distance a Qdrant dense vector can be configured for that A2M can name."""
@@ -35,7 +36,7 @@ class Layout:
     indexes: tuple[IndexNeed, ...] = ()
 
 
-def inspect_collection(shape: Shape, spec: ConnectorSpec) -> Layout:
+def inspect_collection(shape: Shape, spec: QdrantSpec) -> Layout:
     """Check the configured vectors exist and fix the dense metric.
 
     Raises:
@@ -74,7 +75,7 @@ def inspect_collection(shape: Shape, spec: ConnectorSpec) -> Layout:
     )
 
 
-def _dense_config(shape: Shape, spec: ConnectorSpec) -> tuple[int, str] | None:
+def _dense_config(shape: Shape, spec: QdrantSpec) -> tuple[int, str] | None:
     """The dense vector searched: the named one, else the collection's unnamed default."""
     s = spec.search
     vectors = shape.dense
@@ -86,18 +87,18 @@ def _dense_config(shape: Shape, spec: ConnectorSpec) -> tuple[int, str] | None:
         return vectors[s.vector_field]
     if "" in vectors:
         return vectors[""]
-    if vectors and spec.has_vectors:
+    if vectors and has_vectors(spec):
         raise EngineConfigError(
             "the collection has only named dense vectors: set search.vector_field"
         )
-    if spec.has_vectors:
+    if has_vectors(spec):
         raise EngineConfigError(
             f"search.mode '{s.mode}' needs a dense vector and the collection has none"
         )
     return None
 
 
-def _sparse_name(shape: Shape, spec: ConnectorSpec) -> str | None:
+def _sparse_name(shape: Shape, spec: QdrantSpec) -> str | None:
     """The sparse vector of the lexical leg, checked to carry Qdrant's IDF modifier."""
     name = spec.search.sparse_vector
     if name is None:
@@ -125,7 +126,7 @@ _SCAN: Final = (
 )
 
 
-def index_needs(shape: Shape, spec: ConnectorSpec) -> tuple[IndexNeed, ...]:
+def index_needs(shape: Shape, spec: QdrantSpec) -> tuple[IndexNeed, ...]:
     """The payload indexes a collection needs for the store's mapping, and which it has.
 
     ``order_by`` on ``mapping.created_at`` needs a range-capable index (refused at

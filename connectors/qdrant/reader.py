@@ -22,7 +22,7 @@ from connectors.retry import remaining, retry_read
 from connectors.tracing import traced_client
 
 if TYPE_CHECKING:
-    from connectors.spec import ConnectorSpec
+    from connectors.qdrant.spec import QdrantSpec
 
 Record = Any
 """A point as the engine returns it: ``id``, ``payload``, ``vector``."""
@@ -41,7 +41,7 @@ _PREFIX_IDS: Final = 2_000
 class QdrantReader:
     """One collection's client and reads; nothing is contacted until a read."""
 
-    def __init__(self, spec: ConnectorSpec) -> None:
+    def __init__(self, spec: QdrantSpec) -> None:
         self._collection = spec.index
         self._client: Engine | None = None
         self._payload_fields = list(spec.fields.read)

@@ -33,7 +33,7 @@ from connectors.qdrant.sparse import LexicalSparseEncoder
 from connectors.retry import remaining
 
 if TYPE_CHECKING:
-    from connectors.spec import ConnectorSpec
+    from connectors.qdrant.spec import QdrantSpec
 
 ENCODE_INLINE_CHARS: Final = 512
 """Longer query texts are encoded on a worker thread. Measured (CPU): 0.23 ms at 512
@@ -44,7 +44,7 @@ every other request on the loop."""
 class QdrantSearcher(QdrantReader):
     """Ranked reads: the sparse (lexical) leg, the dense leg, or both fused."""
 
-    def __init__(self, spec: ConnectorSpec) -> None:
+    def __init__(self, spec: QdrantSpec) -> None:
         super().__init__(spec)
         self._encoder = (
             LexicalSparseEncoder(analyzer=spec.search.sparse_analyzer)

@@ -24,7 +24,7 @@ from typing import Any, Final
 import qdrant_edge as qe
 
 from connectors.base import Metric, SparseVector
-from connectors.errors import EngineConfigError
+from connectors.errors import EngineConfigError, LocalStorageLocked
 from connectors.qdrant.edge_models import vector
 
 CONFIG_FILE: Final = "edge_config.json"
@@ -32,6 +32,13 @@ CONFIG_FILE: Final = "edge_config.json"
 
 _LOCAL_MODE_MARKS: Final = ("meta.json", "collection")
 """What qdrant-client's local mode writes at the root of its path."""
+
+
+def locked(where: str) -> LocalStorageLocked:
+    """The error for a shard under ``where`` (a store's ``connection.path``) that another
+    process holds."""
+    return LocalStorageLocked(where, "qdrant storage", "a shard opens in one process at a time")
+
 
 _DISTANCE: Final[dict[str, qe.Distance]] = {
     "cosine": qe.Distance.Cosine,

@@ -103,15 +103,14 @@ def _write_if_stale(
     """
     import qdrant_edge
 
-    from connectors.errors import LocalStorageLocked
-    from connectors.qdrant.shard import is_shard
+    from connectors.qdrant.shard import is_shard, locked
 
     if is_shard(path):
         try:
             shard = qdrant_edge.EdgeShard.load(path)
         except Exception as exc:  # qdrant-edge's own: its WAL lock, or a broken shard
             if "WAL" in str(exc):
-                raise LocalStorageLocked(os.path.dirname(path)) from exc
+                raise locked(os.path.dirname(path)) from exc
             log.info("demo shard unreadable (%s): rebuilt", exc)
         else:
             try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from connectors.spec import ConnectorSpec, FieldsSpec, PassageSpec, SearchSpec
+from connectors.spec import ConnectionSpec, ConnectorSpec, FieldsSpec, PassageSpec, SearchSpec
 from gateway.config import StoreBase
 from gateway.stages.passages import SEPARATOR
 
@@ -22,8 +22,9 @@ def engine_passages(config: StoreBase) -> PassageSpec | None:
     return PassageSpec(max_chars=p.max_chars, count=p.count, fragment_chars=per)
 
 
-def connector_spec(config: StoreBase) -> ConnectorSpec:
-    """What the store's connector needs to know, and nothing of A2M."""
+def connector_spec(config: StoreBase) -> ConnectorSpec[ConnectionSpec]:
+    """What the store's connector needs to know, and nothing of A2M: the connection is
+    the engine's own spec, made by its ``connection:`` model."""
     m, s = config.mapping, config.search
     return ConnectorSpec(
         backend=config.backend,

@@ -280,3 +280,24 @@ def test_door_pair_with_the_floor_and_direct_ways(
     assert float(f[2]) >= 0
     assert d[2:] == ["-", "-", d[4], "-", "-"]
     assert float(d[4]) > 0  # the direct p50 in ms
+
+
+@pytest.mark.integration
+def test_qdrant_wire_cost_measures_both_checkouts_against_the_double() -> None:
+    args = ["--calls", "20", "--rounds", "1", "--root", str(REPO)]
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.qdrant_wire_cost", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rounds = [line for line in result.stdout.splitlines() if line.startswith("round ")]
+    assert len(rounds) == 2  # each checkout once
+    medians = [line for line in result.stdout.splitlines() if line.startswith("median ")]
+    assert [m.split()[1] for m in medians] == ["this", "--root"]
+    for line in rounds + medians:
+        ms = float(line.split("CPU ")[1].split(" ms")[0])
+        assert 0 < ms < 1000

@@ -11,14 +11,18 @@ what a test needs as ground truth or as its subject: the documented error codes,
 the packaged demo corpus and config, the lexical encoder (to build a store with
 vectors) and the in-process binding.
 
-Every store-facing test runs against three stores holding the same packaged
-demo corpus (``backend``): the embedded demo (qdrant-edge, ``serve`` with
-no ``--config``), and the corpus bulk-loaded into a real Elasticsearch and a real
-OpenSearch index (``tests/support/demo_loader.py``) served from a config file
-whose store is also named ``demo``, with the demo's mapping and BM25 over
-``title^2`` and ``content``. The engines are the nodes of
-``tests/engines/engines.py`` (skipped when absent, failed under
-``A2M_REQUIRE_ENGINES=1``).
+Every store-facing test runs against each installed engine's stores of the packaged
+demo corpus (``backend``), which the engine's registry entry points to
+(``tests/support/conformance``: each backend seeds its engine and returns the store's
+config section): the embedded demo (qdrant-edge, ``serve`` with no ``--config``), the
+corpus bulk-loaded into a real Elasticsearch and a real OpenSearch index
+(``tests/support/demo_loader.py``) with the demo's mapping and BM25 over ``title^2`` and
+``content``, the Qdrant server the environment names, and any engine registered through
+``A2M_GATEWAY_ENGINES`` or an entry point that declares backends (the memory engine of
+``tests/support/memory_engine``). Each store is named ``demo``. The engines are the
+nodes of ``tests/engines/engines.py`` (skipped when absent, failed under
+``A2M_REQUIRE_ENGINES=1``). A test of a capability reads describe and skips a store
+that does not declare it.
 
 One server per (backend, transport) lives for the whole session (the demo
 indexes its corpus at first start, which is the slow part). Tests that want the
@@ -57,8 +61,7 @@ import orjson
 import pytest
 import yaml
 
-from connectors.registry import engines
-from tests.support import demo_loader
+from tests.support.conformance import Seeding, conformance_backends
 from tests.support.wire import assert_response
 
 PROTOCOL = "a2m/0.1"
@@ -135,8 +138,14 @@ def free_port() -> int:
         return port
 
 
+CHECKOUT = Path(__file__).resolve().parents[2]
+"""The repository: on the gateways' PYTHONPATH, so an engine registered from the test tree
+(``A2M_GATEWAY_ENGINES=tests.support.memory_engine``) imports in them too."""
+
+
 def gateway_env(data_dir: Path) -> dict[str, str]:
     env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(CHECKOUT), env.get("PYTHONPATH")]))
     env["A2M_DATA_DIR"] = str(data_dir)
     env["PYTHONUNBUFFERED"] = "1"
     return env
@@ -559,36 +568,24 @@ def max_body_bytes() -> int:
 # -- backends --------------------------------------------------------------------------------------
 
 QDRANT = "qdrant"
-ENGINES: dict[str, str] = {
-    "elasticsearch": "elasticsearch_url",
-    "opensearch": "opensearch_url",
-}
-"""Engine backend -> the fixture (tests/conftest.py) giving its node's URL."""
-QDRANT_SERVERS: dict[str, bool] = {"qdrant-rest": False, "qdrant-grpc": True}
-"""The demo corpus on the Qdrant server of tests/engines/engines.py -> read over gRPC."""
-MARKS = {
-    "qdrant-rest": pytest.mark.integration,
-    "qdrant-grpc": pytest.mark.integration,
-    "elasticsearch": pytest.mark.elasticsearch,
-    "opensearch": pytest.mark.opensearch,
-}
-"""What a backend id needs running (its mark); none: the embedded demo."""
+"""The embedded demo (qdrant-edge, ``serve`` with no ``--config``)."""
+CONFORMANCE = conformance_backends()
+"""Every installed engine's backends (connectors.registry, tests/support/conformance)."""
 BACKENDS = [
-    pytest.param(name, id=name, marks=MARKS.get(name, ()))
-    for entry in engines()
-    for name in entry.conformance
-    if name != "qdrant-grpc"
+    pytest.param(name, id=name, marks=b.marks)
+    for name, b in CONFORMANCE.items()
+    if not b.records_only
 ]
-"""Every store-facing test runs on these: each installed engine's conformance backend ids
-(connectors.registry), the gRPC one only where WITH_GRPC adds it."""
-GRPC_MODULES = frozenset({"test_recall", "test_timeline", "test_fetch", "test_records"})
+"""Every store-facing test runs on these; a records-only backend only where WITH_RECORDS
+adds it."""
+RECORDS_MODULES = frozenset({"test_recall", "test_timeline", "test_fetch", "test_records"})
 """The modules that read records (recall, timeline, fetch, the record shape) also run on the
-Qdrant server over gRPC. Above the connector the gateway is the same whatever Qdrant's
-protocol; the connector's gRPC paths (search, ordered reads, fetch, filters, the server's
-errors) are tests/connectors/test_qdrant.py's and test_qdrant_server.py's, on both protocols."""
-WITH_GRPC = pytest.mark.parametrize(
+records-only backends: another protocol to the same engine (the Qdrant server over gRPC).
+Above the connector the gateway is the same whatever the protocol; the connector's own
+paths are tested in tests/connectors."""
+WITH_RECORDS = pytest.mark.parametrize(
     "backend",
-    [*BACKENDS, pytest.param("qdrant-grpc", id="qdrant-grpc", marks=MARKS["qdrant-grpc"])],
+    [pytest.param(name, id=name, marks=b.marks) for name, b in CONFORMANCE.items()],
     indirect=True,
     scope="session",
 )
@@ -650,21 +647,13 @@ class Servers:
         self.http_clients: dict[str, HttpClient] = {}
 
     def backend(self, name: str, request: pytest.FixtureRequest) -> StoreBackend:
+        """The store of backend ``name``, seeded by its engine's hook on first use."""
         if name not in self.backends:
-            if name == QDRANT:
+            root = self.tmp.mktemp(f"{name}-config")
+            store = CONFORMANCE[name].seed(Seeding(root, request.getfixturevalue))
+            if store is None:
                 self.backends[name] = StoreBackend(name)
-            elif name in QDRANT_SERVERS:
-                server = request.getfixturevalue("qdrant_server")
-                store = demo_loader.qdrant_demo_store(server, grpc=QDRANT_SERVERS[name])
-                root = self.tmp.mktemp(f"{name}-config")
-                path = StoreBackend(name, store).write_config(root / "gateway.yaml", root)
-                self.backends[name] = StoreBackend(name, store, path)
             else:
-                engine: Any = name
-                url: str = request.getfixturevalue(ENGINES[name])
-                loaded = demo_loader.load_demo_index(engine, url)
-                store = demo_loader.demo_store(engine, url, loaded.index)
-                root = self.tmp.mktemp(f"{name}-config")
                 path = StoreBackend(name, store).write_config(root / "gateway.yaml", root)
                 self.backends[name] = StoreBackend(name, store, path)
         return self.backends[name]
@@ -706,17 +695,17 @@ class Servers:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Adds qdrant-grpc to the backends of GRPC_MODULES' store-facing tests.
+    """Adds the records-only backends to RECORDS_MODULES' store-facing tests.
 
     As a mark, before pytest applies parametrize marks and fixture params: a test that
     parametrizes `backend` itself (ENVELOPE) keeps its own.
     """
     module = metafunc.module.__name__.rsplit(".", 1)[-1]
-    if module not in GRPC_MODULES or "backend" not in metafunc.fixturenames:
+    if module not in RECORDS_MODULES or "backend" not in metafunc.fixturenames:
         return
     if any("backend" in m.args[0] for m in metafunc.definition.iter_markers("parametrize")):
         return
-    metafunc.definition.add_marker(WITH_GRPC)
+    metafunc.definition.add_marker(WITH_RECORDS)
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,10 @@
 """embeddings (§3.7) on a store that declares it: the demo is lexical only, so this module builds a
 small store with a dense vector on each backend and serves it through the real CLI, over HTTP and
-stdio, from a config file: a qdrant-edge collection (the dense vector beside the sparse one),
-or an Elasticsearch (``dense_vector``) / OpenSearch (``knn_vector``, Lucene HNSW) index of the
-same points, searched by BM25 on the text and kNN on the vector.
+stdio, from a config file. Each backend's engine builds it (its conformance backend's vector
+hook, tests/support/conformance): a qdrant-edge collection (the dense vector beside the sparse
+one), or an Elasticsearch (``dense_vector``) / OpenSearch (``knn_vector``, Lucene HNSW) index of
+the same points, searched by BM25 on the text and kNN on the vector. An engine without dense
+vectors gives no hook and is skipped.
 """
 
 from __future__ import annotations
@@ -15,11 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
-from connectors.qdrant.sparse import LexicalSparseEncoder
 from tests.conformance.conftest import (
+    CONFORMANCE,
     PROTOCOL,
-    QDRANT,
-    QDRANT_SERVERS,
     A2MClient,
     HttpClient,
     StoreBackend,
@@ -27,7 +27,7 @@ from tests.conformance.conftest import (
     start_http_server,
     start_stdio_server,
 )
-from tests.support import demo_loader
+from tests.support.conformance import VectorSet
 
 pytestmark = pytest.mark.integration
 
@@ -43,8 +43,6 @@ TOPICS = [
     "feature flags are read at startup",
 ]
 METRIC_OF = {"Cosine": "cosine", "Dot": "dot", "Euclid": "l2"}
-ES_SIMILARITY = {"Cosine": "cosine", "Dot": "dot_product", "Euclid": "l2_norm"}
-OS_SPACE = {"Cosine": "cosinesimil", "Dot": "innerproduct", "Euclid": "l2"}
 MAPPING = {
     "content": "body",
     "uri": "path",
@@ -71,133 +69,31 @@ def payload(i: int, text: str) -> dict[str, Any]:
 
 
 def build_store(backend: StoreBackend, root: Path, distance: str) -> Path:
-    """A store of len(TOPICS) points on `backend` and the config serving it; returns its path."""
-    if backend.name == QDRANT:
-        store = build_qdrant_store(root, distance)
-    elif backend.name in QDRANT_SERVERS:
-        assert backend.store is not None
-        store = build_qdrant_store(root, distance, backend.store["connection"])
-    else:
-        store = build_engine_store(backend, distance)
+    """A store of len(TOPICS) points on `backend` and the config serving it; returns its path.
+
+    Skips a backend whose engine keeps no dense vectors (its conformance backend has no
+    vector hook).
+    """
+    hook = CONFORMANCE[backend.name].vectors
+    if hook is None:
+        pytest.skip(f"{backend.name}: the engine keeps no dense vectors")
+    vectors = VectorSet(
+        root=root,
+        distance=distance,
+        dims=DIMS,
+        ids=[str(i + 1) for i in range(len(TOPICS))],
+        payloads=[payload(i, text) for i, text in enumerate(TOPICS)],
+        vectors=[vector_of(i) for i in range(len(TOPICS))],
+        mapping=MAPPING,
+        text_field="body",
+        keyword_fields=("path", "slug"),
+        key_field="slug",
+        created_at_field="ts",
+        demo=backend.store,
+    )
     config_path = root / "gateway.yaml"
-    config_path.write_text(yaml.safe_dump({"stores": {"vec": store}}), encoding="utf-8")
+    config_path.write_text(yaml.safe_dump({"stores": {"vec": hook(vectors)}}), encoding="utf-8")
     return config_path
-
-
-def build_qdrant_store(
-    root: Path, distance: str, server: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """A qdrant-edge shard under root, or on the Qdrant server a ``server`` connection names."""
-    import os
-    import warnings
-
-    from qdrant_client import QdrantClient, models
-
-    from tests.support.edge_client import EdgeWriter
-
-    path = root / "qdrant"
-    encoder = LexicalSparseEncoder(avgdl=LexicalSparseEncoder.average_length(TOPICS))
-    name = "vec" if server is None else f"a2m-conformance-vec-{distance.lower()}"
-    if server is None:
-        client: Any = EdgeWriter(path)
-    else:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # an api key over http, on loopback
-            key = os.environ["A2M_TEST_QDRANT_API_KEY"]
-            client = QdrantClient(url=server["url"], api_key=key, check_compatibility=False)
-        if client.collection_exists(name):
-            client.delete_collection(name)
-    try:
-        client.create_collection(
-            name,
-            vectors_config=models.VectorParams(
-                size=DIMS, distance=getattr(models.Distance, distance.upper())
-            ),
-            sparse_vectors_config={"text": models.SparseVectorParams(modifier=models.Modifier.IDF)},
-        )
-        points = []
-        for i, text in enumerate(TOPICS):
-            sv = encoder.encode_document(text)
-            points.append(
-                models.PointStruct(
-                    id=i + 1,
-                    vector={
-                        "": vector_of(i),
-                        "text": models.SparseVector(
-                            indices=list(sv.indices), values=list(sv.values)
-                        ),
-                    },
-                    payload=payload(i, text),
-                )
-            )
-        client.upsert(name, points=points, wait=True)
-        if server is not None:  # the payload indexes a server needs (order_by, fetch)
-            client.create_payload_index(name, "ts", models.PayloadSchemaType.DATETIME, wait=True)
-            client.create_payload_index(name, "slug", models.PayloadSchemaType.KEYWORD, wait=True)
-    finally:
-        client.close()
-    return {
-        "backend": "qdrant",
-        "index": name,
-        "connection": {"path": str(path)} if server is None else server,
-        "mapping": MAPPING,
-        "search": {"mode": "lexical", "sparse_vector": "text"},
-    }
-
-
-def engine_index_body(engine: str, distance: str) -> dict[str, Any]:
-    """The vector index on Elasticsearch or OpenSearch, the vector's metric being `distance`."""
-    settings: dict[str, Any] = {"number_of_shards": 1, "number_of_replicas": 0}
-    vector: dict[str, Any]
-    if engine == "elasticsearch":
-        vector = {
-            "type": "dense_vector",
-            "dims": DIMS,
-            "index": True,
-            "similarity": ES_SIMILARITY[distance],
-            "index_options": {"type": "hnsw"},  # not quantised: scores as exact as Qdrant's
-        }
-    else:
-        settings["knn"] = True
-        vector = {
-            "type": "knn_vector",
-            "dimension": DIMS,
-            # The Maven k-NN plugin has no native engines: Lucene HNSW (docs/engines.md).
-            "method": {"name": "hnsw", "engine": "lucene", "space_type": OS_SPACE[distance]},
-        }
-    return {
-        "settings": {"index": settings},
-        "mappings": {
-            "dynamic": "strict",
-            "properties": {
-                "body": {"type": "text", "analyzer": "standard"},
-                "path": {"type": "keyword"},
-                "slug": {"type": "keyword"},
-                "ts": {"type": "date"},
-                "embedding": vector,
-            },
-        },
-    }
-
-
-def build_engine_store(backend: StoreBackend, distance: str) -> dict[str, Any]:
-    assert backend.store is not None
-    engine: Any = backend.name
-    [url] = backend.store["connection"]["hosts"]
-    body = engine_index_body(backend.name, distance)
-    docs = [
-        (str(i + 1), {**payload(i, text), "embedding": vector_of(i)})
-        for i, text in enumerate(TOPICS)
-    ]
-    index = demo_loader.index_name(f"a2m-conformance-vec-{distance.lower()}", body, docs)
-    demo_loader.load_index(engine, url, index, body, docs)
-    return {
-        "backend": backend.name,
-        "index": index,
-        "connection": {"hosts": [url]},
-        "mapping": MAPPING,
-        "search": {"mode": "lexical", "text_fields": ["body"], "vector_field": "embedding"},
-    }
 
 
 @pytest.fixture(scope="module", params=["http", "stdio"])

@@ -136,11 +136,11 @@ def scifact_store_data(loaded: Loaded, **over: Any) -> dict[str, Any]:
     return merged(data, over)
 
 
-def scifact_store(loaded: Loaded, **over: Any) -> ConnectorSpec:
+def scifact_store(loaded: Loaded, **over: Any) -> ConnectorSpec[Any]:
     return spec_of(scifact_store_data(loaded, **over))
 
 
-def make_connector(config: ConnectorSpec, **kw: Any) -> LuceneConnector:
+def make_connector(config: ConnectorSpec[Any], **kw: Any) -> LuceneConnector:
     return LuceneConnector(config, **kw)
 
 
@@ -172,7 +172,7 @@ def recall_at_10(ranked: Sequence[str], relevant: set[str]) -> float:
     return len(set(ranked[:10]) & relevant) / len(relevant) if relevant else 0.0
 
 
-def multi_match(config: ConnectorSpec, text: str) -> dict[str, Any]:
+def multi_match(config: ConnectorSpec[Any], text: str) -> dict[str, Any]:
     """The multi_match a person would write by hand for the store (for the parity check)."""
     return {
         "multi_match": {

@@ -8,14 +8,9 @@ from __future__ import annotations
 import string
 from typing import Any
 
-from connectors.spec import (
-    AwsSigV4,
-    ConnectionSpec,
-    ConnectorSpec,
-    FieldsSpec,
-    SearchSpec,
-    Secret,
-)
+from connectors.lucene.spec import AwsSigV4, LuceneConnectionSpec
+from connectors.qdrant.spec import QdrantConnectionSpec
+from connectors.spec import ConnectionSpec, ConnectorSpec, FieldsSpec, SearchSpec, Secret
 
 _SECRETS = ("cloud_id", "api_key", "password", "bearer_token", "access_token")
 _READ = (
@@ -30,6 +25,12 @@ _READ = (
     "updated_at",
 )
 _SEARCH = {f for f in SearchSpec.__dataclass_fields__}
+_CONNECTION: dict[str, type[ConnectionSpec]] = {
+    "elasticsearch": LuceneConnectionSpec,
+    "opensearch": LuceneConnectionSpec,
+    "qdrant": QdrantConnectionSpec,
+}
+"""Each engine's own connection spec."""
 
 
 def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -47,7 +48,7 @@ def _template_fields(template: str) -> list[str]:
     return [name for _, name, _, _ in string.Formatter().parse(template) if name]
 
 
-def spec_of(data: dict[str, Any]) -> ConnectorSpec:
+def spec_of(data: dict[str, Any]) -> ConnectorSpec[Any]:
     """The spec for a store described by nested ``connection``/``mapping``/``search``/``scope``."""
     conn = dict(data.get("connection") or {})
     for key in _SECRETS:
@@ -80,7 +81,7 @@ def spec_of(data: dict[str, Any]) -> ConnectorSpec:
     return ConnectorSpec(
         backend=data["backend"],
         index=data["index"],
-        connection=ConnectionSpec(**conn),
+        connection=_CONNECTION[data["backend"]](**conn),
         fields=fields,
         search=SearchSpec(**search),
     )

@@ -29,7 +29,8 @@ from connectors.lucene.client import LuceneClient
 from connectors.lucene.dialect import Dialect
 from connectors.lucene.elasticsearch import ElasticsearchDialect
 from connectors.lucene.opensearch import OpenSearchDialect
-from connectors.spec import ConnectionSpec, ConnectorSpec
+from connectors.lucene.spec import LuceneConnectionSpec
+from connectors.spec import ConnectorSpec
 from tests.support.scripted_peer import (
     Reply,
     ScriptedPeer,
@@ -56,7 +57,7 @@ async def lucene_client(
 ) -> AsyncIterator[LuceneClient]:
     """The connector's engine client for ``engine`` over ``peer``, no retries of its own."""
     options: dict[str, Any] = {"hosts": (peer.url,), "retries": 0, "timeout_ms": 5000}
-    spec = ConnectorSpec(engine, "idx", ConnectionSpec(**{**options, **connection}))
+    spec = ConnectorSpec(engine, "idx", LuceneConnectionSpec(**{**options, **connection}))
     client = LuceneClient(spec, dialect_of(engine))
     await client.connect()
     try:

@@ -21,7 +21,7 @@ from connectors.spec import ConnectorSpec
 from tests.connectors.specs import merged, spec_of
 
 
-def store(**over: Any) -> ConnectorSpec:
+def store(**over: Any) -> ConnectorSpec[Any]:
     """A typical SciFact-like store; keyword args override top-level sections."""
     data: dict[str, Any] = {
         "backend": "elasticsearch",
@@ -487,7 +487,7 @@ def test_os_classifies_client_exceptions() -> None:
 # ---- dialects
 
 
-def dense_store(backend: str) -> ConnectorSpec:
+def dense_store(backend: str) -> ConnectorSpec[Any]:
     return store(
         backend=backend,
         search={
@@ -593,7 +593,7 @@ async def test_opensearch_refuses_cloud_id() -> None:
         await OpenSearchDialect().make_client(cfg)
 
 
-def _sigv4_store() -> ConnectorSpec:
+def _sigv4_store() -> ConnectorSpec[Any]:
     return store(
         backend="opensearch",
         connection={"hosts": ["http://127.0.0.1:9200"], "aws_sigv4": {"region": "eu-west-1"}},

@@ -133,7 +133,7 @@ def os_connection(engine: CannedEngine) -> type:
 
 
 def connector(engine: CannedEngine, **connection: Any) -> LuceneConnector:
-    spec: ConnectorSpec = spec_of(
+    spec: ConnectorSpec[Any] = spec_of(
         {
             "backend": engine.engine,
             "index": "idx",

@@ -17,7 +17,8 @@ from connectors.base import SearchRequest
 from connectors.engine_transport import EngineRequest, MockTransport, Response, json_response
 from connectors.errors import ConnectorError, EngineConfigError
 from connectors.lucene.connector import LuceneConnector
-from connectors.spec import ConnectionSpec, ConnectorSpec, FieldsSpec, SearchSpec
+from connectors.lucene.spec import LuceneConnectionSpec, LuceneSpec
+from connectors.spec import ConnectorSpec, FieldsSpec, SearchSpec
 
 ENGINES = ("elasticsearch", "opensearch")
 PRODUCT = {"x-elastic-product": "Elasticsearch"}
@@ -34,11 +35,11 @@ HITS = {
 }
 
 
-def _spec(backend: str) -> ConnectorSpec:
+def _spec(backend: str) -> LuceneSpec:
     return ConnectorSpec(
         backend=backend,
         index="idx",
-        connection=ConnectionSpec(hosts=("http://engine.test:9200",), retries=0),
+        connection=LuceneConnectionSpec(hosts=("http://engine.test:9200",), retries=0),
         fields=FieldsSpec(read=("title",), content="title"),
         search=SearchSpec(mode="lexical", text_fields=("title",)),
     )

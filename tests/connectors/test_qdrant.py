@@ -161,7 +161,7 @@ def server_connection(server: QdrantServer, *, grpc: bool, **over: Any) -> dict[
     return {**conn, **over}
 
 
-def store(loaded: Loaded, *, unnamed: bool = False, **over: Any) -> ConnectorSpec:
+def store(loaded: Loaded, *, unnamed: bool = False, **over: Any) -> ConnectorSpec[Any]:
     """The test store: hybrid over the loaded collection; keyword overrides per section."""
     connection = dict(loaded.connection, retries=1)
     if unnamed and loaded.target == "local":
@@ -622,7 +622,7 @@ async def test_fetch_by_key(loaded: Loaded, conn: QdrantConnector) -> None:
 # -- an unreachable or failing server ------------------------------------------------------
 
 
-def _server_store(url: str, **conn: Any) -> ConnectorSpec:
+def _server_store(url: str, **conn: Any) -> ConnectorSpec[Any]:
     return spec_of(
         {
             "backend": "qdrant",

@@ -14,6 +14,7 @@ from elastic_transport import HttpHeaders
 
 from connectors.lucene.client import LuceneClient
 from connectors.lucene.elasticsearch import ElasticsearchDialect
+from connectors.lucene.spec import LuceneConnectionSpec
 from connectors.spec import ConnectorSpec
 from connectors.tracing import (
     engine_tracer,
@@ -82,7 +83,7 @@ def recorder() -> Iterator[_Recorder]:
 async def test_off_requests_and_clients_are_left_as_they_are() -> None:
     assert engine_tracer() is None
     dialect = _Dialect()
-    client = LuceneClient(ConnectorSpec("elasticsearch", "idx"), dialect)
+    client = LuceneClient(ConnectorSpec("elasticsearch", "idx", LuceneConnectionSpec()), dialect)
     await client.call("POST", "/idx/_search", 1.0)
     [(_, _, sent)] = dialect.sent
     assert sent is None  # no header added, not even an empty mapping
@@ -109,7 +110,7 @@ async def test_a_traced_request_is_one_span_with_the_trace_headers_and_the_calle
     recorder: _Recorder,
 ) -> None:
     dialect = _Dialect()
-    client = LuceneClient(ConnectorSpec("elasticsearch", "idx"), dialect)
+    client = LuceneClient(ConnectorSpec("elasticsearch", "idx", LuceneConnectionSpec()), dialect)
     client._client = object()  # opened: for_caller needs a client, and sends nothing itself
     caller = client.for_caller("ApiKey k")
     assert await caller.call("POST", "/idx/_search", 1.0) == {"answer": True}

@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 import yaml
 
+from connectors.qdrant.spec import QdrantConnectionSpec
 from gateway.config import ConfigError, load_config, parse_config
 from gateway.install import extra_command
 
@@ -241,6 +242,7 @@ def test_a_qdrant_access_token_and_grpc_reach_the_connector_spec() -> None:
     conn = {"url": "https://q:6333", "access_token": "jwt", "prefer_grpc": True, "grpc_port": 7}
     cfg = parse_config({"stores": {"docs": qdrant_store(connection=conn)}})
     spec = connector_spec(cfg.stores["docs"]).connection
+    assert isinstance(spec, QdrantConnectionSpec)
     assert spec.access_token is not None
     assert spec.access_token.get_secret_value() == "jwt"
     assert "jwt" not in repr(spec)

@@ -16,6 +16,7 @@ from connectors.base import Condition, Filter, OrderedRequest, SearchRequest
 from connectors.qdrant.config import QdrantConnection
 from connectors.qdrant.connector import QdrantConnector
 from connectors.qdrant.sparse import LexicalSparseEncoder
+from connectors.qdrant.spec import QdrantConnectionSpec
 from gateway.config import load_config
 from gateway.config.engines import QdrantStoreConfig
 from gateway.demo import DEMO_STORE, chunks, default_demo_config, ensure_demo_index
@@ -117,7 +118,7 @@ def test_a_data_dir_puts_the_demo_on_disk(tmp_path: Path) -> None:
 async def demo(tmp_path: Path) -> AsyncIterator[QdrantConnector]:
     store = _store(tmp_path)
     assert await ensure_demo_index(store) == len(chunks())
-    conn = QdrantConnector(connector_spec(store))
+    conn = QdrantConnector(connector_spec(store).of(QdrantConnectionSpec))
     info = await conn.open()  # the indexer released the shard's lock
     assert info.lexical
     assert info.vectors is None
@@ -241,7 +242,7 @@ async def test_the_mapping_decides_payload_names(tmp_path: Path) -> None:
         }
     )
     assert await ensure_demo_index(store) == len(chunks())
-    conn = QdrantConnector(connector_spec(store))
+    conn = QdrantConnector(connector_spec(store).of(QdrantConnectionSpec))
     await conn.open()
     try:
         hits = await conn.search(

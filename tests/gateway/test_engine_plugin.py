@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from connectors.registry import ENV_VAR, Engine, engine, make_connector, register_engine
-from connectors.spec import ConnectionSpec, ConnectorSpec
+from connectors.spec import ConnectorSpec
 
 PLUGIN = "tests.support.memory_engine"
 DOCS = [
@@ -59,10 +60,11 @@ def _gateway(
 
 def test_registering_makes_the_factory_build_its_connector() -> None:
     import tests.support.memory_engine as memory
+    from tests.support.memory_engine.spec import MemoryConnectionSpec
 
     assert engine("memory") is memory.MEMORY
     register_engine(memory.MEMORY)  # the same entry again: a module imported twice
-    spec = ConnectorSpec("memory", "notes", ConnectionSpec(path="/nowhere.json"))
+    spec = ConnectorSpec("memory", "notes", MemoryConnectionSpec(documents="/nowhere.json"))
     assert type(make_connector(spec)).__name__ == "MemoryEngineConnector"
     other = Engine("memory", memory.MEMORY.connection, memory.MEMORY.connector)
     with pytest.raises(ValueError, match="registered already"):
@@ -107,3 +109,34 @@ def test_config_validation_names_the_plugin_and_refuses_other_engines_keys(
     (tmp_path / "bad.yaml").write_text("stores:\n  s: {backend: nope, index: i}\n")
     unknown = _gateway("check", "--config", str(tmp_path / "bad.yaml"))
     assert "must be one of elasticsearch, opensearch, qdrant, memory" in unknown.stderr
+
+
+_ON_MEMORY = re.compile(r"[\[-]memory[\]-]")
+"""A test id whose backend parameter is the memory engine's."""
+
+
+def _collected(plugin: bool) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
+    if plugin:
+        env[ENV_VAR] = PLUGIN
+    modules = ["tests/conformance/test_timeline.py", "tests/conformance/test_embeddings.py"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", *modules],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return [line for line in proc.stdout.splitlines() if "::" in line]
+
+
+def test_the_conformance_suite_runs_on_the_plugins_backends() -> None:
+    with_plugin, without = _collected(plugin=True), _collected(plugin=False)
+    on_memory = [i for i in with_plugin if _ON_MEMORY.search(i)]
+    assert any("test_timeline.py" in i for i in on_memory), with_plugin[:5]
+    assert any("test_embeddings.py" in i for i in on_memory)  # collected; skipped: no vectors
+    assert not [i for i in without if _ON_MEMORY.search(i)]
+    assert len(with_plugin) - len(on_memory) == len(without)

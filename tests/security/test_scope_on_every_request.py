@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from connectors.lucene.connector import LuceneConnector
+from connectors.lucene.spec import LuceneConnectionSpec
 from gateway.runtime import Gateway
 from gateway.store.connector_spec import connector_spec
 from tests.security.acl_corpus import (
@@ -147,7 +148,7 @@ async def _gateway_through(
     gateway = build_gateway({"auth": auth_section(issuer)}, {"s": store}, {})
     # A small page so timelines take several search_after / PIT pages.
     gateway.stores["s"].connector = LuceneConnector(
-        connector_spec(gateway.config.stores["s"]), page_size=page_size
+        connector_spec(gateway.config.stores["s"]).of(LuceneConnectionSpec), page_size=page_size
     )
     await gateway.start()
     return gateway

@@ -78,9 +78,12 @@ HANG = Refusal(0)
 class Script:
     """What the double answers per operation (``info``, ``collection``, ``query``,
     ``scroll``, ``exists``): absent means the normal answer, a :class:`Refusal` refuses,
-    :data:`HANG` never answers. ``credentials`` records each call's ``api-key``."""
+    :data:`HANG` never answers; over REST, a reply in ``replies`` is sent as it is (what a
+    proxy in front of the server answers instead). ``credentials`` records each call's
+    ``api-key``."""
 
     refusals: dict[str, Refusal] = field(default_factory=dict)
+    replies: dict[str, PeerReply] = field(default_factory=dict)
     credentials: list[str | None] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
@@ -179,6 +182,8 @@ class RestQdrant:
     def _answer(self, request: PeerRequest) -> PeerReply:
         operation = _operation(request)
         refusal = self.script.decide(operation, request.headers.get("api-key"))
+        if operation in self.script.replies:
+            return self.script.replies[operation]
         if refusal is HANG:
             return PeerReply(hang=True)
         if refusal is not None:

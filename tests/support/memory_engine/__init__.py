@@ -3,8 +3,9 @@
 Importing this package registers the ``memory`` backend (:mod:`connectors.registry`);
 ``A2M_GATEWAY_ENGINES=tests.support.memory_engine`` makes the gateway import it at
 start. Nothing outside this package names it: its stores validate, open, answer
-``check``, describe, recall, timeline and fetch like any other
-(docs/adding-an-engine.md walks through it).
+``check``, describe, recall, timeline and fetch like any other, and the conformance
+suite runs on it (:mod:`tests.support.memory_engine.conformance`;
+docs/adding-an-engine.md walks through it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ MEMORY = Engine(
     make_memory_connector,
     MemorySearchKeys,
     noun="document set",
+    conformance="tests.support.memory_engine.conformance:BACKENDS",
     forwards_credential=False,
 )
 

@@ -8,7 +8,7 @@ from typing import Any, Self
 from pydantic import Field
 
 from connectors.config import EngineConnection, EngineSearchKeys
-from connectors.spec import ConnectionSpec
+from tests.support.memory_engine.spec import MemoryConnectionSpec
 
 
 class MemoryConnection(EngineConnection):
@@ -28,8 +28,13 @@ class MemoryConnection(EngineConnection):
     def target(self) -> str | None:
         return f"documents in {self.documents}"
 
-    def spec(self) -> ConnectionSpec:
-        return ConnectionSpec(path=self.documents, timeout_ms=self.timeout_ms)
+    def spec(self) -> MemoryConnectionSpec:
+        return MemoryConnectionSpec(
+            timeout_ms=self.timeout_ms,
+            pool_maxsize=self.pool_maxsize,
+            retries=self.retries,
+            documents=self.documents,
+        )
 
 
 class MemorySearchKeys(EngineSearchKeys):
