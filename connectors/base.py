@@ -113,6 +113,9 @@ class SearchRequest:
     dense_weight: float = 1.0
     fusion: Fusion = "rrf"
     """How two legs are fused (:data:`Fusion`)."""
+    passage_text: str | None = None
+    """The text a hit's passages answer (``search.passages``): the engine's highlighter
+    scores its content's sentences against it, whichever leg found the hit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +133,16 @@ class OrderedRequest:
     with_vectors: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Passages:
+    """The passages of a hit's content field the engine chose: each ``(start, end)``
+    character span of the whole content (``length`` characters) and its text."""
+
+    spans: tuple[tuple[int, int], ...]
+    texts: tuple[str, ...]
+    length: int
+
+
 @dataclass(slots=True)
 class Hit:
     """One engine document. score is in [0, 1], higher is better (None for ordered reads)."""
@@ -143,6 +156,8 @@ class Hit:
     """The concrete index that holds it (an alias can span several), when the engine says."""
     routing: str | None = None
     """Its custom routing value: one index can hold the same id once per routing value."""
+    passages: Passages | None = None
+    """Its content's passages, when the engine chose them (``search.passages``)."""
 
     @property
     def identity(self) -> tuple[str | None, str | None, str]:

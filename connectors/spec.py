@@ -63,6 +63,18 @@ class FieldsSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class PassageSpec:
+    """``search.passages`` chosen by the engine's highlighter (Elasticsearch, OpenSearch)."""
+
+    max_chars: int
+    """A content of at most this many characters is returned whole."""
+    count: int
+    """Fragments per hit, at most."""
+    fragment_chars: int
+    """Characters per fragment, at most (a longer one is cut at a word end)."""
+
+
+@dataclass(frozen=True, slots=True)
 class SearchSpec:
     mode: SearchMode = "lexical"
     text_fields: tuple[str, ...] = ()
@@ -73,6 +85,8 @@ class SearchSpec:
     collapse_group: bool = False
     highlight: bool = False
     highlight_fragment_size: int = 300
+    passages: PassageSpec | None = None
+    """Passages by the engine's highlighter; None: the gateway chooses them, if at all."""
 
 
 @dataclass(frozen=True)

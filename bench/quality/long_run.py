@@ -4,7 +4,9 @@ Each shape is loaded into every selected engine and served by one gateway proces
 one store per stage setting:
 
 - ``whole``: long documents, each hit's whole content (no stage after retrieval);
-- ``long``: long documents with ``search.passages: {}`` (four passages in 600 chars);
+- ``long``: long documents with ``search.passages: {}`` (four passages in 600 chars: the
+  engine's highlighter on Elasticsearch/OpenSearch), and with ``by: gateway`` (the
+  gateway's windows; on Qdrant both are the gateway's);
 - ``chunked``: the sections as records, without and with ``search.per_group: 1``.
 
 Every judged query is sent as A2M ``memory/recall`` (``limit`` 10) exactly as an agent
@@ -41,10 +43,15 @@ EVIDENCE_RUN = 80
 RECALL_LIMIT = 10
 STAGES: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "whole": [("none", {})],
-    "long": [("passages", {"passages": {}})],
+    "long": [
+        ("passages", {"passages": {}}),
+        ("passages-by-gateway", {"passages": {"by": "gateway"}}),
+    ],
     "chunked": [("none", {}), ("per_group=1", {"per_group": 1})],
 }
 """Per shape: (stage setting, the store's search keys for it)."""
+ENGINE_ONLY = frozenset({"passages-by-gateway"})
+"""Stage settings that differ from another only where the engine has a highlighter."""
 
 
 @dataclass
@@ -144,6 +151,8 @@ def load_stores(
                 seconds = load_lucene(engine, url, index, records, analyzer)
                 print(f"{engine} {index}: ready in {seconds:.1f} s", file=sys.stderr)
             for stage, search in STAGES[shape]:
+                if engine == "qdrant" and stage in ENGINE_ONLY:
+                    continue  # no highlighter: its passages are the gateway's anyway
                 target = url if engine != "qdrant" else str(work / f"q-{shape}-{stage}")
                 if engine == "qdrant":
                     shutil.copytree(base, target)  # local mode: one client per directory

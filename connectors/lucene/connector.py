@@ -5,7 +5,8 @@ value (:data:`connectors.lucene.elasticsearch.ELASTICSEARCH`,
 :data:`connectors.lucene.opensearch.OPENSEARCH`); everything else lives here
 once. Bodies come from :mod:`connectors.lucene.query`, field checks from
 :mod:`connectors.lucene.mapping`, hybrid legs (one ``_msearch``) from
-:mod:`connectors.lucene.hybrid`, ordered reads and their paging from
+:mod:`connectors.lucene.hybrid`, the highlighter's passages from
+:mod:`connectors.lucene.passages`, ordered reads and their paging from
 :mod:`connectors.lucene.order` (their points in time from :mod:`connectors.lucene.pit`),
 retries and errors from :mod:`connectors.lucene.client`.
 """
@@ -187,7 +188,10 @@ class LuceneConnector:
         exact = keyword_subfields(fields)
         field_spec = check_fields(self._spec, fields, exact, vector_type=self._dialect.vector_type)
         t = self._translator = QueryTranslator(
-            self._spec, exact_fields=exact, text_only_fields=text_only_fields(fields, exact)
+            self._spec,
+            exact_fields=exact,
+            text_only_fields=text_only_fields(fields, exact),
+            highlight_limit_key=self._dialect.highlight_limit_key,
         )
         self._order = OrderedBodies(t, self._dialect.engine_id_order)
         if not field_spec:
@@ -254,7 +258,13 @@ class LuceneConnector:
         fused = self._hybrid.fuse(plan.legs, await self._engine.read(call), request, limit)
         if not plan.reread or not fused:
             return fused
-        body = reread_body(self._t, fused, request.filter, with_vectors=request.with_vectors)
+        body = reread_body(
+            self._t,
+            fused,
+            request.filter,
+            with_vectors=request.with_vectors,
+            passage_text=request.passage_text,
+        )
         docs = self._t.hits(await self._search(body), with_vectors=request.with_vectors)
         return with_documents(fused, docs)
 

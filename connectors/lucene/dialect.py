@@ -56,6 +56,10 @@ class Dialect(Protocol):
     engine_id_order: EngineIdOrder
     pit: PitCalls
     version: VersionCall
+    highlight_limit_key: str
+    """The highlight key that bounds the characters analysed per field (a longer field
+    is highlighted in its head instead of failing the search): Elasticsearch spells it
+    ``max_analyzed_offset``, OpenSearch ``max_analyzer_offset``."""
 
     async def make_client(self, spec: LuceneSpec) -> Any:
         """The async client for ``connection:`` (no engine request; a credential

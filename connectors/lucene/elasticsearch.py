@@ -136,6 +136,7 @@ class ElasticsearchDialect:
     name = "elasticsearch"
     vector_type = "dense_vector"
     engine_id_order = ES_ENGINE_ID_ORDER
+    highlight_limit_key = "max_analyzed_offset"
     pit = PitCalls(
         open_path="/{index}/_pit",
         id_key="id",

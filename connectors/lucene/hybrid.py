@@ -15,7 +15,10 @@ docs/benchmarks.md "Hybrid cost"): the engine's cost of a leg grows with the
 - deeper legs return ids (and the group, to collapse) only, and the fused page is
   re-read in one query that names each hit by index, routing and id (an ``_id`` is
   unique only within one index and routing value) and carries the filter again:
-  **two** round trips, cheaper for the engine than parsing every candidate's source.
+  **two** round trips, cheaper for the engine than parsing every candidate's source;
+- with passages by the engine (``search.passages``, :mod:`connectors.lucene.passages`)
+  the legs always return ids, and the re-read of the fused page carries the highlight:
+  only the page's documents are highlighted and read whole.
 
 Native fusion was measured and is not used: the shipped Elasticsearch test
 distribution (basic licence) answers ``unknown retriever [rrf]``, and the
@@ -98,7 +101,10 @@ class HybridPlanner:
     def plan(self, request: SearchRequest, limit: int) -> HybridPlan:
         """The legs to run (both, unless exactly one weight is positive) and their shape."""
         depth = leg_depth(request, limit)
-        reread = depth > INLINE_FACTOR * limit
+        # Passages: the legs read ids, and the fused page is re-read with its highlights,
+        # so neither every candidate's content nor its highlighting is paid for.
+        passages = self._t.passages is not None and bool(request.passage_text)
+        reread = depth > INLINE_FACTOR * limit or passages
         lw, dw = request.lexical_weight, request.dense_weight
         both = (lw > 0) == (dw > 0)
         bodies: list[tuple[Literal["lexical", "knn"], Body, float]] = []
@@ -111,6 +117,7 @@ class HybridPlanner:
             source: Body | bool = {"includes": [self._group]} if self._group else False
             for _, body, _ in bodies:
                 body["_source"] = source
+                body.pop("highlight", None)
         return HybridPlan([Leg(kind, body, w) for kind, body, w in bodies], reread)
 
     def fuse(
@@ -152,9 +159,15 @@ def knn_hits(
 
 
 def reread_body(
-    translator: QueryTranslator, hits: Sequence[Hit], flt: Filter, *, with_vectors: bool
+    translator: QueryTranslator,
+    hits: Sequence[Hit],
+    flt: Filter,
+    *,
+    with_vectors: bool,
+    passage_text: str | None = None,
 ) -> Body:
-    """The documents of the fused top hits, under the request's filter.
+    """The documents of the fused top hits, under the request's filter (with their
+    passages for ``passage_text`` where the store has them).
 
     Each hit is named by its index, routing and id: the same ``_id`` can be held
     once per routing value, and once per index behind an alias, by documents of
@@ -163,6 +176,8 @@ def reread_body(
     """
     body = translator.common(len(hits), with_vectors=with_vectors)
     body["query"] = {"bool": {"filter": [*translator.filter_clauses(flt), located(hits)]}}
+    if translator.passages is not None and passage_text:
+        body["highlight"] = translator.highlight(passage_text)
     return body
 
 
@@ -196,7 +211,7 @@ def with_documents(hits: list[Hit], docs: Sequence[Hit]) -> list[Hit]:
     for h in hits:
         doc = by_identity.get(h.identity)
         if doc is not None:
-            h.source, h.vector = doc.source, doc.vector
+            h.source, h.vector, h.passages = doc.source, doc.vector, doc.passages
             out.append(h)
     return out
 

@@ -132,6 +132,7 @@ class OpenSearchDialect:
     vector_type = "knn_vector"
     # No _shard_doc in OpenSearch 2.x, and sorting on _id warns on every request.
     engine_id_order = EngineIdOrder("_doc", search_after=False)
+    highlight_limit_key = "max_analyzer_offset"
     pit = PitCalls(
         open_path="/{index}/_search/point_in_time",
         id_key="pit_id",

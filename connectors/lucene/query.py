@@ -30,10 +30,11 @@ from connectors.base import Hit, SearchRequest
 from connectors.errors import EngineConfigError
 from connectors.lucene.filters import Body as Body
 from connectors.lucene.filters import FilterTranslator
+from connectors.lucene.passages import fragments_of, highlight_clause, passages_of
 
 if TYPE_CHECKING:
     from connectors.lucene.spec import LuceneSpec
-    from connectors.spec import FieldsSpec
+    from connectors.spec import FieldsSpec, PassageSpec
 
 PAGE_SIZE = 1000
 """Documents per ordered-read request; longer reads page on with ``search_after``."""
@@ -98,6 +99,7 @@ class QueryTranslator(FilterTranslator):
         exact_fields: Mapping[str, str] | None = None,
         text_only_fields: Collection[str] = (),
         multi_match_type: str = "best_fields",
+        highlight_limit_key: str = "max_analyzed_offset",
     ) -> None:
         """
         Args:
@@ -105,6 +107,8 @@ class QueryTranslator(FilterTranslator):
             exact_fields: text field → keyword sub-field (from the index mapping).
             text_only_fields: analysed text fields with no keyword sub-field.
             multi_match_type: ``best_fields`` unless the store asks otherwise.
+            highlight_limit_key: the dialect's name for the highlighter's bound on the
+                characters it analyses (passages).
 
         Raises:
             EngineConfigError: ``search.text_fields`` is malformed.
@@ -116,6 +120,9 @@ class QueryTranslator(FilterTranslator):
         self._text_fields = parse_text_fields(spec.search.text_fields)
         self._multi_match_type = multi_match_type
         self._source_fields = list(spec.fields.read)
+        content = spec.fields.content
+        self._passages = spec.search.passages if content else None
+        self._limit_key = highlight_limit_key
 
     # ---- pieces
 
@@ -127,6 +134,11 @@ class QueryTranslator(FilterTranslator):
     @property
     def text_fields(self) -> tuple[TextField, ...]:
         return self._text_fields
+
+    @property
+    def passages(self) -> PassageSpec | None:
+        """The engine's passages (``search.passages``), when the store has one content field."""
+        return self._passages
 
     @property
     def collapse_field(self) -> str | None:
@@ -159,8 +171,10 @@ class QueryTranslator(FilterTranslator):
             }
         }
 
-    def highlight(self) -> Body | None:
-        """The highlight clause for the content field, when ``search.highlight`` is on.
+    def highlight(self, passage_text: str | None = None) -> Body | None:
+        """The highlight clause for the content field: the passages' (``search.passages``,
+        :mod:`connectors.lucene.passages`), for ``passage_text`` when given; else a single
+        fragment when ``search.highlight`` is on.
 
         Only a single ``mapping.content`` field can be highlighted (a template
         has no one field to take a fragment of). Tags are empty because the
@@ -169,6 +183,8 @@ class QueryTranslator(FilterTranslator):
         best passage of the content too.
         """
         content = self._mapping.content
+        if self._passages is not None and content:
+            return highlight_clause(content, self._passages, passage_text, self._limit_key)
         if not self._search.highlight or not content:
             return None
         size = self._search.highlight_fragment_size
@@ -204,17 +220,20 @@ class QueryTranslator(FilterTranslator):
         if collapse:
             # Without a sort, each group keeps its best-scoring document.
             body["collapse"] = {"field": collapse}
-        hl = self.highlight()
+        hl = self.highlight(request.passage_text)
         if hl is not None:
             body["highlight"] = hl
         return body
 
     def knn_common(self, request: SearchRequest, size: int) -> Body:
-        """The non-kNN part of a vector search body (the dialect adds its kNN clause)."""
+        """The non-kNN part of a vector search body (the dialect adds its kNN clause);
+        it asks for the passages of ``request.passage_text`` where the store has them."""
         body = self.common(size, with_vectors=request.with_vectors)
         collapse = self.collapse_field
         if collapse:
             body["collapse"] = {"field": collapse}
+        if self._passages is not None and request.passage_text:
+            body["highlight"] = self.highlight(request.passage_text)
         return body
 
     # ---- responses
@@ -222,12 +241,19 @@ class QueryTranslator(FilterTranslator):
     def hits(self, response: Mapping[str, Any], *, with_vectors: bool) -> list[Hit]:
         """Hits of a ``_search`` response; scores are the engine's raw ``_score``."""
         vf = self._search.vector_field
-        return read_hits(
+        hits = read_hits(
             response,
             vector_field=vf if with_vectors else None,
             keep_vector_in_source=vf in self._source_fields,
-            content=self._mapping.content,
+            content=self._mapping.content if self._passages is None else None,
         )
+        content, spec = self._mapping.content, self._passages
+        if spec is not None and content:
+            raws = response.get("hits", {}).get("hits", [])
+            for hit, raw in zip(hits, raws, strict=True):
+                fragments = fragments_of(raw, content)
+                hit.passages = passages_of(hit.source, content, fragments, spec)
+        return hits
 
 
 def read_hits(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_MAX_CHARS = 600
@@ -11,10 +13,11 @@ DEFAULT_MAX_CHARS = 600
 class PassagesConfig(BaseModel):
     """``search.passages``: a recalled record's content is the passage that answers.
 
-    The passage is chosen from the record's mapped content: sentence windows (or
-    paragraphs) scored against the query's terms. ``memory/fetch`` still returns
-    the whole document; a recalled record says where its passage sits
-    (``metadata.passage``).
+    The passage is chosen from the record's mapped content: by the engine's highlighter
+    on Elasticsearch and OpenSearch (a store with one ``mapping.content`` field), else
+    by the gateway, sentence windows (or paragraphs) scored against the query's terms.
+    ``memory/fetch`` still returns the whole document; a recalled record says where its
+    passage sits (``metadata.passage``).
     """
 
     # As gateway.config.base.StrictModel (not imported: gateway.config imports this module).
@@ -34,4 +37,10 @@ class PassagesConfig(BaseModel):
         default="sentence",
         pattern="^(sentence|paragraph)$",
         description="what a window is made of: sentences, or paragraphs (blank-line separated)",
+    )
+    by: Literal["engine", "gateway"] = Field(
+        default="engine",
+        description="engine: the engine's highlighter chooses the passages where it can "
+        "(Elasticsearch and OpenSearch, one mapping.content field; sentences, unit "
+        "ignored), the gateway elsewhere; gateway: the gateway always",
     )

@@ -134,15 +134,22 @@ class PassageStage:
 
     name = "passages"
 
-    def __init__(self, config: PassagesConfig) -> None:
+    def __init__(self, config: PassagesConfig, *, by_engine: bool = False) -> None:
+        """``by_engine``: the engine's highlighter chose the passages (the connector's
+        records arrive cut, with ``metadata.passage``); the gateway cuts only a record
+        still longer than the cap."""
         self.config = config
+        self.by_engine = by_engine
 
     def describe(self) -> dict[str, object]:
         c = self.config
+        if self.by_engine:
+            return {"stage": self.name, "by": "engine", "max_chars": c.max_chars, "count": c.count}
         return {"stage": self.name, "max_chars": c.max_chars, "count": c.count, "unit": c.unit}
 
     def apply(self, records: list[Record], query: str) -> list[Record]:
-        """The records with their content cut to passages (in place; the same list)."""
+        """The records with their content cut to passages (in place; the same list);
+        a record within the cap is left as it is."""
         wanted = query_terms(query)
         for record in records:
             text = record.content
@@ -151,13 +158,24 @@ class PassageStage:
             spans = select(text, query, self.config, wanted)
             if not spans:
                 continue
-            record.content = SEPARATOR.join(text[s.start : s.end] for s in spans)
-            where: dict[str, object] = {
-                "offsets": [[s.start, s.end] for s in spans],
-                "length": len(text),
+            texts = [text[s.start : s.end] for s in spans]
+            record.content = SEPARATOR.join(texts)
+            offsets = [(s.start, s.end) for s in spans]
+            record.metadata = {
+                **(record.metadata or {}),
+                "passage": passage_metadata(offsets, texts, len(text), record.uri),
             }
-            anchored = text_fragment_uri(record.uri, text[spans[0].start : spans[0].end])
-            if anchored is not None:
-                where["uri"] = anchored
-            record.metadata = {**(record.metadata or {}), "passage": where}
         return records
+
+
+def passage_metadata(
+    offsets: list[tuple[int, int]], texts: list[str], length: int, uri: str | None
+) -> dict[str, object]:
+    """``metadata.passage``: the passages' ``offsets`` ([start, end) pairs) in the whole
+    content of ``length`` characters, and, where ``uri``'s scheme allows, ``uri`` with a
+    text fragment at the first passage."""
+    where: dict[str, object] = {"offsets": [[s, e] for s, e in offsets], "length": length}
+    anchored = text_fragment_uri(uri, texts[0]) if texts else None
+    if anchored is not None:
+        where["uri"] = anchored
+    return where

@@ -13,11 +13,16 @@ from gateway.stages.passages import PassageStage
 class Stages:
     """The store's stages in order: fusion (in the connector), group cap, passages."""
 
-    def __init__(self, search: SearchConfig) -> None:
+    def __init__(self, search: SearchConfig, *, engine_passages: bool = False) -> None:
+        """``engine_passages``: the store's engine chooses the passages (its highlighter)."""
         self._fusion = search.fusion if search.mode is SearchMode.HYBRID else None
         self.group_cap = GroupCapStage(search.per_group) if search.per_group else None
         passages = search.passages
-        self.passages = PassageStage(passages) if passages and passages.enabled else None
+        self.passages = (
+            PassageStage(passages, by_engine=engine_passages)
+            if passages and passages.enabled
+            else None
+        )
 
     def describe(self) -> list[dict[str, object]]:
         """describe's ``search.stages``: what runs on this store, in order."""

@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
-from connectors.spec import ConnectionSpec, ConnectorSpec, FieldsSpec, SearchSpec
+from connectors.spec import ConnectionSpec, ConnectorSpec, FieldsSpec, PassageSpec, SearchSpec
 from gateway.config import StoreBase
+from gateway.stages.passages import SEPARATOR
+
+HIGHLIGHTING_BACKENDS = frozenset({"elasticsearch", "opensearch"})
+"""Engines whose highlighter chooses passages (``search.passages.by: engine``)."""
+
+
+def engine_passages(config: StoreBase) -> PassageSpec | None:
+    """The passages the store's engine chooses, or None when the gateway does (or none)."""
+    p = config.search.passages
+    if p is None or not p.enabled or p.by != "engine" or not config.mapping.content:
+        return None
+    if config.backend not in HIGHLIGHTING_BACKENDS:
+        return None
+    # As the gateway's windows: the count of passages and their separators within the cap.
+    per = max(p.max_chars // p.count - len(SEPARATOR), 1)
+    return PassageSpec(max_chars=p.max_chars, count=p.count, fragment_chars=per)
 
 
 def connector_spec(config: StoreBase) -> ConnectorSpec[ConnectionSpec]:
@@ -27,6 +43,7 @@ def connector_spec(config: StoreBase) -> ConnectorSpec[ConnectionSpec]:
         search=SearchSpec(
             mode=s.mode.value,
             vector_field=s.vector_field,
+            passages=engine_passages(config),
             **s.spec_keys(),
         ),
     )

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from connectors.base import ID_FIELD, Hit, value_at
 from gateway.a2m.records import Record, parse_timestamp
 from gateway.config import MappingConfig
+from gateway.stages.passages import SEPARATOR, passage_metadata
 
 # Record fields that a `where` equality may test, when the mapping exposes them.
 FILTERABLE_FIELDS = ("id", "key", "group", "role", "uri", "media_type", "owner")
@@ -79,9 +80,19 @@ class RecordMapper:
                 value = value_at(src, name)
                 if value is not None:
                     metadata[name] = value
+        if hit.passages is not None and ranked:
+            # The engine chose the passages (search.passages): they are the content.
+            p = hit.passages
+            content: str | None = SEPARATOR.join(p.texts)
+            where = passage_metadata(list(p.spans), list(p.texts), p.length, uri)
+            metadata = {**(metadata or {}), "passage": where}
+        elif hit.highlight is not None:
+            content = hit.highlight
+        else:
+            content = self._content(src)
         return Record(
             id=rid,
-            content=hit.highlight if hit.highlight is not None else self._content(src),
+            content=content,
             role=_text(value_at(src, m.role)) if m.role else None,
             metadata=metadata,
             group=_text(value_at(src, m.group)) if m.group else None,

@@ -111,6 +111,7 @@ class SearchPlan:
     filter: Filter
     text: str | None
     dense: Sequence[float] | None
+    passage_text: str | None = None
 
     def request(self, size: int) -> SearchRequest:
         """The engine request for a page of `size`: kNN breadth and leg depth grow with it."""
@@ -127,6 +128,7 @@ class SearchPlan:
             fusion=s.fusion,
             lexical_weight=s.lexical_weight,
             dense_weight=s.dense_weight,
+            passage_text=self.passage_text,
         )
 
     async def read(self, connector: Connector, size: int) -> list[Hit]:
@@ -180,6 +182,7 @@ class QueryPlanner:
             s.knn_candidates, s.fusion_depth, s.rrf_k, s.fusion, s.lexical_weight, s.dense_weight
         )
         self._drop_question_words = s.question_words == "drop"
+        self._passages = s.passages is not None and s.passages.enabled
         self._lexical_mode = s.mode in (SearchMode.LEXICAL, SearchMode.HYBRID)
         self._dense_mode = s.mode in (SearchMode.DENSE, SearchMode.HYBRID)
 
@@ -326,6 +329,7 @@ class QueryPlanner:
             filter=flt,
             text=lex_text,
             dense=dense,
+            passage_text=(lex_text or text) if self._passages and text else None,
         )
 
     @staticmethod

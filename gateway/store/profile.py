@@ -10,6 +10,7 @@ from gateway.config import StoreConfig
 from gateway.embedders import QueryEmbedder
 from gateway.front.profile import Limits, Profile
 from gateway.stages.pipeline import Stages
+from gateway.store.connector_spec import engine_passages
 
 
 class StoreProfile:
@@ -27,7 +28,9 @@ class StoreProfile:
         self.embedder = embedder
         self.limits = Limits.of(config.limits)
         self._search: dict[str, Any] = {"mode": config.search.mode.value, "server": server_name}
-        stages = Stages(config.search).describe()
+        stages = Stages(
+            config.search, engine_passages=engine_passages(config) is not None
+        ).describe()
         if stages:
             self._search["stages"] = stages
         self.info: EngineInfo | None = None

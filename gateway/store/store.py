@@ -31,6 +31,7 @@ from gateway.resilience import EngineGuard
 from gateway.security.scopes import LOCAL, Caller, CredentialForwarding, NothingVisible, ScopePolicy
 from gateway.stages.pipeline import Stages
 from gateway.store import sampling
+from gateway.store.connector_spec import engine_passages
 from gateway.store.mapping import RecordMapper
 from gateway.store.opening import Bootstrap, Opener
 from gateway.store.paging import EngineObserver, RecordPager
@@ -68,7 +69,7 @@ class Store:
         self.front = Front(self)
         self.planner = QueryPlanner(config, self.mapper, self.scope)
         self.shaper = ResultShaper(self.mapper)
-        self.stages = Stages(config.search)
+        self.stages = Stages(config.search, engine_passages=engine_passages(config) is not None)
         self.timeout_s = (config.request_timeout_ms or default_timeout_ms) / 1000.0
         # Every engine call of this store, opening included, passes its breaker and limit.
         self.pager = RecordPager(

@@ -93,7 +93,9 @@ def store_of(engine: tuple[str, str], tmp: Path, group: str = "group", **search:
 async def test_passages_point_into_the_document_fetch_returns(
     engine: tuple[str, str], tmp_path: Path
 ) -> None:
-    store = store_of(engine, tmp_path, passages={"max_chars": 300, "count": 2})
+    # The gateway's windows on every engine (the highlighter's: test_lucene_passages_engines).
+    passages = {"max_chars": 300, "count": 2, "by": "gateway"}
+    store = store_of(engine, tmp_path, passages=passages)
     whole = store_of(engine, tmp_path)
     try:
         await store.ensure_started()

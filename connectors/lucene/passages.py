@@ -1,0 +1,202 @@
+"""Passages chosen by the engine's highlighter (``search.passages`` on Elasticsearch/OpenSearch).
+
+The unified highlighter scores the content field's sentences against the query (BM25
+over the sentences, in the engine) and returns the best ``count`` fragments in text
+order, untagged; a hit none of whose sentences holds a query term gets the head of its
+content (``no_match_size``). The query is given as ``highlight_query`` (a ``match`` of
+the passage text on the content field), so a hit the kNN leg found is highlighted like
+one the lexical leg found.
+
+Offsets are exact: each fragment is a (trimmed) substring of the content, found in the
+content the same answer carries. Only the page's hits carry their content (the legs of
+a hybrid search read ids; the fused page is re-read with its highlights), so the whole
+text of every candidate never travels. A fragment that cannot be found, or a content
+that is not one string, leaves the hit as it is: the gateway chooses its passages.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from connectors.base import Passages, value_at
+from connectors.spec import PassageSpec
+
+Body = dict[str, Any]
+
+ANALYSED_CHARS = 999_999
+"""Characters of a content the highlighter analyses, at most: one less than the engines'
+default ``index.highlight.max_analyzed_offset`` (a query's own bound must stay below the
+index's). Without it a longer document fails the whole search; with it, its passages
+come from its head."""
+
+CANDIDATES_PER_PASSAGE = 2
+"""Fragments asked of the engine (best first) per passage kept: the kept ones come from
+different paragraphs while there are any, as the gateway's windows do."""
+
+
+def highlight_clause(
+    content: str, spec: PassageSpec, text: str | None, limit_key: str = "max_analyzed_offset"
+) -> Body:
+    """The ``highlight`` clause asking for ``spec.count`` passages of ``content``.
+
+    ``text``: what the passages answer, matched on the content field whatever query
+    selected the hit (None: the search's own query). Tags are empty: a fragment is
+    the document's own text, so it can be found in it. ``limit_key``: the dialect's
+    name for the bound on the characters analysed (:data:`ANALYSED_CHARS`).
+    """
+    field: Body = {
+        "type": "unified",
+        "boundary_scanner": "sentence",
+        "fragment_size": spec.fragment_chars,
+        "number_of_fragments": spec.count * CANDIDATES_PER_PASSAGE,
+        "no_match_size": spec.fragment_chars,
+        "order": "score",
+    }
+    clause: Body = {
+        "pre_tags": [""],
+        "post_tags": [""],
+        "encoder": "default",
+        "require_field_match": False,
+        limit_key: ANALYSED_CHARS,
+        "fields": {content: field},
+    }
+    if text:
+        clause["highlight_query"] = {"match": {content: {"query": text}}}
+    return clause
+
+
+def fragments_of(raw: Mapping[str, Any], content: str) -> list[str]:
+    """The highlight fragments of one ``_search`` hit for ``content`` (none: [])."""
+    highlight = raw.get("highlight")
+    if not isinstance(highlight, Mapping):
+        return []
+    found = highlight.get(content)
+    return [f for f in found if isinstance(f, str)] if isinstance(found, list) else []
+
+
+def passages_of(
+    source: Mapping[str, Any], content: str, fragments: Sequence[str], spec: PassageSpec
+) -> Passages | None:
+    """The hit's passages: its fragments located in its content, each cut to
+    ``spec.fragment_chars``. None: the content is one string within ``spec.max_chars``
+    (it is its own passage), is not one string, or a fragment is not in it."""
+    text = value_at(source, content)
+    if not isinstance(text, str) or len(text) <= spec.max_chars or not fragments:
+        return None
+    spans = locate(text, fragments, spec.fragment_chars)
+    if spans is None:
+        return None
+    spans = widen(text, choose(text, spans, spec.count), spec.fragment_chars)
+    return Passages(tuple(spans), tuple(text[s:e] for s, e in spans), len(text))
+
+
+def locate(text: str, fragments: Sequence[str], cap: int) -> list[tuple[int, int]] | None:
+    """Where each fragment sits in ``text`` (its first occurrence), in the fragments' order,
+    each span cut to ``cap`` characters at the last word end within it; None when one is
+    not found."""
+    spans: list[tuple[int, int]] = []
+    for fragment in fragments:
+        fragment = fragment.strip()
+        if not fragment:
+            continue
+        start = text.find(fragment)
+        if start < 0:
+            return None
+        spans.append((start, cut(text, start, start + len(fragment), cap)))
+    return spans or None
+
+
+def choose(text: str, ranked: Sequence[tuple[int, int]], count: int) -> list[tuple[int, int]]:
+    """Up to ``count`` of the ``ranked`` spans (best first), not overlapping, each from
+    another paragraph (blank-line separated) while one is left; in text order."""
+    breaks = paragraph_breaks(text)
+    chosen: list[tuple[int, int]] = []
+    used: set[int] = set()
+    for diverse in (True, False):
+        for start, end in ranked:
+            if len(chosen) == count:
+                break
+            if any(start < e and s < end for s, e in chosen):
+                continue
+            paragraph = bisect_right(breaks, start)
+            if diverse and paragraph in used:
+                continue
+            chosen.append((start, end))
+            used.add(paragraph)
+    return sorted(chosen)
+
+
+def paragraph_breaks(text: str) -> list[int]:
+    """Where each blank line of ``text`` starts."""
+    breaks: list[int] = []
+    at = text.find("\n\n")
+    while at >= 0:
+        breaks.append(at)
+        at = text.find("\n\n", at + 2)
+    return breaks
+
+
+def cut(text: str, start: int, end: int, cap: int) -> int:
+    """The end of ``text[start:end]`` kept within ``cap`` characters: ``end`` when it
+    fits, else the last word end before the cap (else the cap)."""
+    if end - start <= cap:
+        return end
+    limit = start + cap
+    space = text.rfind(" ", start, limit + 1)
+    stop = space if space > start else limit
+    while stop > start and text[stop - 1].isspace():
+        stop -= 1
+    return stop
+
+
+_SENTENCE_ENDS = (". ", "? ", "! ", "\n")
+
+
+def widen(text: str, spans: list[tuple[int, int]], cap: int) -> list[tuple[int, int]]:
+    """Each span (in text order) run on to ``cap`` characters: forward to the last
+    sentence end that keeps at least half of it (else a word end), then, with room left
+    (the paragraph or the text ended), back to a sentence start of its paragraph; never
+    into a neighbour. A short fragment (a few words, a sentence's tail) still carries
+    its context."""
+    out: list[tuple[int, int]] = []
+    for i, (start, end) in enumerate(spans):
+        after = spans[i + 1][0] if i + 1 < len(spans) else len(text)
+        end = _forward(text, start, end, min(start + cap, after), cap)
+        before = out[-1][1] if out else 0
+        start = _backward(text, start, max(before, end - cap))
+        out.append((start, end))
+    return out
+
+
+def _forward(text: str, start: int, end: int, stop: int, cap: int) -> int:
+    if stop > end:
+        half = start + cap // 2
+        cut_at = max(text.rfind(m, max(end, half), stop) for m in _SENTENCE_ENDS)
+        if cut_at > 0:
+            end = cut_at + (0 if text[cut_at] == "\n" else 1)
+        elif stop == len(text):
+            end = stop
+        else:
+            space = text.rfind(" ", end, stop)
+            end = space if space > end else end
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return end
+
+
+def _backward(text: str, start: int, lo: int) -> int:
+    # The earliest sentence start in [lo, start) that stays in the span's paragraph.
+    if lo >= start:
+        return start
+    para = text.rfind("\n\n", lo, start)
+    if para >= 0:
+        lo = para + 2
+    at = min((i for i in (text.find(m, lo, start) for m in _SENTENCE_ENDS) if i >= 0), default=-1)
+    if at < 0:
+        return start
+    new = at + (1 if text[at] == "\n" else 2)
+    while new < start and text[new].isspace():
+        new += 1
+    return new if new < start else start

@@ -1,0 +1,158 @@
+"""Unit tests of the engine's passages (connectors.lucene.passages): no engine needed.
+
+The request each body carries (the highlight, what ``_source`` reads), and how the
+fragments an engine answers become exact spans of the content.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from connectors.base import Condition, Filter, Hit, SearchRequest
+from connectors.fusion import clamp01
+from connectors.lucene.connector import dialect_for, knn_body
+from connectors.lucene.hybrid import HybridPlanner, reread_body
+from connectors.lucene.passages import (
+    ANALYSED_CHARS,
+    CANDIDATES_PER_PASSAGE,
+    choose,
+    cut,
+    highlight_clause,
+    locate,
+    passages_of,
+    widen,
+)
+from connectors.lucene.query import QueryTranslator
+from connectors.spec import PassageSpec
+from tests.connectors.test_lucene import store
+
+SPEC = PassageSpec(max_chars=120, count=2, fragment_chars=57)
+SCOPE = {"term": {"acl": {"value": "team-a"}}}
+PASSAGES: dict[str, Any] = {"passages": SPEC}
+
+
+def _translator(engine: str = "elasticsearch", **search: Any) -> QueryTranslator:
+    return QueryTranslator(store(backend=engine, search={"vector_field": "embedding", **search}))
+
+
+def _request(**kw: Any) -> SearchRequest:
+    scoped = Filter(must=(Condition("acl", ("team-a",)),))
+    return SearchRequest(limit=10, filter=scoped, passage_text="bone fractures", **kw)
+
+
+def test_the_highlight_asks_for_scored_untagged_sentences_and_a_head_without_a_match() -> None:
+    clause = highlight_clause("text", SPEC, "bone fractures")
+    assert clause["pre_tags"] == clause["post_tags"] == [""]
+    # A field longer than the index's bound is highlighted in its head, not refused.
+    assert clause["max_analyzed_offset"] == ANALYSED_CHARS
+    assert highlight_clause("text", SPEC, None, "max_analyzer_offset")["max_analyzer_offset"]
+    assert clause["highlight_query"] == {"match": {"text": {"query": "bone fractures"}}}
+    assert clause["fields"]["text"] == {
+        "type": "unified",
+        "boundary_scanner": "sentence",
+        "fragment_size": 57,
+        "number_of_fragments": 2 * CANDIDATES_PER_PASSAGE,
+        "no_match_size": 57,
+        "order": "score",
+    }
+    assert "highlight_query" not in highlight_clause("text", SPEC, None)
+
+
+@pytest.mark.parametrize("engine", ["elasticsearch", "opensearch"])
+def test_hybrid_legs_read_ids_and_the_re_read_highlights_under_the_scope(engine: str) -> None:
+    t = _translator(engine, **PASSAGES)
+    dialect = dialect_for(engine)
+
+    def knn(request: SearchRequest, size: int, depth: int) -> dict[str, Any]:
+        return knn_body(dialect, t, "embedding", request, size, depth)
+
+    planner = HybridPlanner(t, knn, clamp01, group_field=None)
+    # Shallow legs would carry their documents; with passages they never do.
+    plan = planner.plan(_request(text="bone fractures", dense=[0.1], candidates=10), 10)
+    assert plan.reread
+    for leg in plan.legs:
+        assert leg.body["_source"] is False
+        assert "highlight" not in leg.body
+    hits = [Hit("a", {}, index="i"), Hit("b", {}, index="i")]
+    body = reread_body(t, hits, _request().filter, with_vectors=False, passage_text="bone")
+    assert SCOPE in body["query"]["bool"]["filter"]
+    assert body["highlight"]["highlight_query"] == {"match": {"text": {"query": "bone"}}}
+    assert "text" in body["_source"]["includes"]  # the page's content: the offsets' ground
+    # Without passages the same plan reads the documents in the legs, unhighlighted.
+    plain = HybridPlanner(_translator(engine), knn, clamp01, group_field=None)
+    assert not plain.plan(_request(text="x", dense=[0.1], candidates=10), 10).reread
+
+
+@pytest.mark.parametrize("engine", ["elasticsearch", "opensearch"])
+def test_a_knn_search_highlights_its_hits_with_the_query_text(engine: str) -> None:
+    t = _translator(engine, **PASSAGES)
+    body = knn_body(dialect_for(engine), t, "embedding", _request(dense=[0.1]), 10, 10)
+    assert body["highlight"]["highlight_query"] == {"match": {"text": {"query": "bone fractures"}}}
+    no_text = knn_body(
+        dialect_for(engine), t, "embedding", SearchRequest(limit=5, dense=[0.1]), 5, 5
+    )
+    assert "highlight" not in no_text
+
+
+def test_hits_carry_the_fragments_located_in_their_content() -> None:
+    t = _translator(**PASSAGES)
+    text = "Intro line here. " * 3 + "\n\nBone fractures rise with low vitamin D. " + "x " * 40
+    response = {
+        "hits": {
+            "hits": [
+                {
+                    "_id": "1",
+                    "_source": {"text": text},
+                    "highlight": {"text": ["Bone fractures rise with low vitamin D."]},
+                },
+                {"_id": "2", "_source": {"text": "short"}, "highlight": {"text": ["short"]}},
+            ]
+        }
+    }
+    long_hit, short_hit = t.hits(response, with_vectors=False)
+    assert long_hit.passages is not None
+    ((start, end),) = long_hit.passages.spans
+    assert start == text.index("Bone")
+    assert long_hit.passages.texts == (text[start:end],)
+    assert end - start <= 57
+    assert long_hit.passages.length == len(text)
+    assert long_hit.highlight is None  # the passages are the content, not a highlight
+    assert short_hit.passages is None  # within the cap: the content is its own passage
+
+
+def test_locate_finds_each_fragment_and_refuses_one_not_in_the_text() -> None:
+    text = "Alpha one. Beta two is here.\n\nGamma three!"
+    assert locate(text, ["Gamma three!", " Beta two is here. "], 100) == [(30, 42), (11, 28)]
+    assert locate(text, ["Beta two", "not there"], 100) is None
+    assert locate(text, ["  "], 100) is None
+
+
+def test_cut_keeps_a_span_within_the_cap_at_a_word_end() -> None:
+    text = "one two three four five"
+    assert cut(text, 0, len(text), 100) == len(text)
+    assert text[: cut(text, 0, len(text), 12)] == "one two"
+    assert cut("abcdefghij", 0, 10, 4) == 4  # no word end: the cap
+
+
+def test_choose_prefers_other_paragraphs_then_fills_and_keeps_text_order() -> None:
+    text = "a" * 20 + "\n\n" + "b" * 20 + "\n\n" + "c" * 20
+    ranked = [(0, 5), (6, 10), (22, 27), (3, 8)]  # (3, 8) overlaps the best
+    assert choose(text, ranked, 2) == [(0, 5), (22, 27)]
+    assert choose(text, ranked, 3) == [(0, 5), (6, 10), (22, 27)]
+
+
+def test_widen_runs_on_to_a_sentence_end_and_never_into_the_next_span() -> None:
+    text = "Short one. And more words follow here. Next. Tail words go on and on."
+    first = text.index("Next")
+    spans = widen(text, [(0, 10), (first, first + 5)], 40)
+    assert text[spans[0][0] : spans[0][1]] == "Short one. And more words follow here."
+    assert spans[0][1] <= first
+    assert widen(text, [(0, 10), (12, 20)], 40)[0] == (0, 10)  # the next span starts at once
+
+
+def test_passages_of_a_content_that_is_not_one_string_are_the_gateways() -> None:
+    src = {"text": ["a list", "of values"]}
+    assert passages_of(src, "text", ["a list"], SPEC) is None
+    assert passages_of({"text": "x" * 200}, "text", [], SPEC) is None

@@ -1,0 +1,215 @@
+"""Passages by the engine's highlighter, against real Elasticsearch 9 and OpenSearch 3.
+
+The nodes (``A2M_TEST_ELASTICSEARCH9_URL``, ``A2M_TEST_OPENSEARCH3_URL``) hold the whole
+SciFact corpus with its vectors. In every mode, a record longer than the cap comes back
+as its passages, within the cap, at offsets that slice the document ``memory/fetch``
+returns; a hit the kNN leg alone found gets passages too; and a scoped caller still
+sees only its own documents.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from connectors.factory import make_connector
+from gateway.a2m.params import FetchParams, RecallParams
+from gateway.config import validate_store
+from gateway.security.scopes import Caller, Principal
+from gateway.store.connector_spec import connector_spec
+from gateway.store.store import Store
+from tests.conftest import missing
+from tests.support import lucene_loader
+from tests.support.scifact import SciFact
+
+pytestmark = pytest.mark.integration
+
+INDEX = "a2m-test-scifact"
+CAP = 300
+PASSAGES = {"max_chars": CAP, "count": 2}
+ACL = {"filters": [{"field": "acl", "claims": ["groups"]}]}
+
+
+@pytest.fixture(scope="module", params=["elasticsearch9", "opensearch3"])
+def node(request: pytest.FixtureRequest, scifact: SciFact) -> tuple[str, str]:
+    """(backend, URL) of a node holding SciFact."""
+    var = f"A2M_TEST_{request.param.upper()}_URL"
+    url = os.environ.get(var)
+    if not url:
+        missing(f"{var} not set (start engines with: python tests/engines/engines.py start)")
+    assert url
+    backend = "elasticsearch" if request.param.startswith("elastic") else "opensearch"
+    lucene_loader.load_index(backend, url, INDEX, scifact)  # type: ignore[arg-type]
+    return backend, url
+
+
+def _store(node: tuple[str, str], mode: str, **extra: Any) -> Store:
+    """A store on the SciFact index; a dense or hybrid one names the model its vectors come
+    from (recalls here send the query's vector beside its text, so it embeds nothing)."""
+    backend, url = node
+    if mode != "lexical":
+        extra.setdefault("search", {})["embedder"] = {"kind": "minilm"}
+    config = validate_store(
+        {
+            "backend": backend,
+            "index": INDEX,
+            "connection": {"hosts": [url], "timeout_ms": 30_000},
+            "mapping": {"id": "doc_id", "content": "text", "key": "key", "metadata": ["acl"]},
+            "search": {
+                "mode": mode,
+                "text_fields": ["title", "text"],
+                "vector_field": "embedding",
+                **extra.pop("search", {}),
+            },
+            **extra,
+        }
+    )
+    return Store("s", config, make_connector(connector_spec(config)))
+
+
+def _queries(scifact: SciFact) -> list[tuple[str, list[float]]]:
+    qids = [q for q in scifact.query_ids if q in scifact.qrels][:3]
+    return [(scifact.queries[q], scifact.query_vector(q)) for q in qids]
+
+
+@pytest.mark.parametrize("mode", ["lexical", "dense", "hybrid"])
+async def test_engine_passages_slice_the_document_fetch_returns(
+    node: tuple[str, str], scifact: SciFact, mode: str
+) -> None:
+    store = _store(node, mode, search={"passages": PASSAGES})
+    whole = _store(node, mode)
+    try:
+        await store.ensure_started()
+        await whole.ensure_started()
+        assert {"stage": "passages", "by": "engine", "max_chars": CAP, "count": 2} in (
+            store.describe()["search"]["stages"]
+        )
+        cut = 0
+        for text, vector in _queries(scifact):
+            params = RecallParams(query=text, embedding=vector, limit=8)
+            records = (await store.recall(params))["records"]
+            plain = (await whole.recall(params))["records"]
+            assert [r["id"] for r in records] == [r["id"] for r in plain]
+            for record, full in zip(records, plain, strict=True):
+                assert len(record["content"]) <= CAP
+                if len(full["content"]) <= CAP:
+                    assert record["content"] == full["content"]
+                    continue
+                cut += 1
+                where = record["metadata"]["passage"]
+                fetched = (await store.fetch(FetchParams(key=record["key"])))["record"]
+                document = fetched["content"]
+                assert document == full["content"]
+                assert where["length"] == len(document)
+                pieces = [document[start:end] for start, end in where["offsets"]]
+                assert record["content"] == " … ".join(pieces)
+                assert "passage" not in fetched.get("metadata", {})
+        assert cut  # SciFact abstracts are mostly longer than the cap
+    finally:
+        await store.close()
+        await whole.close()
+
+
+async def test_a_hit_only_the_knn_leg_found_gets_passages_with_a_query_term(
+    node: tuple[str, str], scifact: SciFact
+) -> None:
+    # Dense mode: no lexical leg selects the hits; the highlighter still scores their
+    # sentences against the query text (highlight_query), so where a hit holds a query
+    # term its passage does.
+    store = _store(node, "dense", search={"passages": PASSAGES})
+    try:
+        await store.ensure_started()
+        with_term: list[dict[str, Any]] = []
+        for text, vector in _queries(scifact):
+            words = {w.lower().strip(".,()") for w in text.split() if len(w) > 5}
+            params = RecallParams(query=text, embedding=vector, limit=8)
+            records = (await store.recall(params))["records"]
+            # Every record longer than the cap is cut (a hit without a query term: its head).
+            assert all(len(r["content"]) <= CAP for r in records)
+            assert any("passage" in r.get("metadata", {}) for r in records)
+            with_term += [
+                r
+                for r in records
+                if "passage" in r.get("metadata", {})
+                and words & {w.lower().strip(".,()") for w in r["content"].split()}
+            ]
+        # Not only heads: the query's terms chose passages inside the documents.
+        assert any(r["metadata"]["passage"]["offsets"][0][0] > 0 for r in with_term)
+    finally:
+        await store.close()
+
+
+async def test_a_scoped_caller_sees_passages_of_its_own_documents_only(
+    node: tuple[str, str], scifact: SciFact
+) -> None:
+    scoped = _store(node, "hybrid", search={"passages": PASSAGES}, scope=ACL)
+    free = _store(node, "hybrid", search={"passages": PASSAGES})
+    even = Caller(principal=Principal("alice", {"sub": "alice", "groups": ["even"]}, "embedded"))
+    try:
+        await scoped.ensure_started()
+        await free.ensure_started()
+        for text, vector in _queries(scifact):
+            params = RecallParams(query=text, embedding=vector, limit=10)
+            mine = (await scoped.recall(params, even))["records"]
+            everyone = (await free.recall(params))["records"]
+            assert mine
+            assert {r["metadata"]["acl"] for r in mine} == {"even"}
+            assert any("passage" in r["metadata"] for r in mine)
+            # Not vacuous: unscoped, the same query reaches the other group's documents.
+            assert "odd" in {r["metadata"]["acl"] for r in everyone}
+    finally:
+        await scoped.close()
+        await free.close()
+
+
+async def test_a_document_longer_than_the_highlighters_bound_still_recalls(
+    node: tuple[str, str],
+) -> None:
+    # Past index.highlight.max_analyzed_offset (1,000,000 characters by default) an
+    # unbounded highlight fails the whole search; bounded, the head is highlighted.
+    backend, url = node
+    index = "a2m-test-passages-huge"
+    filler = "Filler words without the asked term go on here. " * 22_000
+    docs = {
+        "huge": "Bone density falls in winter. " + filler + "Bone density tail.",
+        "small": "Bone density is measured by scans. " + "Other words follow. " * 30,
+    }
+    client = lucene_loader.lucene_client(backend, url)
+    try:
+        if client.indices.exists(index=index):
+            client.indices.delete(index=index)
+        client.indices.create(
+            index=index,
+            body={
+                "mappings": {"properties": {"key": {"type": "keyword"}, "text": {"type": "text"}}}
+            },
+        )
+        for key, text in docs.items():
+            client.index(index=index, id=key, body={"key": key, "text": text})
+        client.indices.refresh(index=index)
+    finally:
+        client.close()
+    assert len(docs["huge"]) > 1_000_000
+    config = validate_store(
+        {
+            "backend": backend,
+            "index": index,
+            "connection": {"hosts": [url], "timeout_ms": 30_000},
+            "mapping": {"content": "text", "key": "key"},
+            "search": {"mode": "lexical", "text_fields": ["text"], "passages": PASSAGES},
+        }
+    )
+    store = Store("s", config, make_connector(connector_spec(config)))
+    try:
+        await store.ensure_started()
+        records = (await store.recall(RecallParams(query="bone density", limit=5)))["records"]
+        by_key = {r["key"]: r for r in records}
+        assert set(by_key) == {"huge", "small"}
+        huge = by_key["huge"]
+        assert huge["metadata"]["passage"]["length"] == len(docs["huge"])
+        assert huge["content"].startswith("Bone density falls in winter.")
+        assert len(huge["content"]) <= CAP
+    finally:
+        await store.close()
