@@ -5,7 +5,9 @@ one store per stage setting:
 
 - ``whole``: long documents, each hit's whole content (no stage after retrieval);
 - ``long``: long documents with ``search.passages: {}`` (four passages in 600 chars);
-- ``chunked``: the sections as records, without and with ``search.per_group: 1``.
+- ``chunked``: the sections as records, without and with ``search.per_group: 1`` (folding
+  the records it leaves out, and not), and with ``search.passages: {}`` without and with
+  ``per_group: 1``.
 
 Every judged query is sent as A2M ``memory/recall`` (``limit`` 10) exactly as an agent
 would, and scored on what the client receives: **evidence@k** (the share of queries
@@ -42,7 +44,13 @@ RECALL_LIMIT = 10
 STAGES: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "whole": [("none", {})],
     "long": [("passages", {"passages": {}})],
-    "chunked": [("none", {}), ("per_group=1", {"per_group": 1})],
+    "chunked": [
+        ("none", {}),
+        ("per_group=1", {"per_group": 1}),
+        ("per_group=1 unfolded", {"per_group": 1, "fold_groups": False}),
+        ("passages", {"passages": {}}),
+        ("passages per_group=1", {"passages": {}, "per_group": 1}),
+    ],
 }
 """Per shape: (stage setting, the store's search keys for it)."""
 
@@ -144,7 +152,11 @@ def load_stores(
                 seconds = load_lucene(engine, url, index, records, analyzer)
                 print(f"{engine} {index}: ready in {seconds:.1f} s", file=sys.stderr)
             for stage, search in STAGES[shape]:
-                target = url if engine != "qdrant" else str(work / f"q-{shape}-{stage}")
+                target = (
+                    url
+                    if engine != "qdrant"
+                    else str(work / f"q-{shape}-{stage}".replace(" ", "-"))
+                )
                 if engine == "qdrant":
                     shutil.copytree(base, target)  # local mode: one client per directory
                 section = store_section(engine, records_shape, target, search)

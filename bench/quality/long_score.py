@@ -79,7 +79,7 @@ def run_long(args: argparse.Namespace) -> list[LongCell]:
     with tempfile.TemporaryDirectory(prefix="a2m-long-") as tmp:
         work = Path(tmp)
         stores = load_stores(shapes, wanted, engines, args, work)
-        names = {key: "-".join(key).replace("=", "") for key in stores}
+        names = {key: "-".join(key).replace("=", "").replace(" ", "-") for key in stores}
         config = {
             "server": {"name": "a2m-bench", "request_timeout_ms": 60_000, "log_level": "warning"},
             "stores": {names[key]: section for key, section in stores.items()},

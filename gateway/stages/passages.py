@@ -14,6 +14,7 @@ from urllib.parse import quote, urlsplit
 
 from gateway.a2m.records import Record
 from gateway.stages.config import PassagesConfig
+from gateway.stages.groups import FOLD_SEPARATOR
 from gateway.stages.scan import Scan
 from gateway.stages.windows import FOLD, Span, choose, unit_end, windows
 
@@ -63,6 +64,9 @@ _STOP = frozenset(
 )
 SEPARATOR = " … "
 """Between two passages of one record's content."""
+MIN_SHARE = 150
+"""Fewest characters of passage text a folded record is given (what decides how many of a
+group's records fold into one within ``max_chars``)."""
 FRAGMENT_SCHEMES = frozenset({"http", "https"})
 """Schemes whose documents a browser opens at a text fragment (``#:~:text=``)."""
 
@@ -136,28 +140,55 @@ class PassageStage:
 
     def __init__(self, config: PassagesConfig) -> None:
         self.config = config
+        self._shares: dict[int, PassagesConfig] = {}
 
     def describe(self) -> dict[str, object]:
         c = self.config
         return {"stage": self.name, "max_chars": c.max_chars, "count": c.count, "unit": c.unit}
 
-    def apply(self, records: list[Record], query: str) -> list[Record]:
-        """The records with their content cut to passages (in place; the same list)."""
+    def apply(
+        self, records: list[Record], query: str, folds: list[list[Record]] | None = None
+    ) -> None:
+        """Cut each record's content to its passage(s), in place.
+
+        ``folds``: per record, the records to be folded into it (gateway.stages.groups);
+        such a record and its folded ones share ``max_chars`` (and ``count``) evenly, and
+        only as many are kept (the best-ranked; the list is cut in place) as leave each
+        at least MIN_SHARE characters.
+        """
         wanted = query_terms(query)
-        for record in records:
-            text = record.content
-            if not text or len(text) <= self.config.max_chars:
+        for i, record in enumerate(records):
+            folded = folds[i] if folds else []
+            if not folded:
+                self._cut(record, query, wanted, self.config)
                 continue
-            spans = select(text, query, self.config, wanted)
-            if not spans:
-                continue
-            record.content = SEPARATOR.join(text[s.start : s.end] for s in spans)
-            where: dict[str, object] = {
-                "offsets": [[s.start, s.end] for s in spans],
-                "length": len(text),
-            }
-            anchored = text_fragment_uri(record.uri, text[spans[0].start : spans[0].end])
-            if anchored is not None:
-                where["uri"] = anchored
-            record.metadata = {**(record.metadata or {}), "passage": where}
-        return records
+            del folded[max(self.config.max_chars // MIN_SHARE - 1, 0) :]
+            share = self._share(1 + len(folded))
+            for r in [record, *folded]:
+                self._cut(r, query, wanted, share)
+
+    def _share(self, pieces: int) -> PassagesConfig:
+        c = self.config
+        if pieces not in self._shares:
+            room = c.max_chars - (pieces - 1) * len(FOLD_SEPARATOR)
+            update = {"max_chars": room // pieces, "count": max(c.count // pieces, 1)}
+            self._shares[pieces] = c.model_copy(update=update)
+        return self._shares[pieces]
+
+    @staticmethod
+    def _cut(record: Record, query: str, wanted: list[str], config: PassagesConfig) -> None:
+        text = record.content
+        if not text or len(text) <= config.max_chars:
+            return
+        spans = select(text, query, config, wanted)
+        if not spans:
+            return
+        record.content = SEPARATOR.join(text[s.start : s.end] for s in spans)
+        where: dict[str, object] = {
+            "offsets": [[s.start, s.end] for s in spans],
+            "length": len(text),
+        }
+        anchored = text_fragment_uri(record.uri, text[spans[0].start : spans[0].end])
+        if anchored is not None:
+            where["uri"] = anchored
+        record.metadata = {**(record.metadata or {}), "passage": where}
