@@ -99,7 +99,7 @@ def select(
     paragraphs = config.unit == "paragraph"
     scan = Scan(text)
     terms_ = scan.terms(query_terms(query) if wanted is None else wanted)
-    found = windows(scan.view, terms_, per, paragraphs)
+    found = windows(scan.view, terms_, per, paragraphs, config.count)
     if not found:
         return [Span(0, unit_end(text, 0, per, paragraphs))]
     at = scan.chars([p for s in choose(found, config.count) for p in s])
