@@ -7,7 +7,9 @@ one store per stage setting:
 - ``long``: long documents with ``search.passages: {}`` (four passages in 600 chars: the
   engine's highlighter on Elasticsearch/OpenSearch), and with ``by: gateway`` (the
   gateway's windows; on Qdrant both are the gateway's);
-- ``chunked``: the sections as records, without and with ``search.per_group: 1``.
+- ``chunked``: the sections as records, without and with ``search.per_group: 1`` (folding
+  the records it leaves out, and not), and with ``search.passages: {}`` without and with
+  ``per_group: 1``.
 
 Every judged query is sent as A2M ``memory/recall`` (``limit`` 10) exactly as an agent
 would, and scored on what the client receives: **evidence@k** (the share of queries
@@ -47,7 +49,13 @@ STAGES: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("passages", {"passages": {}}),
         ("passages-by-gateway", {"passages": {"by": "gateway"}}),
     ],
-    "chunked": [("none", {}), ("per_group=1", {"per_group": 1})],
+    "chunked": [
+        ("none", {}),
+        ("per_group=1", {"per_group": 1}),
+        ("per_group=1 unfolded", {"per_group": 1, "fold_groups": False}),
+        ("passages", {"passages": {}}),
+        ("passages per_group=1", {"passages": {}, "per_group": 1}),
+    ],
 }
 """Per shape: (stage setting, the store's search keys for it)."""
 ENGINE_ONLY = frozenset({"passages-by-gateway"})
@@ -153,7 +161,11 @@ def load_stores(
             for stage, search in STAGES[shape]:
                 if engine == "qdrant" and stage in ENGINE_ONLY:
                     continue  # no highlighter: its passages are the gateway's anyway
-                target = url if engine != "qdrant" else str(work / f"q-{shape}-{stage}")
+                target = (
+                    url
+                    if engine != "qdrant"
+                    else str(work / f"q-{shape}-{stage}".replace(" ", "-"))
+                )
                 if engine == "qdrant":
                     shutil.copytree(base, target)  # local mode: one client per directory
                 section = store_section(engine, records_shape, target, search)

@@ -108,6 +108,13 @@ class SearchConfig(EngineSearchKeys):
     per_group: int | None = Field(
         default=None, ge=1, le=1000, description="at most this many records of one group"
     )
+    fold_groups: bool = Field(
+        default=True,
+        description="with per_group: a record the cap leaves out that ranked within the "
+        "first limit is folded into its group's best record (its text appended to the "
+        "content, metadata.chunks saying where; with passages, within max_chars); "
+        "false: it is dropped",
+    )
 
     @property
     def knn_candidates(self) -> int:

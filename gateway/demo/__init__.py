@@ -14,7 +14,9 @@ between the title and the text. Chunks
 carry a lexical sparse vector (:class:`LexicalSparseEncoder`, with the
 collection's IDF modifier) and, when the ``minilm`` extra is installed, an
 all-MiniLM-L6-v2 dense vector: the store is then hybrid, else lexical (its
-description says which). Nothing is downloaded either way.
+description says which). Nothing is downloaded either way. The store has
+``search.passages`` on: a section longer than 600 characters (recall.md has one)
+is recalled as its passages, and says where they sit.
 
 The engine is Qdrant's own, in this process (qdrant-edge): :func:`ensure_demo_index`
 indexes the corpus at start into a shard (in memory: each gateway process writes its
@@ -43,6 +45,7 @@ from gateway.config import (
     SearchMode,
 )
 from gateway.config.engines import QdrantSearchConfig, QdrantStoreConfig
+from gateway.stages.config import PassagesConfig
 
 DEMO_STORE = "demo"
 DEMO_INDEX = "a2m-demo"
@@ -164,6 +167,7 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
             sparse_analyzer="english",
             vector_field=DEMO_DENSE_VECTOR,
             embedder=EmbedderConfig(kind=EmbedderKind.MINILM),
+            passages=PassagesConfig(),
         )
     else:
         about += (
@@ -171,7 +175,10 @@ def default_demo_config(data_dir: Path | None = None, hybrid: bool | None = None
             "the demo served without --config is hybrid"
         )
         search = QdrantSearchConfig(
-            mode=SearchMode.LEXICAL, sparse_vector=DEMO_SPARSE_VECTOR, sparse_analyzer="english"
+            mode=SearchMode.LEXICAL,
+            sparse_vector=DEMO_SPARSE_VECTOR,
+            sparse_analyzer="english",
+            passages=PassagesConfig(),
         )
     store = QdrantStoreConfig(
         backend="qdrant",

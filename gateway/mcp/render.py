@@ -119,6 +119,13 @@ def _result(record: dict[str, Any], store: str, n: int, qualified: bool, budget:
     metadata = record.get("metadata")
     if isinstance(metadata, dict) and isinstance(metadata.get("passage"), dict):
         out["passage"] = metadata["passage"]  # where the snippet sits (search.passages)
+    if isinstance(metadata, dict) and isinstance(metadata.get("chunks"), list):
+        # The records of one group folded into this one (search.per_group): fetchable ids.
+        out["chunks"] = [
+            {"id": public_id(store, str(c["id"]), qualified), "range": c["range"]}
+            for c in metadata["chunks"]
+            if isinstance(c, dict) and "id" in c and "range" in c
+        ]
     return out
 
 
@@ -139,6 +146,11 @@ def _listing_text(listing: dict[str, Any]) -> str:
             at = ", ".join(f"{a}-{b}" for a, b in r["passage"]["offsets"])
             where = r["passage"].get("uri", "")
             lines.append(f"    (passage at characters {at} of {r['passage']['length']}) {where}")
+        if "chunks" in r:
+            held = ", ".join(
+                f"id {c['id']} at {c['range'][0]}-{c['range'][1]}" for c in r["chunks"]
+            )
+            lines.append(f"    (one document's records together: {held})")
     if not listing["results"]:
         lines.append("No matching records.")
     if listing["omitted"]:

@@ -235,6 +235,19 @@ _RESULT: dict[str, Any] = {
         "score": {"type": "number"},
         "store": {"type": "string"},
         "created_at": {"type": "string"},
+        "chunks": {
+            "type": "array",
+            "description": "the records of one document whose texts the snippet holds "
+            "(search.per_group): each id (pass to fetch) and its [start, end) characters",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "range": {"type": "array", "items": {"type": "integer"}},
+                },
+                "required": ["id", "range"],
+            },
+        },
         "passage": {
             "type": "object",
             "description": "where the snippet's passages sit in the document fetch returns: "

@@ -3,6 +3,13 @@
 Exact in the gateway whatever the engine does: the engine is asked for a deeper
 page (x4 the limit, then x4 again) until ``limit`` records survive the cap or the
 engine has no more. A record without a group is a group of its own.
+
+Folding (``search.fold_groups``, on by default): a record the cap leaves out that
+ranked within the engine's first ``limit`` is not lost but folded into its group's
+best kept record, whose content then holds both texts (``metadata.chunks`` says
+which record's text sits where). So a capped recall returns every text a plain
+recall of ``limit`` would have, and more documents: a document's best-ranked chunk
+is not always the one that answers.
 """
 
 from __future__ import annotations
@@ -14,6 +21,11 @@ from gateway.store.paging import MAX_FETCH
 
 DEPTH_FACTOR = 4
 """How much deeper each page asks than the one before (the first: ``limit`` x this)."""
+FOLD_SEPARATOR = "\n\n"
+"""Between the texts of a group's records folded into one content."""
+
+Folds = list[list[Record]]
+"""Per kept record (same order), the records folded into it, best-ranked first."""
 
 
 def cap_groups(records: list[Record], per_group: int, limit: int) -> list[Record]:
@@ -32,21 +44,66 @@ def cap_groups(records: list[Record], per_group: int, limit: int) -> list[Record
     return kept
 
 
+def folds_of(records: list[Record], kept: list[Record], limit: int) -> Folds:
+    """Per kept record, the records of ``records[:limit]`` the cap left out that belong to
+    its group, for the group's first kept record (the others get none)."""
+    out: Folds = [[] for _ in kept]
+    first: dict[str, int] = {}
+    for i, record in enumerate(kept):
+        if record.group is not None:
+            first.setdefault(record.group, i)
+    chosen = {id(r) for r in kept}
+    for record in records[:limit]:
+        if id(record) not in chosen and record.group is not None and record.group in first:
+            out[first[record.group]].append(record)
+    return out
+
+
+def fold(record: Record, folded: list[Record]) -> None:
+    """``record``'s content followed by each of ``folded``'s (FOLD_SEPARATOR between);
+    ``metadata.chunks`` lists each record whose text it holds: ``id``, ``key``/``uri``
+    where set, ``range`` ([start, end) characters of this content) and ``passage``
+    where that record's text was cut to passages."""
+    if not folded:
+        return
+    parts: list[str] = []
+    chunks: list[dict[str, object]] = []
+    at = 0
+    for r in [record, *folded]:
+        text = r.content or ""
+        if parts:
+            at += len(FOLD_SEPARATOR)
+        entry: dict[str, object] = {"id": r.id, "range": [at, at + len(text)]}
+        if r.key is not None:
+            entry["key"] = r.key
+        if r.uri is not None:
+            entry["uri"] = r.uri
+        if r.metadata and "passage" in r.metadata:
+            entry["passage"] = r.metadata["passage"]
+        chunks.append(entry)
+        parts.append(text)
+        at += len(text)
+    record.content = FOLD_SEPARATOR.join(parts)
+    record.metadata = {**(record.metadata or {}), "chunks": chunks}
+
+
 class GroupCapStage:
     """Caps records per group; reads deeper pages until ``limit`` survive."""
 
     name = "per_group"
 
-    def __init__(self, per_group: int) -> None:
+    def __init__(self, per_group: int, fold: bool = True) -> None:
         self.per_group = per_group
+        self.fold = fold
 
     def describe(self) -> dict[str, object]:
-        return {"stage": self.name, "per_group": self.per_group}
+        return {"stage": self.name, "per_group": self.per_group, "fold": self.fold}
 
     async def read(
         self, page: Callable[[int], Awaitable[list[Record]]], limit: int
-    ) -> list[Record]:
-        """``limit`` records capped per group, from pages of growing size.
+    ) -> tuple[list[Record], Folds]:
+        """``limit`` records capped per group, from pages of growing size, and what folds
+        into each (all empty when folding is off).
 
         ``page(size)`` answers at most ``size`` records in the engine's order; fewer
         than asked means the engine has no more.
@@ -57,5 +114,7 @@ class GroupCapStage:
             records = await page(size)
             kept = cap_groups(records, self.per_group, limit)
             if len(kept) >= limit or len(records) < size or size >= MAX_FETCH:
-                return kept
+                if not self.fold:
+                    return kept, [[] for _ in kept]
+                return kept, folds_of(records, kept, limit)
             size = min(MAX_FETCH, size * DEPTH_FACTOR)

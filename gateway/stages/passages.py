@@ -14,6 +14,7 @@ from urllib.parse import quote, urlsplit
 
 from gateway.a2m.records import Record
 from gateway.stages.config import PassagesConfig
+from gateway.stages.groups import FOLD_SEPARATOR
 from gateway.stages.scan import Scan
 from gateway.stages.windows import FOLD, Span, choose, unit_end, windows
 
@@ -63,6 +64,9 @@ _STOP = frozenset(
 )
 SEPARATOR = " … "
 """Between two passages of one record's content."""
+MIN_SHARE = 150
+"""Fewest characters of passage text a folded record is given (what decides how many of a
+group's records fold into one within ``max_chars``)."""
 FRAGMENT_SCHEMES = frozenset({"http", "https"})
 """Schemes whose documents a browser opens at a text fragment (``#:~:text=``)."""
 
@@ -95,7 +99,7 @@ def select(
     paragraphs = config.unit == "paragraph"
     scan = Scan(text)
     terms_ = scan.terms(query_terms(query) if wanted is None else wanted)
-    found = windows(scan.view, terms_, per, paragraphs)
+    found = windows(scan.view, terms_, per, paragraphs, config.count)
     if not found:
         return [Span(0, unit_end(text, 0, per, paragraphs))]
     at = scan.chars([p for s in choose(found, config.count) for p in s])
@@ -140,6 +144,7 @@ class PassageStage:
         still longer than the cap."""
         self.config = config
         self.by_engine = by_engine
+        self._shares: dict[int, PassagesConfig] = {}
 
     def describe(self) -> dict[str, object]:
         c = self.config
@@ -147,25 +152,53 @@ class PassageStage:
             return {"stage": self.name, "by": "engine", "max_chars": c.max_chars, "count": c.count}
         return {"stage": self.name, "max_chars": c.max_chars, "count": c.count, "unit": c.unit}
 
-    def apply(self, records: list[Record], query: str) -> list[Record]:
-        """The records with their content cut to passages (in place; the same list);
-        a record within the cap is left as it is."""
+    def apply(
+        self, records: list[Record], query: str, folds: list[list[Record]] | None = None
+    ) -> None:
+        """Cut each record's content to its passage(s), in place.
+
+        ``folds``: per record, the records to be folded into it (gateway.stages.groups);
+        such a record and its folded ones share ``max_chars`` (and ``count``) evenly, and
+        only as many are kept (the best-ranked; the list is cut in place) as leave each
+        at least MIN_SHARE characters.
+        """
         wanted = query_terms(query)
-        for record in records:
-            text = record.content
-            if not text or len(text) <= self.config.max_chars:
+        for i, record in enumerate(records):
+            folded = folds[i] if folds else []
+            if not folded:
+                self._cut(record, query, wanted, self.config)
                 continue
-            spans = select(text, query, self.config, wanted)
-            if not spans:
-                continue
-            texts = [text[s.start : s.end] for s in spans]
-            record.content = SEPARATOR.join(texts)
-            offsets = [(s.start, s.end) for s in spans]
-            record.metadata = {
-                **(record.metadata or {}),
-                "passage": passage_metadata(offsets, texts, len(text), record.uri),
-            }
-        return records
+            del folded[max(self.config.max_chars // MIN_SHARE - 1, 0) :]
+            share = self._share(1 + len(folded))
+            for r in [record, *folded]:
+                self._cut(r, query, wanted, share)
+
+    def _share(self, pieces: int) -> PassagesConfig:
+        c = self.config
+        if pieces not in self._shares:
+            room = c.max_chars - (pieces - 1) * len(FOLD_SEPARATOR)
+            update = {"max_chars": room // pieces, "count": max(c.count // pieces, 1)}
+            self._shares[pieces] = c.model_copy(update=update)
+        return self._shares[pieces]
+
+    @staticmethod
+    def _cut(record: Record, query: str, wanted: list[str], config: PassagesConfig) -> None:
+        text = record.content
+        if not text or len(text) <= config.max_chars:
+            return
+        if record.metadata and "passage" in record.metadata:
+            _shorten(record, config.max_chars)
+            return
+        spans = select(text, query, config, wanted)
+        if not spans:
+            return
+        texts = [text[s.start : s.end] for s in spans]
+        record.content = SEPARATOR.join(texts)
+        offsets = [(s.start, s.end) for s in spans]
+        record.metadata = {
+            **(record.metadata or {}),
+            "passage": passage_metadata(offsets, texts, len(text), record.uri),
+        }
 
 
 def passage_metadata(
@@ -179,3 +212,37 @@ def passage_metadata(
     if anchored is not None:
         where["uri"] = anchored
     return where
+
+
+def _shorten(record: Record, max_chars: int) -> None:
+    """Keep the leading passages of a record already cut (by the engine) that fit in
+    ``max_chars``, the last one cut at a word's end, with its offsets moved to match;
+    a record whose passages and offsets do not pair up is left as it is."""
+    meta = record.metadata or {}
+    where = meta.get("passage")
+    texts = record.content.split(SEPARATOR) if record.content else []
+    if not isinstance(where, dict):
+        return
+    offsets = where.get("offsets")
+    if not isinstance(offsets, list) or len(offsets) != len(texts):
+        return
+    kept: list[str] = []
+    spans: list[tuple[int, int]] = []
+    room = max_chars
+    for text, (start, _end) in zip(texts, offsets, strict=True):
+        if kept:
+            room -= len(SEPARATOR)
+        if room <= 0:
+            break
+        if len(text) > room:
+            cut = text[:room]
+            space = cut.rfind(" ")
+            text = cut[:space] if space > 0 else cut
+        kept.append(text)
+        spans.append((start, start + len(text)))
+        room -= len(text)
+    record.content = SEPARATOR.join(kept)
+    record.metadata = {
+        **meta,
+        "passage": passage_metadata(spans, kept, int(where.get("length", 0)), record.uri),
+    }

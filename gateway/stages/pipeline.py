@@ -6,17 +6,20 @@ from collections.abc import Awaitable, Callable
 
 from gateway.a2m.records import Record
 from gateway.config.search import SearchConfig, SearchMode
-from gateway.stages.groups import GroupCapStage
+from gateway.stages.groups import GroupCapStage, fold
 from gateway.stages.passages import PassageStage
 
 
 class Stages:
-    """The store's stages in order: fusion (in the connector), group cap, passages."""
+    """The store's stages in order: fusion (in the connector), group cap, passages; then
+    the records the cap folded are merged into their group's kept record."""
 
     def __init__(self, search: SearchConfig, *, engine_passages: bool = False) -> None:
         """``engine_passages``: the store's engine chooses the passages (its highlighter)."""
         self._fusion = search.fusion if search.mode is SearchMode.HYBRID else None
-        self.group_cap = GroupCapStage(search.per_group) if search.per_group else None
+        self.group_cap = (
+            GroupCapStage(search.per_group, search.fold_groups) if search.per_group else None
+        )
         passages = search.passages
         self.passages = (
             PassageStage(passages, by_engine=engine_passages)
@@ -43,9 +46,12 @@ class Stages:
         ``page(size)`` reads at most ``size`` ranked records from the engine.
         """
         if self.group_cap is None:
-            records = await page(limit)
+            records, folds = await page(limit), None
         else:
-            records = await self.group_cap.read(page, limit)
+            records, folds = await self.group_cap.read(page, limit)
         if self.passages is not None and query:
-            self.passages.apply(records, query)
+            self.passages.apply(records, query, folds)
+        if folds:
+            for record, folded in zip(records, folds, strict=True):
+                fold(record, folded)
         return records

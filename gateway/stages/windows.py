@@ -6,7 +6,12 @@ starts a candidate window of up to the cap, ended at the last sentence end that
 keeps at least half of it. A window scores its query terms, each weighted by how
 rare it is in the text and counted with saturation (the second mention adds less
 than the first), so a window that covers more of the question wins over one that
-repeats a common word. The cost grows with the terms found, not the text's length.
+repeats a common word. Windows start from the CANDIDATES hits whose following
+characters weigh most and from the heaviest hit of each of the ``spread`` paragraphs
+(blank-line separated sections) that weigh most as a whole: a section that answers
+the question spreads its terms over more than one sentence, and a window there is
+scored even when denser sentences elsewhere outweigh it. The cost grows with the
+terms found, not the text's length.
 """
 
 from __future__ import annotations
@@ -31,7 +36,6 @@ is measured against."""
 CANDIDATES = 8
 """Hits a record's windows start from at most (the rest are not scored): the work per
 record stays bounded however often the query's terms occur."""
-_SENTENCE_MARKS = (". ", "? ", "! ", "\n")
 
 
 class Span(NamedTuple):
@@ -51,17 +55,18 @@ class Window(NamedTuple):
 def find_terms(lower: str, wanted: list[str]) -> tuple[list[int], list[str]]:
     """Where each wanted term occurs at a word start in ``lower``: positions (sorted), terms."""
     hits: list[tuple[int, str]] = []
-    n = len(lower)
+    add, find, n = hits.append, lower.find, len(lower)
     for term in wanted:
-        whole = len(term) < FOLD
-        at = lower.find(term)
+        size = len(term)
+        whole = size < FOLD
+        at = find(term)
         while at >= 0:
-            end = at + len(term)
+            end = at + size
             if (at == 0 or not lower[at - 1].isalnum()) and (
                 not whole or end == n or not lower[end].isalnum()
             ):
-                hits.append((at, term))
-            at = lower.find(term, end)
+                add((at, term))
+            at = find(term, end)
     hits.sort()
     return [h[0] for h in hits], [h[1] for h in hits]
 
@@ -72,7 +77,10 @@ def unit_start(text: str, pos: int, paragraphs: bool) -> int:
     if paragraphs:
         cut = text.rfind("\n\n", lo, pos)
     else:
-        cut = max(text.rfind(mark, lo, pos) for mark in _SENTENCE_MARKS)
+        rfind = text.rfind
+        cut = max(
+            rfind(". ", lo, pos), rfind("? ", lo, pos), rfind("! ", lo, pos), rfind("\n", lo, pos)
+        )
     if cut >= 0:
         start = cut + 1
     elif lo == 0:
@@ -95,8 +103,12 @@ def unit_end(text: str, start: int, cap: int, paragraphs: bool) -> int:
         cut = text.rfind("\n\n", half, end)
         cut = cut if cut >= 0 else -1
     else:
+        rfind = text.rfind
         cut = max(
-            text.rfind(mark, half, end) + (0 if mark == "\n" else 1) for mark in _SENTENCE_MARKS
+            rfind(". ", half, end) + 1,
+            rfind("? ", half, end) + 1,
+            rfind("! ", half, end) + 1,
+            rfind("\n", half, end),
         )
     if cut > half:
         return cut
@@ -104,19 +116,29 @@ def unit_end(text: str, start: int, cap: int, paragraphs: bool) -> int:
     return space if space > start else end
 
 
-def windows(text: str, wanted: list[str], cap: int, paragraphs: bool) -> list[Window]:
+def windows(
+    text: str, wanted: list[str], cap: int, paragraphs: bool, spread: int = 0
+) -> list[Window]:
     """The candidate windows of ``text`` (lowered: a gateway.stages.scan view) for the
     query terms ``wanted``, best first: those starting at the CANDIDATES hits whose
-    following ``cap`` characters weigh most (their terms' rarity summed)."""
+    following ``cap`` characters weigh most (their terms' rarity summed), and at the
+    heaviest such hit of each of the ``spread`` paragraphs that weigh most."""
     positions, terms = find_terms(text, wanted)
     if not positions:
         return []
     units = max(len(text) / UNIT_CHARS, 1.0)
     weights = {t: math.log(1 + units / n) for t, n in Counter(terms).items()}
     breaks = _paragraph_breaks(text)
+    if len(positions) <= CANDIDATES:
+        starts = set(positions)  # every hit starts a window: the leaders are among them
+    else:
+        ahead = _ahead(positions, [weights[t] for t in terms], cap)
+        starts = set(_heaviest(ahead, positions, range(len(positions)), CANDIDATES))
+        if spread and breaks:
+            starts.update(_paragraph_leaders(positions, terms, weights, ahead, breaks, spread))
     out: list[Window] = []
     seen: set[int] = set()
-    for pos in sorted(_leading(positions, [weights[t] for t in terms], cap)):
+    for pos in sorted(starts):
         start = unit_start(text, pos, paragraphs)
         if start in seen:
             continue
@@ -132,19 +154,49 @@ def windows(text: str, wanted: list[str], cap: int, paragraphs: bool) -> list[Wi
     return out
 
 
-def _leading(positions: list[int], weights: list[float], cap: int) -> list[int]:
-    # The hits whose next ``cap`` characters weigh most: prefix sums, one pass.
-    if len(positions) <= CANDIDATES:
-        return positions
+def _ahead(positions: list[int], weights: list[float], cap: int) -> list[float]:
+    # Per hit, the weight of the hits in its next ``cap`` characters: prefix sums, one pass.
     prefix = list(accumulate(weights, initial=0.0))
-    ahead: list[tuple[float, int]] = []
+    out: list[float] = []
     j, n = 0, len(positions)
     for i, pos in enumerate(positions):
         limit = pos + cap
         while j < n and positions[j] < limit:
             j += 1
-        ahead.append((prefix[j] - prefix[i], -pos))
-    return [-p for _, p in heapq.nlargest(CANDIDATES, ahead)]
+        out.append(prefix[j] - prefix[i])
+    return out
+
+
+def _heaviest(ahead: list[float], positions: list[int], hits: range, n: int) -> list[int]:
+    # The positions of the ``n`` hits (of ``hits``) weighing most ahead; ties: the earlier
+    # (nlargest keeps the order of equals, as a stable sort would).
+    return [positions[i] for i in heapq.nlargest(n, hits, key=ahead.__getitem__)]
+
+
+def _paragraph_leaders(
+    positions: list[int],
+    terms: list[str],
+    weights: dict[str, float],
+    ahead: list[float],
+    breaks: list[int],
+    spread: int,
+) -> list[int]:
+    # A paragraph weighs the distinct terms it holds; the heaviest hit of each of the
+    # ``spread`` heaviest paragraphs leads.
+    spans: list[range] = []
+    scores: list[float] = []
+    first, n = 0, len(positions)
+    for cut in [*breaks, positions[-1] + 1]:
+        if first == n:
+            break
+        if positions[first] >= cut:
+            continue
+        stop = bisect_left(positions, cut, first)
+        spans.append(range(first, stop))
+        scores.append(sum(map(weights.__getitem__, set(terms[first:stop]))))
+        first = stop
+    top = heapq.nlargest(spread, range(len(spans)), key=scores.__getitem__)
+    return [positions[max(spans[p], key=ahead.__getitem__)] for p in top]
 
 
 def _paragraph_breaks(text: str) -> list[int]:

@@ -71,7 +71,13 @@ def test_the_shapes_run_through_the_gateway_on_qdrant(tmp_path: Path, scifact_di
     )
     cells = report["qdrant"]["hybrid"]
     assert set(cells) == {"long", "chunked", "whole"}
-    assert set(cells["chunked"]) == {"none", "per_group=1"}
+    assert set(cells["chunked"]) == {
+        "none",
+        "per_group=1",
+        "per_group=1 unfolded",
+        "passages",
+        "passages per_group=1",
+    }
     passages, whole = cells["long"]["passages"], cells["whole"]["none"]
     for cell in (passages, whole, *cells["chunked"].values()):
         assert cell["queries"] == 8
@@ -81,4 +87,8 @@ def test_the_shapes_run_through_the_gateway_on_qdrant(tmp_path: Path, scifact_di
     # The same documents, the same ranking: passages change contents, not the order.
     assert passages["doc_ndcg10"] == whole["doc_ndcg10"]
     assert whole["evidence_at_k"] > 0  # relevant abstracts are found at all
-    assert table.count("| qdrant | hybrid |") == 4
+    # The cap keeps one record a document, folded or not: the same documents, in order.
+    chunked = cells["chunked"]
+    assert chunked["per_group=1"]["doc_ndcg10"] == chunked["per_group=1 unfolded"]["doc_ndcg10"]
+    assert chunked["passages per_group=1"]["max_record_chars"] <= 600
+    assert table.count("| qdrant | hybrid |") == 7

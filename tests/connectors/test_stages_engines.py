@@ -148,6 +148,43 @@ async def test_per_group_caps_each_group_and_keeps_the_limit(
         await plain.close()
 
 
+async def test_per_group_folds_what_it_leaves_out_within_the_limit(
+    engine: tuple[str, str], tmp_path: Path
+) -> None:
+    # Lucene: two groups (the parity of the id); qdrant-edge: seven (the id modulo 7).
+    group = "group" if engine[0] == "qdrant" else "acl"
+    store = store_of(engine, tmp_path, group, per_group=1)
+    unfolded = store_of(engine, tmp_path, group, per_group=1, fold_groups=False)
+    plain = store_of(engine, tmp_path, group)
+    try:
+        for s in (store, unfolded, plain):
+            await s.ensure_started()
+        for query in QUERIES:
+            folded = (await store.recall(RecallParams(query=query, limit=10)))["records"]
+            dropped = (await unfolded.recall(RecallParams(query=query, limit=10)))["records"]
+            free = (await plain.recall(RecallParams(query=query, limit=10)))["records"]
+            assert [r["id"] for r in folded] == [r["id"] for r in dropped]
+            # Every text a plain recall of 10 returns is in the capped recall, at its range.
+            texts = {r["id"]: r["content"] for r in free}
+            held: dict[str, str] = {}
+            for record in folded:
+                chunks = record.get("metadata", {}).get("chunks")
+                if chunks is None:
+                    held[record["id"]] = record["content"]
+                    continue
+                assert chunks[0]["id"] == record["id"]
+                for chunk in chunks:
+                    start, end = chunk["range"]
+                    held[chunk["id"]] = record["content"][start:end]
+            assert {i: held.get(i) for i in texts} == texts
+            # Not vacuous: more than one record of a group in 10 (two or seven groups), so
+            # unfolded, the cap loses some of those texts.
+            assert not set(texts) <= {r["id"] for r in dropped}
+    finally:
+        for s in (store, unfolded, plain):
+            await s.close()
+
+
 def _capped(records: list[dict[str, Any]], n: int) -> list[str]:
     seen: Counter[str] = Counter()
     out: list[str] = []

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.demo import default_demo_config
+from gateway.demo import chunks, default_demo_config
 from gateway.security.auth import hash_api_key
 from tests.conformance.conftest import HttpServer, start_http_server
 from tests.security.support import BOB_KEY, CAROL_KEY, SPARSE, write_qdrant
@@ -37,6 +37,8 @@ UNMAPPED = "classified-note-q7"
 SLOW_MACHINE_MS = 120_000
 """The servers' request deadline: what is tested is the page, not the deadline, and a loaded
 CI machine can take longer than the default 10 s to open an in-process store or embed a query."""
+PASSAGE_KEY = "demo/recall/passages-from-long-documents"
+"""The demo's section longer than the store's max_chars."""
 MARKUP = '<img src="/nowhere.png" onerror="window.pwned = 1">'
 """In one record's content: the page must show it as text, never run or load it."""
 
@@ -233,6 +235,36 @@ def test_fetch_by_key_on_the_demo(browser: Any, open_server: HttpServer) -> None
     assert "demo/recall/scores" in text(browser, "mcp-text") or "Scores" in text(
         browser, "mcp-text"
     )
+
+
+def test_the_demo_recalls_a_long_section_as_its_passages_and_shows_where(
+    browser: Any, open_server: HttpServer
+) -> None:
+    section = next(c for c in chunks() if c.key == PASSAGE_KEY).content
+    assert len(section) > 600  # the demo store's max_chars: the section is cut
+    _open(browser, open_server.base_url + "/try")
+    _fill(browser, "query", "how is a long document cut to the passage that answers?")
+    _fill(browser, "limit", "3")
+    _run(browser)
+    assert not shown(browser, "error"), text(browser, "error")
+    [card] = [r for r in records(browser) if r.get("key") == PASSAGE_KEY]
+    where, whole = card["passage"].removeprefix("characters ").split(" of ")
+    assert int(whole) == len(section)
+    pieces = []
+    for span in where.split(", "):
+        lo, hi = (int(x) for x in span.split("\u2013"))
+        assert 0 <= lo < hi <= len(section)
+        pieces.append(" ".join(section[lo:hi].split()))
+    assert " ".join(card["content"].split()) == " … ".join(pieces)
+    assert len(card["content"]) <= 600
+    screenshot(browser, "demo-passage")
+    # Fetched by key, the same section is whole and has no passage.
+    _choose(browser, "mode", "fetch")
+    _fill(browser, "query", PASSAGE_KEY)
+    _run(browser)
+    [fetched] = records(browser)
+    assert "passage" not in fetched
+    assert " ".join(fetched["content"].split()) == " ".join(section.split())
 
 
 def test_a_federation(browser: Any, open_server: HttpServer) -> None:

@@ -174,3 +174,20 @@ def test_a_passage_shows_where_it_sits_in_the_document() -> None:
     text = render.text_of(out, budget)
     assert "(passage at characters 120-180 of 9000) https://x/a#:~:text=Refunds" in text
     assert list(Draft202012Validator(OUTPUT_SCHEMAS["search"]).iter_errors(out)) == []
+
+
+def test_folded_records_are_named_with_their_fetchable_ids_and_ranges() -> None:
+    budget = render.Budget(max_chars=20_000, snippet_chars=300, text_format="compact")
+    chunks = [{"id": "7", "key": "d/7", "range": [0, 10]}, {"id": "9", "range": [12, 20]}]
+    records = [record(0, "first part\n\nsecond", metadata={"chunks": chunks})]
+    out = render.listing(records, "docs", True, budget)
+    got = out["results"][0]["chunks"]
+    assert [c["range"] for c in got] == [[0, 10], [12, 20]]
+    assert [c["id"] for c in got] == [
+        render.public_id("docs", "7", True),
+        render.public_id("docs", "9", True),
+    ]
+    assert got[0]["id"] != "7"  # qualified: the store is named, as fetch expects
+    text = render.text_of(out, budget)
+    assert f"id {got[0]['id']} at 0-10, id {got[1]['id']} at 12-20" in text
+    assert list(Draft202012Validator(OUTPUT_SCHEMAS["search"]).iter_errors(out)) == []

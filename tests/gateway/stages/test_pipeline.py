@@ -46,3 +46,44 @@ def test_with_passages_the_stage_is_listed_and_cuts_long_contents() -> None:
     assert len(record.content) <= 600
     assert record.metadata is not None
     assert record.metadata["passage"]["length"] == len(content)
+
+
+def test_a_capped_groups_folded_records_share_the_passage_cap() -> None:
+    search = LuceneSearchConfig.model_validate(
+        {"text_fields": ["t"], "passages": {}, "per_group": 1}
+    )
+    stages = Stages(search)
+    assert [s["stage"] for s in stages.describe()] == ["per_group", "passages"]
+    filler = "Filler words about nothing. " * 60
+
+    def chunk(i: int, group: str, answer: str) -> Record:
+        return Record(id=str(i), group=group, content=filler + answer + " " + filler)
+
+    page = [
+        chunk(0, "a", "The answer is in chunk zero."),
+        chunk(1, "a", "The answer is in chunk one too."),
+        chunk(2, "b", "Another answer lives here."),
+        chunk(3, "a", "An answer ranked below the limit."),
+    ]
+
+    async def read(size: int) -> list[Record]:
+        return page[:size]
+
+    records = asyncio.run(stages.recall(read, 2, "answer chunk"))
+    assert [r.id for r in records] == ["0", "2"]
+    first = records[0]
+    assert first.content is not None
+    assert first.metadata is not None
+    assert len(first.content) <= 600
+    assert "chunk zero" in first.content
+    assert "chunk one" in first.content  # folded: it ranked within the limit
+    assert "below the limit" not in first.content
+    [own, folded] = first.metadata["chunks"]
+    assert (own["id"], folded["id"]) == ("0", "1")
+    start, end = folded["range"]
+    whole = filler + "The answer is in chunk one too. " + filler
+    assert first.content[start:end] == " … ".join(
+        whole[a:b] for a, b in folded["passage"]["offsets"]
+    )
+    assert records[1].metadata is not None
+    assert "chunks" not in records[1].metadata
