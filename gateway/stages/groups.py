@@ -17,12 +17,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from gateway.a2m.records import Record
+from gateway.stages.passages import FOLD_SEPARATOR
 from gateway.store.paging import MAX_FETCH
 
 DEPTH_FACTOR = 4
 """How much deeper each page asks than the one before (the first: ``limit`` x this)."""
-FOLD_SEPARATOR = "\n\n"
-"""Between the texts of a group's records folded into one content."""
 
 Folds = list[list[Record]]
 """Per kept record (same order), the records folded into it, best-ranked first."""

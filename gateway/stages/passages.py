@@ -14,7 +14,6 @@ from urllib.parse import quote, urlsplit
 
 from gateway.a2m.records import Record
 from gateway.stages.config import PassagesConfig
-from gateway.stages.groups import FOLD_SEPARATOR
 from gateway.stages.scan import Scan
 from gateway.stages.windows import FOLD, Span, choose, unit_end, windows
 
@@ -69,6 +68,8 @@ MIN_SHARE = 150
 group's records fold into one within ``max_chars``)."""
 FRAGMENT_SCHEMES = frozenset({"http", "https"})
 """Schemes whose documents a browser opens at a text fragment (``#:~:text=``)."""
+FOLD_SEPARATOR = "\n\n"
+"""Between the texts of a group's records folded into one content (gateway.stages.groups)."""
 
 
 def terms(text: str) -> set[str]:

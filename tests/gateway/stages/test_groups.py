@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gateway.a2m.records import Record
-from gateway.stages.groups import FOLD_SEPARATOR, GroupCapStage, cap_groups, fold, folds_of
+from gateway.stages.groups import GroupCapStage, cap_groups, fold, folds_of
+from gateway.stages.passages import FOLD_SEPARATOR
 
 
 def ranked(groups: Sequence[str | None]) -> list[Record]:

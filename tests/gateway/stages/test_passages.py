@@ -118,6 +118,33 @@ def test_the_stage_cuts_content_and_says_where_the_passage_sits() -> None:
     assert short.metadata is None
 
 
+def test_passages_the_engine_chose_are_shortened_to_a_folds_share_with_their_offsets() -> None:
+    doc = "Alpha beta gamma delta epsilon zeta. " * 20 + "Eta theta iota kappa lambda mu. " * 20
+    first = doc[:296]
+    second_at = doc.index("Eta")
+    second = doc[second_at : second_at + 280]
+    cut = Record(
+        id="1",
+        content=first + SEPARATOR + second,
+        group="g",
+        metadata={
+            "passage": {"offsets": [[0, 296], [second_at, second_at + 280]], "length": len(doc)}
+        },
+    )
+    folded = Record(id="2", content="another chunk " * 40, group="g")
+    folds = [[folded]]
+    PassageStage(PassagesConfig(max_chars=600, count=4), by_engine=True).apply(
+        [cut], "alpha eta", folds
+    )
+    assert cut.content is not None
+    assert cut.metadata is not None
+    assert len(cut.content) <= 300 - 1  # its share: half the cap, less the fold separator
+    where = cut.metadata["passage"]
+    assert where["length"] == len(doc)
+    for (start, end), text in zip(where["offsets"], cut.content.split(SEPARATOR), strict=True):
+        assert doc[start:end] == text
+
+
 def test_passages_config_in_search() -> None:
     search = LuceneSearchConfig.model_validate(
         {"text_fields": ["t"], "passages": {"max_chars": 400}, "per_group": 2}
