@@ -28,11 +28,10 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections import deque
-from typing import NamedTuple
 
 import httptools
 
-from connectors.http_answer import AnswerLimits, AnswerTooLarge, BadResponse, decode
+from connectors.http_answer import AnswerLimits, AnswerTooLarge, BadResponse, Response, decode
 from connectors.http_request import RequestHead, host_header
 
 __all__ = [
@@ -54,13 +53,6 @@ load balancer may have dropped it without a word, and a request on it would only
 
 _NO_BODY = frozenset({204, 304})
 DEFAULT_LIMITS = AnswerLimits()
-
-
-class Response(NamedTuple):
-    status: int
-    headers: dict[str, str]
-    """Lower-case names; a repeated header's values joined by ``, ``."""
-    body: bytes
 
 
 class _Lost(ConnectionError):
