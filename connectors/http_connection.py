@@ -197,7 +197,8 @@ class Connection(asyncio.Protocol):
             self._refused(exc)
         if not self._head_done and self._raw_bytes > self._limits.header_bytes:
             # Every byte so far is a head's: bounded before the parser has a whole field.
-            self._count_head(self._raw_bytes)
+            self._head_bytes = self._raw_bytes
+            self._count_head(0)
 
     def _refused(self, exc: Exception) -> None:
         """The parser refused the answer: parse the exchange again from its start on a
