@@ -3,10 +3,12 @@
 :mod:`connectors.http1` reads the bytes; this module decides what they hold. It undoes
 the content codings a client must accept (RFC 9110 §8.4: names case-insensitive,
 ``x-gzip`` as ``gzip``, a gzip body of several members, ``deflate`` raw or
-zlib-wrapped) within a bound on the decoded size, and says in one sentence what came
-back when an answer is not the JSON an engine call asked for (a login page, an empty
-or still-compressed body, a redirect, an error page, a status no engine sends). Each
-connector uses these sentences, so an operator reads the same words for every engine.
+zlib-wrapped) within a bound on the decoded size; hands a JSON body on as
+``application/json`` whatever its label (:func:`usable`); and says in one sentence what
+came back when an answer is not the JSON an engine call asked for (a login page, an
+empty or still-compressed body, a redirect, a proxy's refusal page, an error page, a
+status no engine sends). Each connector uses these sentences, so an operator reads the
+same words for every engine.
 
 Errors: :class:`BadResponse` (a :class:`ConnectionError`): the answer is not usable;
 its text is one sentence naming what came back (never a host), its ``retryable`` says
@@ -20,6 +22,15 @@ import re
 import zlib
 from collections.abc import Mapping
 from typing import Any, NamedTuple
+
+
+class Response(NamedTuple):
+    """An engine's final answer, its content codings undone."""
+
+    status: int
+    headers: dict[str, str]
+    """Lower-case names; a repeated header's values joined by ``, ``."""
+    body: bytes
 
 
 class AnswerLimits(NamedTuple):
@@ -47,6 +58,9 @@ class AnswerTooLarge(BadResponse):
 
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+_PROXY_REFUSALS = frozenset({400, 401, 403})
+"""Statuses an engine answers with its own JSON error; an HTML page with one is a proxy's."""
 _MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*")
 _PROXY_HINT = "is a login page or proxy in front of the engine?"
 _PAGES = frozenset({"text/html", "application/xhtml+xml"})
@@ -131,34 +145,68 @@ def _inflate_into(inflater: Any, data: bytes, room: int, out: list[bytes]) -> in
     return added
 
 
-def unexpected(method: str, status: int, headers: Mapping[str, str], body: bytes) -> str | None:
-    """What came back, in one sentence, when it is not an answer an engine gives a call;
-    None when it is one.
+def usable(method: str, answer: Response) -> Response:
+    """``answer`` as the engine client can read it, or the one sentence saying why not.
 
-    A success must be a JSON body (not empty, not still compressed, not a page);
-    a redirect is never an engine's (a sign-on proxy sends those). Error statuses are
-    left to the engine's error mapping, whatever their body.
+    A success must be a JSON body (not empty, not still compressed, not a page); a
+    redirect is never an engine's (a sign-on proxy sends those) and is not followed;
+    an HTML page with 400, 401 or 403 is a proxy's, never an engine's refusal. A JSON
+    body the clients could not read as it is labelled (no content type, ``text/plain``
+    as some proxies send, a type in capitals, Elasticsearch's ``vnd`` type for
+    OpenSearch's client, a UTF-8 byte order mark) is handed on as ``application/json``,
+    without the mark. Other error statuses are left to the engine's error mapping.
+
+    Raises:
+        BadResponse: the answer is not one an engine gives a call.
     """
+    status, headers, body = answer
+    declared = headers.get("content-type", "").startswith("application/json")
+    if declared and body[:1] == b"{" and 200 <= status < 300:
+        return answer  # every engine answer: a JSON object, so declared
     if 300 <= status < 400:
-        return (
-            f"the engine's address answered {status}, a redirect to another address: {_PROXY_HINT}"
+        raise BadResponse(_redirected(status))
+    kind = media_type(headers)
+    if status in _PROXY_REFUSALS and kind == "text/html":
+        raise BadResponse(
+            f"the engine's address answered {status} with text/html, not an engine's "
+            f"error: {_PROXY_HINT}"
         )
-    if not 200 <= status < 300 or method == "HEAD":
-        return None
+    json_body = _json_of(body)
+    if json_body is not None and (json_body is not body or not declared):
+        answer = Response(status, {**headers, "content-type": "application/json"}, json_body)
+    if not 200 <= status < 300 or method == "HEAD" or json_body is not None:
+        return answer
     if not body:
-        return f"the engine answered {status} with an empty body, not JSON"
-    if body[0] == 0x7B and headers.get("content-type", "").startswith("application/json"):
-        return None  # every engine answer: a JSON object, so declared
+        raise BadResponse(f"the engine answered {status} with an empty body, not JSON")
     if body.startswith(_GZIP_MAGIC):
-        return (
+        raise BadResponse(
             f"the engine answered {status} with a body still gzip-compressed that its "
             "content-encoding does not declare"
         )
-    kind = media_type(headers)
     if "json" not in kind:
         shown = kind or "no content type"
-        return f"the engine answered {status} with {shown}, not JSON: {_PROXY_HINT}"
-    return None
+        raise BadResponse(f"the engine answered {status} with {shown}, not JSON: {_PROXY_HINT}")
+    return answer  # declared JSON: the client's parser says whether it is
+
+
+def _redirected(status: int) -> str:
+    if status == 304:
+        return (
+            "the engine's address answered 304 Not Modified, which no engine sends to a "
+            "request without conditions: is a cache or proxy in front of the engine?"
+        )
+    return (
+        f"the engine's address answered {status}, a redirect to another address, which "
+        f"the gateway does not follow: {_PROXY_HINT}"
+    )
+
+
+def _json_of(body: bytes) -> bytes | None:
+    """``body`` without a UTF-8 byte order mark when it then holds a JSON object or array
+    (leading whitespace allowed); None when it does not look like JSON."""
+    if body.startswith(_BOM):
+        body = body[len(_BOM) :]
+    return body if body.lstrip(b" \t\r\n")[:1] in (b"{", b"[") else None
 
 
 def error_page(status: int, headers: Mapping[str, str]) -> str | None:

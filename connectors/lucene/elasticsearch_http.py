@@ -33,7 +33,7 @@ from elastic_transport import ConnectionError as TransportConnectionError
 
 from connectors.engine_transport import EngineTransport, TransportFactory
 from connectors.http1 import AnswerLimits, BadResponse, HostPool, RequestHead, host_header
-from connectors.http_answer import unexpected
+from connectors.http_answer import usable
 from connectors.tls import client_context
 
 
@@ -132,14 +132,14 @@ class EngineNode(BaseAsyncNode):
         try:
             length = None if sent is None else len(sent)
             head = self._head.build(method, self.path_prefix + target, length, extra)
-            answer = await pool.request(
-                head + sent if sent else head,
-                seconds if seconds is not None else 1e9,
-                head_only=method == "HEAD",
+            answer = usable(
+                method,
+                await pool.request(
+                    head + sent if sent else head,
+                    seconds if seconds is not None else 1e9,
+                    head_only=method == "HEAD",
+                ),
             )
-            reason = unexpected(method, answer.status, answer.headers, answer.body)
-            if reason is not None:
-                raise BadResponse(reason)
         except (RecursionError, asyncio.CancelledError):
             raise
         except Exception as e:

@@ -8,8 +8,11 @@ shards, an ``_msearch`` leg's failure, a busy node's ``Retry-After``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
 from connectors.errors import (
@@ -161,7 +164,9 @@ def error_causes(body: Any) -> frozenset[str]:
 
 
 def retry_after_ms(headers: Mapping[str, str] | None) -> int | None:
-    """The ``Retry-After`` header (seconds) in milliseconds, when the engine sent one."""
+    """The ``Retry-After`` header in milliseconds, when the engine (or a proxy) sent one:
+    seconds, or an HTTP-date counted from now (RFC 9110 §10.2.3); None when absent or
+    neither."""
     if not headers:
         return None
     for name, value in headers.items():
@@ -169,8 +174,18 @@ def retry_after_ms(headers: Mapping[str, str] | None) -> int | None:
             try:
                 return max(0, int(float(value) * 1000))
             except ValueError:
-                return None
+                return _ms_until(value)
     return None
+
+
+def _ms_until(http_date: str) -> int | None:
+    try:
+        when = parsedate_to_datetime(http_date)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # asctime's form names no zone: HTTP-dates are all GMT
+        when = when.replace(tzinfo=UTC)
+    return max(0, int((when.timestamp() - time.time()) * 1000))
 
 
 class LegFailed(Exception):

@@ -41,7 +41,7 @@ from opensearchpy.exceptions import ConnectionError as ClientConnectionError
 
 from connectors.engine_transport import EngineTransport, TransportFactory
 from connectors.http1 import AnswerLimits, BadResponse, HostPool, RequestHead, Response, host_header
-from connectors.http_answer import unexpected
+from connectors.http_answer import usable
 from connectors.lucene.failures import retry_after_ms
 from connectors.tls import client_context
 
@@ -82,15 +82,12 @@ def _error_of(status: int, raw: str, headers: Mapping[str, str]) -> TransportErr
     return error_class(status, message, info)  # type: ignore[no-any-return]
 
 
-def _text(method: str, answer: Response) -> str:
+def _text(answer: Response) -> str:
     """The answer's body as text.
 
     Raises:
-        BadResponse: the answer is not one the call asked for, or not UTF-8.
+        BadResponse: the body is not UTF-8.
     """
-    reason = unexpected(method, answer.status, answer.headers, answer.body)
-    if reason is not None:
-        raise BadResponse(reason)
     try:
         return answer.body.decode("utf-8")
     except UnicodeDecodeError:
@@ -206,12 +203,15 @@ class NodeConnection(AsyncConnection):
         try:
             length = None if sent is None else len(sent)
             head = self._head.build(method, target, length, headers)
-            answer = await pool.request(
-                head + sent if sent else head,
-                self.timeout if timeout is None else timeout,
-                head_only=method == "HEAD",
+            answer = usable(
+                method,
+                await pool.request(
+                    head + sent if sent else head,
+                    self.timeout if timeout is None else timeout,
+                    head_only=method == "HEAD",
+                ),
             )
-            raw = _text(method, answer)
+            raw = _text(answer)
         except (RecursionError, asyncio.CancelledError):
             raise
         except Exception as e:

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Final
 from connectors.http_answer import (
     BROKEN_CODING,
     BadResponse,
+    Response,
     error_page,
     foreign_status,
-    unexpected,
+    usable,
 )
 
 if TYPE_CHECKING:
@@ -34,7 +35,11 @@ def describe(method: str, status: int, headers: Mapping[str, str], body: bytes) 
     read; None when it is one (an error status Qdrant sends is left to the error mapping).
     """
     if status < 400:
-        return unexpected(method, status, headers, body)
+        try:
+            usable(method, Response(status, dict(headers), body))
+        except BadResponse as exc:
+            return str(exc)
+        return None
     page = error_page(status, headers)
     if page is not None:
         return page

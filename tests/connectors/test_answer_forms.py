@@ -39,6 +39,7 @@ from tests.support.scripted_peer import (
     chunked,
     deflate,
     gzip_members,
+    interim,
     search_answer,
     status_line,
 )
@@ -80,26 +81,22 @@ async def search(client: LuceneClient, marker: str) -> str:
     return hit_id
 
 
-def _interim(status: int, reason: str, *fields: str) -> bytes:
-    return status_line(status, reason) + "".join(f + "\r\n" for f in fields).encode() + b"\r\n"
-
-
 def _encoded(coding: str, data: bytes) -> bytes:
     return answer(200, data, [*JSON_HEADERS, ("Content-Encoding", coding)])
 
 
 LEGAL: dict[str, Callable[[bytes], Reply]] = {
     "100-continue-then-answer": lambda b: Reply(
-        [_interim(100, "Continue"), answer(200, b, JSON_HEADERS)]
+        [interim(100, "Continue"), answer(200, b, JSON_HEADERS)]
     ),
     "103-early-hints-then-answer": lambda b: Reply(
-        [_interim(103, "Early Hints", "Link: </a.css>; rel=preload"), answer(200, b, JSON_HEADERS)]
+        [interim(103, "Early Hints", "Link: </a.css>; rel=preload"), answer(200, b, JSON_HEADERS)]
     ),
     "three-interim-answers-in-one-write": lambda b: Reply(
         [
-            _interim(100, "Continue")
-            + _interim(102, "Processing")
-            + _interim(103, "Early Hints", "Link: </a.css>; rel=preload")
+            interim(100, "Continue")
+            + interim(102, "Processing")
+            + interim(103, "Early Hints", "Link: </a.css>; rel=preload")
             + answer(200, b, JSON_HEADERS)
         ]
     ),
@@ -273,7 +270,7 @@ BAD: dict[str, tuple[Reply, dict[str, int], type[ConnectorError], str]] = {
         "answered 302, a redirect",
     ),
     "switching-protocols": (
-        Reply([_interim(101, "Switching Protocols", "Upgrade: websocket", "Connection: Upgrade")]),
+        Reply([interim(101, "Switching Protocols", "Upgrade: websocket", "Connection: Upgrade")]),
         {},
         EngineAnswerInvalid,
         "switched protocols",
@@ -349,7 +346,7 @@ class RacingScript:
             self.seen[kind] += 1
         final = answer(200, search_answer(marker_of(request)), JSON_HEADERS)
         if kind == "interim":
-            return Reply([_interim(100, "Continue"), _interim(103, "Early Hints"), final])
+            return Reply([interim(100, "Continue"), interim(103, "Early Hints"), final])
         if kind == "408":
             return Reply([answer(408, b"", [("Connection", "close")])], then="close")
         if kind == "close-unanswered":

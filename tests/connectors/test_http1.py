@@ -19,7 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from connectors.http1 import BadResponse, HostPool, RequestHead, host_header
+from connectors.http1 import (
+    AnswerLimits,
+    AnswerTooLarge,
+    BadResponse,
+    HostPool,
+    RequestHead,
+    host_header,
+)
 from tests.support.certs import write_self_signed
 from tests.support.raw_peer import Connection, RawPeer, head
 
@@ -339,3 +346,54 @@ def test_the_host_header_leaves_out_the_schemes_port(
     host: str, port: int, tls: bool, value: str
 ) -> None:
     assert host_header(host, port, tls=tls) == value
+
+
+def _answers_before_the_body(conn: Connection) -> None:
+    """Answers a request once its head is read, then reads on as if what is left of its
+    body began the next request, and refuses that one."""
+    conn.read_head()
+    conn.send(head("200 OK", 2) + b"{}")
+    tail = b""
+    while b"\r\n\r\n" not in tail:
+        chunk = conn.sock.recv(1 << 16)
+        if not chunk:
+            return
+        tail = tail[-3:] + chunk
+    conn.send(head("400 Bad Request", 2) + b"{}")
+    conn.hold()
+
+
+async def test_an_answer_before_the_request_was_all_sent_leaves_its_connection_unused() -> None:
+    served = threading.Event()
+
+    def behave(conn: Connection) -> None:
+        if served.is_set():
+            _answer_each(conn)
+            return
+        served.set()
+        _answers_before_the_body(conn)
+
+    body = b"x" * (32 << 20)  # more than the sockets' buffers hold: the writing lags
+    post = RequestHead("127.0.0.1", {}).build("POST", "/", len(body)) + body
+    with _peer(behave) as peer:
+        pool = _pool(peer)
+        first = await pool.request(post, 10.0)
+        second = await pool.request(GET, 10.0)
+        await pool.close()
+        assert (first.status, second.status) == (200, 200)
+        assert peer.accepted == 2
+
+
+async def test_a_head_growing_past_the_limit_is_refused_before_its_field_ends() -> None:
+    def endless_field(conn: Connection) -> None:
+        conn.read_head()
+        conn.send(b"HTTP/1.1 200 OK\r\nX-Endless: ")
+        for _ in range(64):
+            conn.send(b"a" * 1024)  # the field's line never ends
+        conn.hold()
+
+    with _peer(endless_field) as peer:
+        pool = HostPool("127.0.0.1", peer.port, limits=AnswerLimits(header_bytes=4096))
+        with pytest.raises(AnswerTooLarge, match="headers are past the store's limit"):
+            await pool.request(GET, 10.0)
+        await pool.close()

@@ -56,7 +56,8 @@ PROXY_FORMS = {
     ),
     "redirect": (
         PeerReply(302, b"", {"location": "https://sso.example/login"}),
-        "the engine's address answered 302, a redirect to another address: "
+        "the engine's address answered 302, a redirect to another address, which the gateway "
+        "does not follow: "
         "is a login page or proxy in front of the engine?",
     ),
 }

@@ -405,7 +405,8 @@ NOT_QDRANTS = [
     ),
     pytest.param(
         lambda: httpx.Response(302, headers={"location": "https://sso.test/login"}),
-        "the engine's address answered 302, a redirect to another address: "
+        "the engine's address answered 302, a redirect to another address, which the gateway "
+        "does not follow: "
         "is a login page or proxy in front of the engine?",
         id="redirect",
     ),

@@ -2,11 +2,12 @@
 
 For Elasticsearch, OpenSearch and a Qdrant server store (REST).
 
-A sign-on proxy's login page, a body that is not JSON, one still compressed, an empty
-one: at start the store stays registered and keeps trying, as for an engine that is
-down; a recall answers the retryable engine trouble, never the caller's -32602; the log
-says in one sentence what came back and holds no traceback. A scripted server on real
-sockets stands where the node would be; the gateway is a real ``a2m-gateway serve``.
+A sign-on proxy's login page (as a 200 or as its 401), a body that is not JSON, one
+still compressed, an empty one: at start the store stays registered and keeps trying,
+as for an engine that is down; a recall answers the retryable engine trouble, never the
+caller's -32602; the log says in one sentence what came back and holds no traceback.
+A scripted server on real sockets stands where the node would be; the gateway is a real
+``a2m-gateway serve``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ ANSWERS = {
         "still gzip-compressed",
     ),
     "empty": (answer(200, b"", JSON), "with an empty body"),
+    "proxy-sign-in-401": (
+        answer(401, PAGE, [("Content-Type", "text/html"), ("WWW-Authenticate", "Basic")]),
+        "answered 401 with text/html, not an engine's error: is a login page or proxy",
+    ),
 }
 
 

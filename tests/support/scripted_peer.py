@@ -56,6 +56,11 @@ def status_line(status: int, reason: str = "OK", version: str = "1.1") -> bytes:
     return f"HTTP/{version} {status} {reason}\r\n".encode()
 
 
+def interim(status: int, reason: str, *fields: str) -> bytes:
+    """An interim (1xx) answer's head: its status line, ``fields`` (``"Name: value"``)."""
+    return status_line(status, reason) + "".join(f + "\r\n" for f in fields).encode() + b"\r\n"
+
+
 def answer(
     status: int,
     body: bytes,
