@@ -41,7 +41,7 @@ from opensearchpy.exceptions import ConnectionError as ClientConnectionError
 
 from connectors.engine_transport import EngineTransport, TransportFactory
 from connectors.http1 import AnswerLimits, BadResponse, HostPool, RequestHead, Response, host_header
-from connectors.http_answer import unexpected
+from connectors.http_answer import answer_text, unexpected
 from connectors.lucene.failures import retry_after_ms
 from connectors.tls import client_context
 
@@ -92,7 +92,9 @@ def _text(method: str, answer: Response) -> str:
     if reason is not None:
         raise BadResponse(reason)
     try:
-        return answer.body.decode("utf-8")
+        # A success keeps its bytes for the JSON serializer; an error's text is read here.
+        ok = 200 <= answer.status < 300
+        return answer_text(answer.body) if ok else answer.body.decode("utf-8")
     except UnicodeDecodeError:
         raise BadResponse(
             f"the engine answered {answer.status} with a body that is not UTF-8 text"
