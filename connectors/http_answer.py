@@ -145,6 +145,26 @@ def _inflate_into(inflater: Any, data: bytes, room: int, out: list[bytes]) -> in
     return added
 
 
+class AnswerText(str):
+    """An answer's body as text (a client library's connection hands its transport text),
+    keeping the bytes it was decoded from in ``body``: a JSON parser given those never
+    encodes the text back to UTF-8, which for a non-ASCII answer costs more than the
+    parse itself."""
+
+    body: bytes
+
+
+def answer_text(body: bytes) -> AnswerText:
+    """``body`` decoded as UTF-8, keeping ``body``.
+
+    Raises:
+        UnicodeDecodeError: ``body`` is not UTF-8.
+    """
+    text = AnswerText(body, "utf-8")
+    text.body = body
+    return text
+
+
 def usable(method: str, answer: Response) -> Response:
     """``answer`` as the engine client can read it, or the one sentence saying why not.
 

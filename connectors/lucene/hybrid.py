@@ -117,7 +117,10 @@ class HybridPlanner:
             source: Body | bool = {"includes": [self._group]} if self._group else False
             for _, body, _ in bodies:
                 body["_source"] = source
-                body.pop("highlight", None)
+                if passages:
+                    # The re-read highlights the page; search.highlight's single
+                    # fragments come from the legs, which keep their clause.
+                    body.pop("highlight", None)
         return HybridPlan([Leg(kind, body, w) for kind, body, w in bodies], reread)
 
     def fuse(

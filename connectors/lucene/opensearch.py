@@ -30,6 +30,7 @@ import orjson
 from connectors.base import Metric, VectorInfo
 from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
+from connectors.http_answer import AnswerText
 from connectors.lucene.dialect import KnnScore, PitCalls, VersionCall
 from connectors.lucene.failures import NOT_JSON, EngineFailure, answer_failure, error_causes
 from connectors.lucene.order import EngineIdOrder
@@ -301,7 +302,8 @@ class OrjsonSerializer:
 
     def loads(self, s: str | bytes) -> Any:
         try:
-            return orjson.loads(s)
+            # The bytes of the connection's text when it kept them (never encoded anew).
+            return orjson.loads(s.body if isinstance(s, AnswerText) else s)
         except orjson.JSONDecodeError as exc:
             from opensearchpy.exceptions import SerializationError
 

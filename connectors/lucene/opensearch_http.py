@@ -41,7 +41,7 @@ from opensearchpy.exceptions import ConnectionError as ClientConnectionError
 
 from connectors.engine_transport import EngineTransport, TransportFactory
 from connectors.http1 import AnswerLimits, BadResponse, HostPool, RequestHead, Response, host_header
-from connectors.http_answer import usable
+from connectors.http_answer import answer_text, usable
 from connectors.lucene.failures import retry_after_ms
 from connectors.tls import client_context
 
@@ -89,7 +89,9 @@ def _text(answer: Response) -> str:
         BadResponse: the body is not UTF-8.
     """
     try:
-        return answer.body.decode("utf-8")
+        # A success keeps its bytes for the JSON serializer; an error's text is read here.
+        ok = 200 <= answer.status < 300
+        return answer_text(answer.body) if ok else answer.body.decode("utf-8")
     except UnicodeDecodeError:
         raise BadResponse(
             f"the engine answered {answer.status} with a body that is not UTF-8 text"

@@ -256,6 +256,10 @@ class QueryTranslator(FilterTranslator):
         return hits
 
 
+_NUMBER = (int, float)
+"""A JSON number (a tuple: ``int | float`` is built anew at each ``isinstance``)."""
+
+
 def read_hits(
     response: Mapping[str, Any],
     *,
@@ -279,15 +283,16 @@ def read_hits(
             highlight = fragments[0] if fragments else None
         score = raw.get("_score")
         index, routing = raw.get("_index"), raw.get("_routing")
+        # Positional, in Hit's field order (keywords cost a tenth of a hit's reading).
         out.append(
             Hit(
-                id=str(raw["_id"]),
-                source=source,
-                score=float(score) if isinstance(score, int | float) else None,
-                vector=vector,
-                highlight=highlight,
-                index=str(index) if index is not None else None,
-                routing=str(routing) if routing is not None else None,
+                str(raw["_id"]),
+                source,
+                float(score) if isinstance(score, _NUMBER) else None,
+                vector,
+                highlight,
+                str(index) if index is not None else None,
+                str(routing) if routing is not None else None,
             )
         )
     return out

@@ -116,6 +116,10 @@ def text_value(value: Any) -> str:
     return orjson.dumps(text).decode().encode("ascii", "backslashreplace").decode()
 
 
+_NOT_EXTRA = _STD_ATTRS | {"asctime"}
+"""A record's attributes that are not fields of a text line."""
+
+
 class TextFormatter(logging.Formatter):
     """``ts LEVEL logger message key=value ...`` on one line per record.
 
@@ -138,14 +142,11 @@ class TextFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         record.message = escape_text(record.getMessage())
-        line = f"{self.formatTime(record)} {record.levelname} {record.name} {record.message}"
-        extras = {
-            k: v
-            for k, v in vars(record).items()
-            if k not in _STD_ATTRS and k != "asctime" and not k.startswith("_")
-        }
-        if extras:
-            line += " " + " ".join(f"{k}={text_value(v)}" for k, v in extras.items())
+        parts = [f"{self.formatTime(record)} {record.levelname} {record.name} {record.message}"]
+        for k, v in vars(record).items():  # the extras, in the order they were set
+            if k not in _NOT_EXTRA and not k.startswith("_"):
+                parts.append(f"{k}={text_value(v)}")
+        line = " ".join(parts)
         if record.exc_info:
             trace = self.formatException(record.exc_info)
             line += "\n" + "\n".join(f"| {t}" for t in trace.splitlines())

@@ -90,22 +90,23 @@ class RecordMapper:
             content = hit.highlight
         else:
             content = self._content(src)
+        # Positional, in Record's field order: keywords are a tenth of a record's cost.
         return Record(
-            id=rid,
-            content=content,
-            role=_text(value_at(src, m.role)) if m.role else None,
-            metadata=metadata,
-            group=_text(value_at(src, m.group)) if m.group else None,
-            owner=_text(value_at(src, m.owner)) if m.owner else None,
-            key=_text(value_at(src, m.key)) if m.key else None,
+            rid,
+            content,
+            _text(value_at(src, m.role)) if m.role else None,
+            metadata,
+            _text(value_at(src, m.group)) if m.group else None,
+            _text(value_at(src, m.owner)) if m.owner else None,
+            _text(value_at(src, m.key)) if m.key else None,
             # Every record carries created_at (§3.1): the store's fallback where there is none.
-            created_at=(parse_timestamp(value_at(src, m.created_at)) if m.created_at else None)
+            (parse_timestamp(value_at(src, m.created_at)) if m.created_at else None)
             or m.created_at_fallback,
-            updated_at=parse_timestamp(value_at(src, m.updated_at)) if m.updated_at else None,
-            uri=uri,
-            media_type=media_type,
-            score=hit.score if ranked else None,
-            embedding=hit.vector if with_embedding else None,
+            parse_timestamp(value_at(src, m.updated_at)) if m.updated_at else None,
+            uri,
+            media_type,
+            hit.score if ranked else None,
+            hit.vector if with_embedding else None,
         )
 
     def _content(self, src: dict[str, Any]) -> str | None:

@@ -16,7 +16,7 @@ from connectors.lucene.failures import EngineFailure, retry_after_ms
 from connectors.lucene.mapping import check_fields, flatten_mapping, keyword_subfields
 from connectors.lucene.opensearch import OpenSearchDialect
 from connectors.lucene.order import OrderedBodies
-from connectors.lucene.query import QueryTranslator, TextField, parse_text_fields
+from connectors.lucene.query import QueryTranslator, TextField, parse_text_fields, read_hits
 from connectors.spec import ConnectorSpec
 from tests.connectors.specs import merged, spec_of
 
@@ -659,3 +659,27 @@ def test_fusion_keeps_documents_that_share_an_id_apart() -> None:
     fused = fuse_rrf([([a], 1.0), ([b, Hit("r1", {}, index="i", routing="A")], 1.0)], k=60, limit=5)
     assert [(h.id, h.routing) for h in fused] == [("r1", "A"), ("r1", "B")]
     assert fused[0].score == pytest.approx((1 / 61 + 1 / 62) / (2 / 61))
+
+
+def test_read_hits_puts_each_part_of_an_engine_hit_in_its_own_field() -> None:
+    raw = {
+        "_id": 7,
+        "_index": "docs-2",
+        "_routing": "r1",
+        "_score": 3,
+        "_source": {"body": "b", "emb": [1, 2]},
+        "highlight": {"body": ["<em>b</em>"]},
+    }
+    (hit,) = read_hits(
+        {"hits": {"hits": [raw]}}, vector_field="emb", keep_vector_in_source=False, content="body"
+    )
+    assert hit == Hit(
+        id="7",
+        source={"body": "b"},
+        score=3.0,
+        vector=[1.0, 2.0],
+        highlight="<em>b</em>",
+        index="docs-2",
+        routing="r1",
+    )
+    assert raw["_source"] == {"body": "b", "emb": [1, 2]}  # the answer itself is left as it was

@@ -12,10 +12,13 @@ import gzip
 from typing import Any
 
 import opensearchpy
+import orjson
 import pytest
 from opensearchpy.exceptions import ConnectionError as ClientConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, TransportError
 
+from connectors.http_answer import AnswerText
+from connectors.lucene.opensearch import OrjsonSerializer
 from connectors.lucene.opensearch_http import connection_class
 from tests.connectors.conftest import free_port
 from tests.support.http_peer import HttpPeer, PeerReply, PeerRequest, StartPeer
@@ -58,6 +61,20 @@ async def test_a_compressed_client_sends_a_gzip_body(http_peer: StartPeer) -> No
     sent = peer.requests[0]
     assert sent.headers["content-encoding"] == "gzip"
     assert gzip.decompress(sent.body) == b'{"size":1}'
+
+
+async def test_a_success_is_text_that_keeps_its_bytes_for_the_serializer(
+    http_peer: StartPeer,
+) -> None:
+    answer = {"hits": {"hits": [{"_id": "1", "_source": {"text": "β-cell Ångström"}}]}}
+    utf8 = PeerReply(200, orjson.dumps(answer), {"content-type": "application/json"})
+    conn = _connection(http_peer(lambda request: utf8))
+    _, _, raw = await conn.perform_request("POST", "/idx/_search", body=b"{}")
+    await conn.close()
+    assert isinstance(raw, AnswerText)
+    assert raw == raw.body.decode("utf-8")
+    assert orjson.loads(raw.body) == answer
+    assert OrjsonSerializer().loads(raw) == answer
 
 
 async def test_an_error_status_raises_the_librarys_class_with_the_engines_body(

@@ -47,6 +47,38 @@ def test_template_content_uri_media_type_metadata_allow_list() -> None:
     assert "acl" not in str(wire)
 
 
+def test_each_record_field_is_read_from_its_own_mapped_field() -> None:
+    fields = ("role", "group", "owner", "key", "uri", "media_type")
+    mapper = RecordMapper(
+        MappingConfig(
+            id="doc_id",
+            content="c",
+            created_at="made",
+            updated_at="changed",
+            metadata=["m"],
+            **{name: f"src_{name}" for name in fields},
+        )
+    )
+    source = {
+        "doc_id": "d9",
+        "c": "text",
+        "made": "2026-01-02T00:00:00Z",
+        "changed": "2026-03-04T00:00:00Z",
+        "m": 1,
+        **{f"src_{name}": f"value of {name}" for name in fields},
+    }
+    record = mapper.to_record(
+        Hit(id="e1", source=source, score=0.25, vector=[0.5]), with_embedding=True
+    )
+    assert {name: getattr(record, name) for name in fields} == {
+        name: f"value of {name}" for name in fields
+    }
+    assert (record.id, record.content, record.metadata) == ("d9", "text", {"m": 1})
+    assert (record.score, record.embedding) == (0.25, [0.5])
+    assert record.to_wire()["created_at"] == "2026-01-02T00:00:00.000Z"
+    assert record.to_wire()["updated_at"] == "2026-03-04T00:00:00.000Z"
+
+
 def test_engine_field_exposes_only_mapped_names() -> None:
     mapper = RecordMapper(MappingConfig(content="c", key="k", metadata=["lang"]))
     assert mapper.engine_field("key") == "k"
