@@ -61,6 +61,7 @@ import orjson
 import pytest
 import yaml
 
+from gateway.stages.passages import SEPARATOR as PASSAGE_SEPARATOR
 from tests.support.conformance import Seeding, conformance_backends
 from tests.support.wire import assert_response
 
@@ -234,6 +235,26 @@ def assert_scores(records: list[dict[str, Any]]) -> None:
     assert scores == sorted(scores, reverse=True), scores
     ids = [r["id"] for r in records]
     assert len(ids) == len(set(ids)), "a record appears twice in one result"
+
+
+def as_fetched(hit: dict[str, Any], fetched: dict[str, Any]) -> dict[str, Any]:
+    """A recalled record (without its score) as ``memory/fetch`` returns it.
+
+    A record whose content a store cut to passages (``search.passages``: the demo's long
+    sections) is the fetched record with its content replaced by the passages: each
+    passage must sit at its ``metadata.passage`` offsets in the fetched content, and the
+    rest of the record must be the fetched one's. Any other record comes back as it is.
+    """
+    record = {k: v for k, v in hit.items() if k != "score"}
+    where = (record.get("metadata") or {}).get("passage")
+    if where is None:
+        return record
+    whole = fetched["content"]
+    passages = record["content"].split(PASSAGE_SEPARATOR)
+    assert [whole[start:end] for start, end in where["offsets"]] == passages
+    assert where["length"] == len(whole)
+    metadata = {k: v for k, v in record["metadata"].items() if k != "passage"}
+    return {**record, "content": whole, "metadata": metadata}
 
 
 def assert_timestamps(records: list[dict[str, Any]]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.conformance.conftest import PROTOCOL, A2MClient, Corpus, HttpClient, Reply
+from tests.conformance.conftest import PROTOCOL, A2MClient, Corpus, HttpClient, Reply, as_fetched
 from tests.support.canonical_client import A2MError, CanonicalClient, Exchange
 from tests.support.wire import assert_response
 
@@ -83,7 +83,7 @@ def test_recall_then_fetch_by_key(canonical: CanonicalClient, corpus: Corpus) ->
         assert record["key"] == hit["key"]
         assert "score" not in record
         if len(by_key[hit["key"]]) == 1:
-            assert record == {k: v for k, v in hit.items() if k != "score"}
+            assert record == as_fetched(hit, record)
     assert canonical.fetch("no/such/key/at/all") is None
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gateway.demo import chunks
-from tests.conformance.conftest import A2MClient, Corpus
+from tests.conformance.conftest import A2MClient, Corpus, as_fetched
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +42,7 @@ def test_recall_and_fetch_return_the_same_record(client: A2MClient, corpus: Corp
         hits = client.call("memory/recall", {"query": record["content"][:400], "limit": 20})
         same = [h for h in hits["records"] if h["id"] == record["id"]]
         assert same, f"{record['key']} not recalled by its own text"
-        assert {k: v for k, v in same[0].items() if k != "score"} == record
+        assert as_fetched(same[0], fetched) == record
 
 
 @pytest.mark.parametrize("owner", ["someone-else", "", "admin"])
