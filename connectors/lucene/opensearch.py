@@ -234,6 +234,27 @@ class OpenSearchDialect:
             knn["filter"] = {"bool": {"filter": list(filters)}}
         return {"query": {"knn": {field: knn}}}
 
+    def nested_knn_clause(
+        self,
+        path: str,
+        field: str,
+        vector: list[float],
+        k: int,
+        filters: Sequence[Body],
+        inner_hits: Body | None,
+    ) -> Body:
+        # The knn query runs on the nested passages, so a filter inside it would test
+        # the passages, not the parent document: the filters (the scope's) go around the
+        # nested query, on the parent. A parent scores as its best passage.
+        nested: Body = {"path": path, "score_mode": "max", "query": {"knn": {field: {}}}}
+        nested["query"]["knn"][field] = {"vector": vector, "k": k}
+        if inner_hits is not None:
+            nested["inner_hits"] = inner_hits
+        query: Body = {"nested": nested}
+        if filters:
+            query = {"bool": {"must": [query], "filter": list(filters)}}
+        return {"query": query}
+
     def vector_scoring(self, spec: Mapping[str, Any]) -> tuple[VectorInfo, KnnScore]:
         """Dimension and space type of a ``knn_vector`` mapping, and its score mapping.
 
