@@ -184,11 +184,10 @@ class LuceneSearchKeys(EngineSearchKeys):
         if dense and not vector_field:
             raise ValueError(f"search.vector_field is required for mode '{mode}'")
         nested = self.nested_passages
-        if nested is not None and not (dense and vector_field and under(vector_field, nested.path)):
+        if nested is not None and not (vector_field and under(vector_field, nested.path)):
             raise ValueError(
-                "search.nested_passages: the passages' vectors are searched by the kNN leg, "
-                f"so the mode needs one and search.vector_field must be a field under "
-                f"path {nested.path!r}"
+                "search.nested_passages: the kNN leg searches the passages' vectors, so "
+                f"search.vector_field must be a field under path {nested.path!r}"
             )
 
     def spec_keys(self) -> dict[str, Any]:

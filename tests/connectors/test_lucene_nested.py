@@ -227,7 +227,11 @@ def _store(nested: dict[str, Any], **search: Any) -> dict[str, Any]:
         ({"path": "s", "text_field": "t"}, {}, "text_field: 't' is not a field under path 's'"),
         ({"path": "s", "text_field": "s.t", "start_field": "s"}, {}, "start_field"),
         ({"path": "s", "text_field": "s.t"}, {"vector_field": "v"}, "must be a field under"),
-        ({"path": "s", "text_field": "s.t"}, {"mode": "lexical"}, "the mode needs one"),
+        (
+            {"path": "s", "text_field": "s.t"},
+            {"mode": "lexical", "vector_field": None},
+            "must be a field under",
+        ),
         ({"path": "", "text_field": "s.t"}, {}, "path"),
     ],
 )
@@ -241,6 +245,8 @@ def test_config_refuses_fields_outside_the_nested_path(
 def test_config_gives_the_connector_its_nested_spec() -> None:
     nested = {"path": "s", "text_field": "s.t", "start_field": "s.at"}
     spec = connector_spec(validate_store(_store(nested)))
+    # A lexical store serves a caller's vector too: its kNN leg is the nested one.
+    assert connector_spec(validate_store(_store(nested, mode="lexical"))).search.nested
     assert spec.search.nested == NestedPassageSpec("s", "s.t", "s.at")
     assert spec.search.vector_field == "s.v"
     # Another engine has no such key.
