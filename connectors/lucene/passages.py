@@ -97,12 +97,24 @@ def passages_of(
     spans = locate(text, fragments, cap) if fragments else None
     regions = anchor_spans(text, anchors) if anchors else []
     if regions:
-        inside = [s for s in spans or () if any(s[0] < e and b < s[1] for b, e in regions)]
-        spans = inside or [(b, cut(text, b, e, cap)) for b, e in regions]
+        spans = anchored(text, spans or [], regions, cap)
     if not spans:
         return None
     spans = widen(text, choose(text, spans, spec.count), cap)
     return Passages(tuple(spans), tuple(text[s:e] for s, e in spans), len(text))
+
+
+def anchored(
+    text: str, ranked: list[tuple[int, int]], regions: list[tuple[int, int]], cap: int
+) -> list[tuple[int, int]]:
+    """The ranked fragment spans, those inside the anchors' regions first (else the best
+    region's head in their place), the others after them: the passage the kNN leg
+    matched leads, the highlighter's best of other paragraphs follow."""
+    inside = [s for s in ranked if any(s[0] < e and b < s[1] for b, e in regions)]
+    if not inside:
+        start, end = regions[0]
+        inside = [(start, cut(text, start, end, cap))]
+    return inside + [s for s in ranked if s not in inside]
 
 
 def locate(text: str, fragments: Sequence[str], cap: int) -> list[tuple[int, int]] | None:

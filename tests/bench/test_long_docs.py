@@ -46,6 +46,12 @@ def test_the_shapes_hold_every_abstract_once(scifact_dir: Path) -> None:
     first = shapes.long[0]
     assert first.text.split("\n\n")[0] == shapes.sections[shapes.documents[0][0]]
     assert {r.group for r in shapes.chunked if shapes.doc_of[str(r.id)] == 0} == {first.group}
+    # Nested passages: each section at its start in the document, with its abstract's vector.
+    for record, parts in zip(shapes.long[:20], shapes.nested[:20], strict=False):
+        assert [p.text for p in parts] == record.text.split("\n\n")
+        assert all(record.text[p.start : p.start + len(p.text)] == p.text for p in parts)
+    row = sf.corpus_ids.index(shapes.documents[0][1])
+    assert np.array_equal(shapes.nested[0][1].vector, sf.corpus_vectors[row])
 
 
 @pytest.mark.integration

@@ -132,11 +132,12 @@ async def test_elasticsearch_knn_leg_searches_the_nested_vectors_scoped_with_inn
     # The scope pre-filters the parent documents inside the knn section.
     assert SCOPE in knn["filter"]
     assert knn["inner_hits"] == inner_hits_clause(NESTED, SPEC.count)
-    # The passage comes from the section the kNN leg named, not the highlighter's others.
+    # The section the kNN leg named leads; the highlighter's best of another paragraph
+    # follows (in text order).
     (hit,) = hits
     assert hit.passages is not None
-    assert hit.passages.texts == ("Bone scans measure density. The scans are quick and",)
-    assert all(THIRD <= s < e <= len(DOC) for s, e in hit.passages.spans)
+    assert [s for s, _ in hit.passages.spans] == [SECOND, THIRD]
+    assert hit.passages.texts[1] == "Bone scans measure density. The scans are quick and"
     assert hit.passages.texts == tuple(DOC[s:e] for s, e in hit.passages.spans)
 
 
@@ -156,7 +157,7 @@ async def test_opensearch_knn_leg_is_nested_and_the_scope_filters_the_parent() -
     assert "filter" not in nested["nested"]["query"]["knn"]["sections.vector"]
     assert nested["nested"]["inner_hits"] == inner_hits_clause(NESTED, SPEC.count)
     assert hits[0].passages is not None
-    assert hits[0].passages.spans[0][0] == THIRD
+    assert THIRD in [s for s, _ in hits[0].passages.spans]
 
 
 @pytest.mark.parametrize("backend", ENGINES)
@@ -192,14 +193,24 @@ def test_an_anchor_is_found_at_its_start_else_at_its_first_occurrence() -> None:
     assert anchor_spans(text, [("ab.", None), ("zz", None)]) == [(0, 3)]
 
 
-def test_without_a_fragment_inside_the_anchor_its_head_is_the_passage() -> None:
-    fragments = ["Winter light is short in the north."]
-    got = passages_of({"text": DOC}, "text", fragments, SPEC, [(DOC[SECOND:THIRD], None)])
+def test_the_anchor_leads_and_the_highlighters_other_paragraphs_follow() -> None:
+    one = PassageSpec(max_chars=120, count=1, fragment_chars=100)
+    fragments = ["Winter light is short in the north.", "Bone scans measure density."]
+    # No fragment inside the anchor: its head stands for it, and leads.
+    got = passages_of({"text": DOC}, "text", fragments[:1], one, [(DOC[SECOND:THIRD], None)])
     assert got is not None
     assert got.spans[0][0] == SECOND
-    assert all(e - s <= SPEC.fragment_chars for s, e in got.spans)
+    assert got.spans[0][1] - SECOND <= 100
+    # A fragment inside the anchor leads, before a better-ranked one outside it.
+    got = passages_of({"text": DOC}, "text", fragments, one, [(DOC[THIRD:], THIRD)])
+    assert got is not None
+    assert got.spans[0][0] == THIRD
+    # Both kept with room for two, in text order.
+    two = passages_of({"text": DOC}, "text", fragments, SPEC, [(DOC[THIRD:], THIRD)])
+    assert two is not None
+    assert [s for s, _ in two.spans] == [0, THIRD]
     # No anchor found in the content: the highlighter's fragments as before.
-    plain = passages_of({"text": DOC}, "text", fragments, SPEC, [("not in it", None)])
+    plain = passages_of({"text": DOC}, "text", fragments, one, [("not in it", None)])
     assert plain is not None
     assert plain.spans[0][0] == 0
 
