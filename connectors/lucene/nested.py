@@ -10,7 +10,8 @@ document's best passages (``inner_hits``, their text and start only): the *ancho
 
 An anchor is located in the document's content (its start field when the index keeps
 one and the text is there, else its first occurrence); the record's passages are then
-the highlighter's fragments inside the anchors, or else the anchors' heads
+led by the highlighter's fragment inside the anchors (else the best anchor's head),
+followed by the highlighter's best of other paragraphs
 (:func:`connectors.lucene.passages.passages_of`). Nothing but the anchors' text
 travels; the vectors never do.
 """

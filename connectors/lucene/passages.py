@@ -86,8 +86,8 @@ def passages_of(
 ) -> Passages | None:
     """The hit's passages: its fragments located in its content, each cut to
     ``spec.fragment_chars``. With ``anchors`` (the nested passages the kNN leg matched,
-    :mod:`connectors.lucene.nested`) found in the content, only the fragments inside
-    them, or else the anchors' heads. None: the content is one string within
+    :mod:`connectors.lucene.nested`) found in the content, the passage inside them
+    leads (:func:`anchored`). None: the content is one string within
     ``spec.max_chars`` (it is its own passage), is not one string, or neither a
     fragment nor an anchor is in it."""
     text = value_at(source, content)
