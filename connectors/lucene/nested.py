@@ -4,13 +4,14 @@ searches the passages' own vectors, ranks a document by its best passage, and na
 The index keeps each document's passages as objects of a ``nested`` field, each with
 its text and its vector. The kNN leg searches that vector field (the dialect wraps it:
 Elasticsearch's ``knn`` section takes the nested field and ``inner_hits`` as they are,
-OpenSearch's ``knn`` query goes inside a ``nested`` query, the scope filter outside on
-the parent document). With passages on (``search.passages``), the leg asks for each
-document's best passages (``inner_hits``, their text and start only): the *anchors*.
+OpenSearch's ``knn`` query goes inside a ``nested`` query; on both the scope filter
+selects parent documents, pre-filtering the kNN search). With passages on
+(``search.passages``), the leg asks for each document's best passage (``inner_hits``,
+its text and start only): its *anchor*.
 
 An anchor is located in the document's content (its start field when the index keeps
 one and the text is there, else its first occurrence); the record's passages are then
-led by the highlighter's fragment inside the anchors (else the best anchor's head),
+led by the highlighter's fragment inside the anchor (else the anchor's head),
 followed by the highlighter's best of other paragraphs
 (:func:`connectors.lucene.passages.passages_of`). Nothing but the anchors' text
 travels; the vectors never do.
@@ -29,10 +30,10 @@ Anchor = tuple[str, int | None]
 """A nested passage's text and, when indexed, its start in the content."""
 
 
-def inner_hits_clause(spec: NestedPassageSpec, count: int) -> Body:
-    """The ``inner_hits`` asking for a hit's ``count`` best passages (text and start only)."""
+def inner_hits_clause(spec: NestedPassageSpec) -> Body:
+    """The ``inner_hits`` asking for a hit's best passage (its text and start only)."""
     fields = [spec.text_field] + ([spec.start_field] if spec.start_field else [])
-    return {"size": count, "_source": {"includes": fields}}
+    return {"size": 1, "_source": {"includes": fields}}
 
 
 def _relative(field: str, path: str) -> str:

@@ -243,11 +243,14 @@ class OpenSearchDialect:
         filters: Sequence[Body],
         inner_hits: Body | None,
     ) -> Body:
-        # The knn query runs on the nested passages, so a filter inside it would test
-        # the passages, not the parent document: the filters (the scope's) go around the
-        # nested query, on the parent. A parent scores as its best passage.
-        nested: Body = {"path": path, "score_mode": "max", "query": {"knn": {field: {}}}}
-        nested["query"]["knn"][field] = {"vector": vector, "k": k}
+        # A parent scores as its best passage. The filters (the scope's) test parent
+        # fields: inside the knn query the k-NN plugin pre-filters by the parent
+        # documents (k hits still come back under a selective scope); around the nested
+        # query they hold whatever the plugin does with them.
+        knn: Body = {"vector": vector, "k": k}
+        if filters:
+            knn["filter"] = {"bool": {"filter": list(filters)}}
+        nested: Body = {"path": path, "score_mode": "max", "query": {"knn": {field: knn}}}
         if inner_hits is not None:
             nested["inner_hits"] = inner_hits
         query: Body = {"nested": nested}

@@ -107,12 +107,14 @@ def passages_of(
 def anchored(
     text: str, ranked: list[tuple[int, int]], regions: list[tuple[int, int]], cap: int
 ) -> list[tuple[int, int]]:
-    """The ranked fragment spans, those inside the anchors' regions first (else the best
-    region's head in their place), the others after them: the passage the kNN leg
-    matched leads, the highlighter's best of other paragraphs follow."""
-    inside = [s for s in ranked if any(s[0] < e and b < s[1] for b, e in regions)]
+    """The ranked fragment spans, those starting inside the best anchor's region first
+    (else the region's head in their place), the others after them: the passage the kNN
+    leg matched best leads, the highlighter's best of other paragraphs follow. A
+    fragment that only runs into the region (the highlighter's sentences can cross a
+    blank line) is not inside it."""
+    start, end = regions[0]
+    inside = [s for s in ranked if start <= s[0] < end]
     if not inside:
-        start, end = regions[0]
         inside = [(start, cut(text, start, end, cap))]
     return inside + [s for s in ranked if s not in inside]
 

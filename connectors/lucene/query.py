@@ -152,7 +152,7 @@ class QueryTranslator(FilterTranslator):
         nested = self._search.nested
         if nested is None or self._passages is None or not request.passage_text:
             return None
-        return inner_hits_clause(nested, self._passages.count)
+        return inner_hits_clause(nested)
 
     @property
     def collapse_field(self) -> str | None:

@@ -131,7 +131,7 @@ async def test_elasticsearch_knn_leg_searches_the_nested_vectors_scoped_with_inn
     assert knn["field"] == "sections.vector"
     # The scope pre-filters the parent documents inside the knn section.
     assert SCOPE in knn["filter"]
-    assert knn["inner_hits"] == inner_hits_clause(NESTED, SPEC.count)
+    assert knn["inner_hits"] == inner_hits_clause(NESTED)
     # The section the kNN leg named leads; the highlighter's best of another paragraph
     # follows (in text order).
     (hit,) = hits
@@ -141,21 +141,22 @@ async def test_elasticsearch_knn_leg_searches_the_nested_vectors_scoped_with_inn
     assert hit.passages.texts == tuple(DOC[s:e] for s, e in hit.passages.spans)
 
 
-async def test_opensearch_knn_leg_is_nested_and_the_scope_filters_the_parent() -> None:
+async def test_opensearch_knn_leg_is_nested_and_the_scope_filters_the_parents() -> None:
     engine = _engine("opensearch")
     connector = LuceneConnector(_spec("opensearch"), transport=engine)
     await connector.open()
     hits = await connector.search(_request())
     await connector.close()
     query = _legs(engine)[1]["query"]
-    # A filter inside the nested knn would test the passages: it stands on the parent.
+    # The scope pre-filters the parents inside the knn query, and holds around it.
     assert query["bool"]["filter"] == [SCOPE]
     (nested,) = query["bool"]["must"]
     assert nested["nested"]["path"] == "sections"
     assert nested["nested"]["score_mode"] == "max"
-    assert nested["nested"]["query"]["knn"]["sections.vector"]["vector"] == [0.0, 1.0]
-    assert "filter" not in nested["nested"]["query"]["knn"]["sections.vector"]
-    assert nested["nested"]["inner_hits"] == inner_hits_clause(NESTED, SPEC.count)
+    knn = nested["nested"]["query"]["knn"]["sections.vector"]
+    assert knn["vector"] == [0.0, 1.0]
+    assert knn["filter"] == {"bool": {"filter": [SCOPE]}}
+    assert nested["nested"]["inner_hits"] == inner_hits_clause(NESTED)
     assert hits[0].passages is not None
     assert THIRD in [s for s, _ in hits[0].passages.spans]
 
