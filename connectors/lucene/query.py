@@ -162,10 +162,11 @@ class QueryTranslator(FilterTranslator):
         return None
 
     def source(self, *, with_vectors: bool) -> Body:
-        """``_source`` limited to the mapped fields (plus the vector when asked for)."""
+        """``_source`` limited to the mapped fields (plus the vector when asked for; a
+        document has none of its own when the vectors are its nested passages')."""
         fields = list(self._source_fields)
         vf = self._search.vector_field
-        if with_vectors and vf and vf not in fields:
+        if with_vectors and vf and vf not in fields and self._search.nested is None:
             fields.append(vf)
         return {"includes": fields}
 

@@ -88,3 +88,47 @@ def test_the_shapes_run_through_the_gateway_on_qdrant(tmp_path: Path, scifact_di
     assert passages["doc_ndcg10"] == whole["doc_ndcg10"]
     assert whole["evidence_at_k"] > 0  # relevant abstracts are found at all
     assert table.count("| qdrant | hybrid |") == 4
+
+
+@pytest.mark.integration
+def test_the_nested_shape_runs_through_the_gateway_on_elasticsearch_9(
+    tmp_path: Path, scifact_dir: Path
+) -> None:
+    import os
+
+    from tests.bench.test_smoke import _run
+    from tests.conftest import missing
+
+    url = os.environ.get("A2M_TEST_ELASTICSEARCH9_URL")
+    if not url:
+        missing("A2M_TEST_ELASTICSEARCH9_URL not set (python tests/engines/engines.py start)")
+    assert url
+    report, table = _run(
+        [
+            "bench.quality",
+            "--shape",
+            "nested",
+            "whole",
+            "--engines",
+            "elasticsearch",
+            "--elasticsearch-url",
+            url,
+            "--modes",
+            "hybrid",
+            "--limit-queries",
+            "8",
+        ],
+        tmp_path / "nested.json",
+        scifact_dir,
+    )
+    cells = report["elasticsearch"]["hybrid"]
+    assert set(cells) == {"nested", "whole"}
+    assert set(cells["nested"]) == {"none", "passages"}
+    passages, plain = cells["nested"]["passages"], cells["nested"]["none"]
+    for cell in (passages, plain, cells["whole"]["none"]):
+        assert cell["queries"] == 8
+        assert cell["errors"] == 0
+    assert passages["max_record_chars"] <= 600 < plain["max_record_chars"]
+    # Passages change contents, not the ranking the nested kNN leg gives.
+    assert passages["doc_ndcg10"] == plain["doc_ndcg10"]
+    assert table.count("| elasticsearch | hybrid |") == 3

@@ -22,6 +22,7 @@ from connectors.errors import EngineConfigError
 from connectors.lucene.connector import LuceneConnector
 from connectors.lucene.nested import anchor_spans, anchors_of, inner_hits_clause
 from connectors.lucene.passages import passages_of
+from connectors.lucene.query import QueryTranslator
 from connectors.lucene.spec import LuceneConnectionSpec, LuceneSpec
 from connectors.spec import ConnectorSpec, FieldsSpec, NestedPassageSpec, PassageSpec, SearchSpec
 from gateway.config import validate_store
@@ -177,6 +178,12 @@ async def test_a_path_that_is_not_nested_is_refused_at_open(backend: str) -> Non
     connector = LuceneConnector(_spec(backend), transport=_engine(backend, "object"))
     with pytest.raises(EngineConfigError, match=r"nested_passages\.path.*not 'nested'"):
         await connector.open()
+
+
+def test_a_document_vector_is_never_read_from_the_nested_passages() -> None:
+    # Asked for vectors, the body would otherwise read every passage's vector.
+    t = QueryTranslator(_spec("elasticsearch"))
+    assert t.source(with_vectors=True) == {"includes": ["text", "acl"]}
 
 
 def test_anchors_are_read_best_first_with_their_start() -> None:
