@@ -147,7 +147,7 @@ class QueryTranslator(FilterTranslator):
         return self._search.nested
 
     def inner_hits(self, request: SearchRequest) -> Body | None:
-        """The kNN leg's ``inner_hits`` naming each hit's best nested passages: only with
+        """The kNN leg's ``inner_hits`` naming each hit's best nested passage: only with
         the engine's passages for ``request.passage_text`` (else the anchors are unused)."""
         nested = self._search.nested
         if nested is None or self._passages is None or not request.passage_text:
@@ -263,8 +263,8 @@ class QueryTranslator(FilterTranslator):
         """Hits of a ``_search`` response; scores are the engine's raw ``_score``.
 
         Each hit's anchors are its own ``inner_hits`` (a nested kNN search), else those
-        ``anchors`` names for it (the kNN leg's, when the fused page is re-read); its
-        passages are chosen within them (:func:`connectors.lucene.passages.passages_of`).
+        ``anchors`` names for it (the kNN leg's, when the fused page is re-read); the best
+        one leads its passages (:func:`connectors.lucene.passages.passages_of`).
         """
         vf = self._search.vector_field
         hits = read_hits(
