@@ -158,6 +158,9 @@ class Hit:
     """Its custom routing value: one index can hold the same id once per routing value."""
     passages: Passages | None = None
     """Its content's passages, when the engine chose them (``search.passages``)."""
+    anchors: tuple[tuple[str, int | None], ...] = ()
+    """The nested passages the kNN leg matched best (``search.nested_passages``), best
+    first: each one's text and, when indexed, its start in the content."""
 
     @property
     def identity(self) -> tuple[str | None, str | None, str]:

@@ -84,11 +84,13 @@ def _merge(legs: Legs) -> dict[Key, Hit]:
                     highlight=hit.highlight,
                     index=hit.index,
                     routing=hit.routing,
+                    anchors=hit.anchors,
                 )
             else:
                 # The same document from the other list: keep what either leg carried.
                 merged.highlight = merged.highlight or hit.highlight
                 merged.vector = merged.vector or hit.vector
+                merged.anchors = merged.anchors or hit.anchors
     return fused
 
 

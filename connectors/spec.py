@@ -75,6 +75,19 @@ class PassageSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class NestedPassageSpec:
+    """``search.nested_passages`` (Elasticsearch, OpenSearch): the index keeps its documents'
+    passages as ``nested`` objects, each with its own vector (``search.vector_field``)."""
+
+    path: str
+    """The nested field holding the passages."""
+    text_field: str
+    """The passage's text (a field under ``path``), found verbatim in the content."""
+    start_field: str | None = None
+    """Where the passage starts in the content (a field under ``path``), when indexed."""
+
+
+@dataclass(frozen=True, slots=True)
 class SearchSpec:
     mode: SearchMode = "lexical"
     text_fields: tuple[str, ...] = ()
@@ -87,6 +100,8 @@ class SearchSpec:
     highlight_fragment_size: int = 300
     passages: PassageSpec | None = None
     """Passages by the engine's highlighter; None: the gateway chooses them, if at all."""
+    nested: NestedPassageSpec | None = None
+    """The index's nested passages: the kNN leg ranks a document by its best one."""
 
 
 @dataclass(frozen=True)

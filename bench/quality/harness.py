@@ -181,7 +181,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--shape",
         nargs="+",
-        choices=["long", "chunked", "whole"],
+        choices=["long", "chunked", "whole", "nested"],
         help="long-document shapes instead of the corpus as is (bench.quality.long_run)",
     )
     p.add_argument("--k", type=int, default=3, help="--shape: records scored for evidence@k")

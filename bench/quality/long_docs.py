@@ -6,7 +6,10 @@
   (its title, a newline, its text) and sections separated by a blank line; the
   document's vector is the normalised mean of its sections' vectors;
 - *chunked*: the same sections as separate records, ``group`` their document;
-- *whole*: the long documents, recalled without passages (each hit's whole content).
+- *whole*: the long documents, recalled without passages (each hit's whole content);
+- *nested*: the long documents, each section also kept as a ``nested`` passage
+  (``sections``: its text, its start in the document, its own MiniLM vector: the
+  abstract's), for ``search.nested_passages`` on Elasticsearch/OpenSearch.
 
 A relevant section is a relevant abstract; a relevant document the one holding it.
 Loaded into Elasticsearch/OpenSearch (bulk) and qdrant-edge (a shard on disk) with
@@ -44,6 +47,15 @@ class Record:
 
 
 @dataclass(frozen=True)
+class Section:
+    """One section of a long document as a nested passage."""
+
+    text: str
+    start: int
+    vector: npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
 class Shapes:
     """The long documents and the chunks, from one corpus."""
 
@@ -55,6 +67,8 @@ class Shapes:
     chunked: list[Record]
     doc_of: dict[str, int]
     """Abstract id -> its document."""
+    nested: list[list[Section]]
+    """Per document, its sections as nested passages (the *nested* shape)."""
 
 
 def normalise(text: str) -> str:
@@ -89,6 +103,7 @@ def build(sf: SciFact, size: int = DOC_SIZE) -> Shapes:
     long: list[Record] = []
     chunked: list[Record] = []
     doc_of: dict[str, int] = {}
+    nested: list[list[Section]] = []
     for number, rows in enumerate(group_documents(vectors, size)):
         ids = [sf.corpus_ids[r] for r in rows]
         documents.append(ids)
@@ -96,24 +111,42 @@ def build(sf: SciFact, size: int = DOC_SIZE) -> Shapes:
         mean /= np.linalg.norm(mean) or 1.0
         group = f"doc{number}"
         long.append(Record(number, "\n\n".join(sections[d] for d in ids), group, mean))
+        parts: list[Section] = []
+        start = 0
         for d, r in zip(ids, rows, strict=True):
             doc_of[d] = number
             chunked.append(Record(int(d), sections[d], group, vectors[r]))
-    return Shapes(documents, sections, long, chunked, doc_of)
+            parts.append(Section(sections[d], start, vectors[r]))
+            start += len(sections[d]) + 2
+        nested.append(parts)
+    return Shapes(documents, sections, long, chunked, doc_of, nested)
 
 
 # ---- loading
 
 
-def lucene_index_body(engine: str, analyzer: str) -> dict[str, Any]:
+def lucene_index_body(engine: str, analyzer: str, nested: bool = False) -> dict[str, Any]:
+    """The SciFact index body; with ``nested``, a ``sections`` nested field of passages
+    (text, start, a vector field like the document's)."""
     from tests.support.lucene_loader import index_body
 
-    return index_body(engine, analyzer)  # type: ignore[arg-type]
+    body = index_body(engine, analyzer)  # type: ignore[arg-type]
+    if nested:
+        props = body["mappings"]["properties"]
+        props["sections"] = {
+            "type": "nested",
+            "properties": {
+                "text": {"type": "text", "analyzer": analyzer},
+                "start": {"type": "integer"},
+                "vector": dict(props["embedding"]),
+            },
+        }
+    return body
 
 
-def _sources(records: list[Record]) -> Iterator[dict[str, Any]]:
+def _sources(records: list[Record], nested: list[list[Section]] | None) -> Iterator[dict[str, Any]]:
     for r in records:
-        yield {
+        source = {
             "doc_id": str(r.id),
             "key": f"long/{r.id}",
             "title": "",
@@ -123,10 +156,23 @@ def _sources(records: list[Record]) -> Iterator[dict[str, Any]]:
             "acl": "even",
             "embedding": r.vector.astype(np.float32).tolist(),
         }
+        if nested is not None:
+            source["sections"] = [
+                {"text": p.text, "start": p.start, "vector": p.vector.astype(np.float32).tolist()}
+                for p in nested[r.id]
+            ]
+        yield source
 
 
-def load_lucene(engine: str, url: str, index: str, records: list[Record], analyzer: str) -> float:
-    """(Re)create ``index`` with the records; seconds taken.
+def load_lucene(
+    engine: str,
+    url: str,
+    index: str,
+    records: list[Record],
+    analyzer: str,
+    nested: list[list[Section]] | None = None,
+) -> float:
+    """(Re)create ``index`` with the records (and their ``nested`` sections); seconds taken.
 
     Raises:
         RuntimeError: the bulk load failed or the count is wrong.
@@ -140,14 +186,15 @@ def load_lucene(engine: str, url: str, index: str, records: list[Record], analyz
             if int(client.count(index=index)["count"]) == len(records):
                 return time.monotonic() - started
             client.indices.delete(index=index)
-        client.indices.create(index=index, body=lucene_index_body(engine, analyzer))
+        body = lucene_index_body(engine, analyzer, nested is not None)
+        client.indices.create(index=index, body=body)
         if engine == "elasticsearch":
             from elasticsearch.helpers import bulk
         else:
             from opensearchpy.helpers import bulk
         actions = (
             {"_op_type": "index", "_index": index, "_id": s["doc_id"], "_source": s}
-            for s in _sources(records)
+            for s in _sources(records, nested)
         )
         _, failed = bulk(client, actions, chunk_size=200, raise_on_error=False)
         if failed:

@@ -1,4 +1,4 @@
-"""``python -m bench.quality --shape long|chunked|whole``: evidence-sized answers, measured.
+"""``python -m bench.quality --shape long|chunked|whole|nested``: evidence-sized answers, measured.
 
 Each shape is loaded into every selected engine and served by one gateway process,
 one store per stage setting:
@@ -10,6 +10,9 @@ one store per stage setting:
 - ``chunked``: the sections as records, without and with ``search.per_group: 1`` (folding
   the records it leaves out, and not), and with ``search.passages: {}`` without and with
   ``per_group: 1``.
+- ``nested`` (Elasticsearch, OpenSearch): long documents whose sections are also nested
+  passages with their own vectors (``search.nested_passages``: the kNN leg ranks a
+  document by its best section and names it), without and with passages.
 
 Every judged query is sent as A2M ``memory/recall`` (``limit`` 10) exactly as an agent
 would, and scored on what the client receives: **evidence@k** (the share of queries
@@ -39,7 +42,7 @@ from bench.quality.engines import ANALYZERS
 from bench.quality.long_docs import Shapes, load_lucene, load_qdrant, normalise
 from bench.quality.recall import mode_params
 
-SHAPES = ("long", "chunked", "whole")
+SHAPES = ("long", "chunked", "whole", "nested")
 EVIDENCE_RUN = 80
 """Characters a returned content must share with a relevant abstract to count as evidence."""
 RECALL_LIMIT = 10
@@ -56,6 +59,7 @@ STAGES: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("passages", {"passages": {}}),
         ("passages per_group=1", {"passages": {}, "per_group": 1}),
     ],
+    "nested": [("none", {}), ("passages", {"passages": {}})],
 }
 """Per shape: (stage setting, the store's search keys for it)."""
 ENGINE_ONLY = frozenset({"passages-by-gateway"})
@@ -111,6 +115,17 @@ def doc_ndcg(ranked_docs: list[int], gains: dict[int, int], k: int = 10) -> floa
     return dcg / idcg if idcg else 0.0
 
 
+NESTED_KEYS = {
+    "vector_field": "sections.vector",
+    "nested_passages": {
+        "path": "sections",
+        "text_field": "sections.text",
+        "start_field": "sections.start",
+    },
+}
+"""The search keys of a store on the *nested* shape."""
+
+
 def store_section(engine: str, shape: str, target: str, search: dict[str, Any]) -> dict[str, Any]:
     """The gateway store serving ``shape`` on ``engine`` (``target``: URL or shard path)."""
     if engine == "qdrant":
@@ -132,6 +147,7 @@ def store_section(engine: str, shape: str, target: str, search: dict[str, Any]) 
             "mode": "lexical",
             "text_fields": ["text"],
             "vector_field": "embedding",
+            **(NESTED_KEYS if shape == "nested" else {}),
             **search,
         },
     }
@@ -144,8 +160,12 @@ def load_stores(
     stores: dict[tuple[str, str, str], dict[str, Any]] = {}
     for engine in engines:
         for shape in wanted:
-            records_shape = "chunked" if shape == "chunked" else "long"
+            if shape == "nested" and engine == "qdrant":
+                print("qdrant: no nested passages; --shape nested skipped", file=sys.stderr)
+                continue
+            records_shape = shape if shape in ("chunked", "nested") else "long"
             records = shapes.chunked if shape == "chunked" else shapes.long
+            nested = shapes.nested if shape == "nested" else None
             if engine == "qdrant":
                 base = work / f"qdrant-{records_shape}"
                 if not base.exists():
@@ -156,7 +176,7 @@ def load_stores(
                     raise SystemExit(f"no URL for {engine}")
                 analyzer = args.opensearch_analyzer if engine == "opensearch" else ANALYZERS[engine]
                 index = f"a2m-bench-long-{records_shape}"
-                seconds = load_lucene(engine, url, index, records, analyzer)
+                seconds = load_lucene(engine, url, index, records, analyzer, nested)
                 print(f"{engine} {index}: ready in {seconds:.1f} s", file=sys.stderr)
             for stage, search in STAGES[shape]:
                 if engine == "qdrant" and stage in ENGINE_ONLY:

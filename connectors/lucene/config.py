@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr, model_validator
 from connectors.config import EngineConnection, EngineSearchKeys, StrictModel, secret
 from connectors.lucene.spec import DEFAULT_LIMITS, LuceneConnectionSpec
 from connectors.lucene.spec import AwsSigV4 as AwsSigV4Spec
+from connectors.spec import NestedPassageSpec
 
 
 class _LuceneConnection(EngineConnection):
@@ -130,6 +131,42 @@ class OpenSearchConnection(_LuceneConnection):
         return replace(super().spec(), aws_sigv4=signer)
 
 
+class NestedPassages(StrictModel):
+    """``search.nested_passages``: the index keeps each document's passages in a ``nested``
+    field, each passage with its own vector (``search.vector_field`` lies under ``path``).
+    The kNN leg then ranks a document by its best passage and names it (``inner_hits``)."""
+
+    path: str = Field(min_length=1, description="the nested field holding the passages")
+    text_field: str = Field(
+        min_length=1,
+        description="the passage's text, a field under path; found verbatim in the "
+        "content field, it becomes the record's passage (search.passages)",
+    )
+    start_field: str | None = Field(
+        default=None,
+        description="optional: the passage's start offset in the content, a field under path",
+    )
+
+    @model_validator(mode="after")
+    def _under_path(self) -> NestedPassages:
+        for key in ("text_field", "start_field"):
+            value = getattr(self, key)
+            if value is not None and not under(value, self.path):
+                raise ValueError(
+                    f"search.nested_passages.{key}: {value!r} is not a field under "
+                    f"path {self.path!r} (write it as '{self.path}.<name>')"
+                )
+        return self
+
+    def spec(self) -> NestedPassageSpec:
+        return NestedPassageSpec(self.path, self.text_field, self.start_field)
+
+
+def under(field: str, path: str) -> bool:
+    """Whether ``field`` is a field inside the object ``path`` (``path.name``)."""
+    return field.startswith(f"{path}.") and len(field) > len(path) + 1
+
+
 class LuceneSearchKeys(EngineSearchKeys):
     """Elasticsearch and OpenSearch: BM25 over text fields, kNN on a dense_vector field."""
 
@@ -137,6 +174,7 @@ class LuceneSearchKeys(EngineSearchKeys):
     collapse_group: bool = False
     highlight: bool = False
     highlight_fragment_size: int = Field(default=300, gt=0)
+    nested_passages: NestedPassages | None = None
 
     def check_keys(
         self, mode: str, *, lexical: bool, dense: bool, vector_field: str | None
@@ -145,6 +183,12 @@ class LuceneSearchKeys(EngineSearchKeys):
             raise ValueError(f"search.text_fields is required for mode '{mode}'")
         if dense and not vector_field:
             raise ValueError(f"search.vector_field is required for mode '{mode}'")
+        nested = self.nested_passages
+        if nested is not None and not (vector_field and under(vector_field, nested.path)):
+            raise ValueError(
+                "search.nested_passages: the kNN leg searches the passages' vectors, so "
+                f"search.vector_field must be a field under path {nested.path!r}"
+            )
 
     def spec_keys(self) -> dict[str, Any]:
         return {
@@ -152,4 +196,5 @@ class LuceneSearchKeys(EngineSearchKeys):
             "collapse_group": self.collapse_group,
             "highlight": self.highlight,
             "highlight_fragment_size": self.highlight_fragment_size,
+            "nested": self.nested_passages.spec() if self.nested_passages else None,
         }

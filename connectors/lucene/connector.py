@@ -40,6 +40,7 @@ from connectors.lucene.mapping import (
     keyword_subfields,
     text_only_fields,
 )
+from connectors.lucene.nested import check_nested
 from connectors.lucene.order import OrderedBodies, OrderedReader
 from connectors.lucene.pit import open_pit, release_pit
 from connectors.lucene.query import MAX_WINDOW, PAGE_SIZE, Body, QueryTranslator
@@ -88,7 +89,13 @@ def knn_body(
     body = translator.knn_common(request, size)
     vector = [float(x) for x in request.dense]
     filters = translator.filter_clauses(request.filter)
-    body.update(dialect.knn_clause(field, vector, max(depth, size), filters))
+    k = max(depth, size)
+    nested = translator.nested
+    if nested is None:
+        body.update(dialect.knn_clause(field, vector, k, filters))
+    else:
+        inner = translator.inner_hits(request)
+        body.update(dialect.nested_knn_clause(nested.path, field, vector, k, filters, inner))
     return body
 
 
@@ -187,6 +194,9 @@ class LuceneConnector:
             raise EngineConfigError("index: the index does not exist in the engine")
         exact = keyword_subfields(fields)
         field_spec = check_fields(self._spec, fields, exact, vector_type=self._dialect.vector_type)
+        nested, vector_field = self._spec.search.nested, self._spec.search.vector_field
+        if nested is not None and vector_field:
+            check_nested(nested, vector_field, fields)
         t = self._translator = QueryTranslator(
             self._spec,
             exact_fields=exact,
@@ -265,7 +275,9 @@ class LuceneConnector:
             with_vectors=request.with_vectors,
             passage_text=request.passage_text,
         )
-        docs = self._t.hits(await self._search(body), with_vectors=request.with_vectors)
+        anchors = {h.identity: h.anchors for h in fused if h.anchors}
+        response = await self._search(body)
+        docs = self._t.hits(response, with_vectors=request.with_vectors, anchors=anchors)
         return with_documents(fused, docs)
 
     async def ordered(self, request: OrderedRequest) -> list[Hit]:

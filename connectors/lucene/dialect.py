@@ -100,6 +100,20 @@ class Dialect(Protocol):
         under ``filters`` (merged into the translator's common body)."""
         ...
 
+    def nested_knn_clause(
+        self,
+        path: str,
+        field: str,
+        vector: list[float],
+        k: int,
+        filters: Sequence[Body],
+        inner_hits: Body | None,
+    ) -> Body:
+        """As :meth:`knn_clause` over the vectors of the ``nested`` field ``path``: each
+        document ranked by its best passage, ``inner_hits`` (when given) naming it; the
+        ``filters`` select parent documents."""
+        ...
+
     def vector_scoring(self, field: Mapping[str, Any]) -> tuple[VectorInfo, KnnScore]:
         """Dimensions and metric of the vector field's mapping, and its score mapping.
 

@@ -245,6 +245,23 @@ class ElasticsearchDialect:
             knn["filter"] = list(filters)
         return {"knn": knn}
 
+    def nested_knn_clause(
+        self,
+        path: str,
+        field: str,
+        vector: list[float],
+        k: int,
+        filters: Sequence[Body],
+        inner_hits: Body | None,
+    ) -> Body:
+        # The knn section takes a nested vector field as it is: hits are diversified
+        # over parent documents, and its filter (on parent fields: the scope's) still
+        # pre-filters the candidates.
+        clause = self.knn_clause(field, vector, k, filters)
+        if inner_hits is not None:
+            clause["knn"]["inner_hits"] = inner_hits
+        return clause
+
     def vector_scoring(self, spec: Mapping[str, Any]) -> tuple[VectorInfo, KnnScore]:
         """Dimensions and similarity of a ``dense_vector`` mapping, and its score mapping.
 

@@ -235,6 +235,30 @@ class OpenSearchDialect:
             knn["filter"] = {"bool": {"filter": list(filters)}}
         return {"query": {"knn": {field: knn}}}
 
+    def nested_knn_clause(
+        self,
+        path: str,
+        field: str,
+        vector: list[float],
+        k: int,
+        filters: Sequence[Body],
+        inner_hits: Body | None,
+    ) -> Body:
+        # A parent scores as its best passage. The filters (the scope's) test parent
+        # fields: inside the knn query the k-NN plugin pre-filters by the parent
+        # documents (k hits still come back under a selective scope); around the nested
+        # query they hold whatever the plugin does with them.
+        knn: Body = {"vector": vector, "k": k}
+        if filters:
+            knn["filter"] = {"bool": {"filter": list(filters)}}
+        nested: Body = {"path": path, "score_mode": "max", "query": {"knn": {field: knn}}}
+        if inner_hits is not None:
+            nested["inner_hits"] = inner_hits
+        query: Body = {"nested": nested}
+        if filters:
+            query = {"bool": {"must": [query], "filter": list(filters)}}
+        return {"query": query}
+
     def vector_scoring(self, spec: Mapping[str, Any]) -> tuple[VectorInfo, KnnScore]:
         """Dimension and space type of a ``knn_vector`` mapping, and its score mapping.
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from connectors.base import Passages, value_at
+from connectors.lucene.nested import Anchor, anchor_spans
 from connectors.spec import PassageSpec
 
 Body = dict[str, Any]
@@ -77,19 +78,45 @@ def fragments_of(raw: Mapping[str, Any], content: str) -> list[str]:
 
 
 def passages_of(
-    source: Mapping[str, Any], content: str, fragments: Sequence[str], spec: PassageSpec
+    source: Mapping[str, Any],
+    content: str,
+    fragments: Sequence[str],
+    spec: PassageSpec,
+    anchors: Sequence[Anchor] = (),
 ) -> Passages | None:
     """The hit's passages: its fragments located in its content, each cut to
-    ``spec.fragment_chars``. None: the content is one string within ``spec.max_chars``
-    (it is its own passage), is not one string, or a fragment is not in it."""
+    ``spec.fragment_chars``. With ``anchors`` (the nested passages the kNN leg matched,
+    :mod:`connectors.lucene.nested`) found in the content, the passage inside them
+    leads (:func:`anchored`). None: the content is one string within
+    ``spec.max_chars`` (it is its own passage), is not one string, or neither a
+    fragment nor an anchor is in it."""
     text = value_at(source, content)
-    if not isinstance(text, str) or len(text) <= spec.max_chars or not fragments:
+    if not isinstance(text, str) or len(text) <= spec.max_chars:
         return None
-    spans = locate(text, fragments, spec.fragment_chars)
-    if spans is None:
+    cap = spec.fragment_chars
+    spans = locate(text, fragments, cap) if fragments else None
+    regions = anchor_spans(text, anchors) if anchors else []
+    if regions:
+        spans = anchored(text, spans or [], regions, cap)
+    if not spans:
         return None
-    spans = widen(text, choose(text, spans, spec.count), spec.fragment_chars)
+    spans = widen(text, choose(text, spans, spec.count), cap)
     return Passages(tuple(spans), tuple(text[s:e] for s, e in spans), len(text))
+
+
+def anchored(
+    text: str, ranked: list[tuple[int, int]], regions: list[tuple[int, int]], cap: int
+) -> list[tuple[int, int]]:
+    """The ranked fragment spans, those starting inside the best anchor's region first
+    (else the region's head in their place), the others after them: the passage the kNN
+    leg matched best leads, the highlighter's best of other paragraphs follow. A
+    fragment that only runs into the region (the highlighter's sentences can cross a
+    blank line) is not inside it."""
+    start, end = regions[0]
+    inside = [s for s in ranked if start <= s[0] < end]
+    if not inside:
+        inside = [(start, cut(text, start, end, cap))]
+    return inside + [s for s in ranked if s not in inside]
 
 
 def locate(text: str, fragments: Sequence[str], cap: int) -> list[tuple[int, int]] | None:

@@ -30,11 +30,12 @@ from connectors.base import Hit, SearchRequest
 from connectors.errors import EngineConfigError
 from connectors.lucene.filters import Body as Body
 from connectors.lucene.filters import FilterTranslator
+from connectors.lucene.nested import Anchor, anchors_of, inner_hits_clause
 from connectors.lucene.passages import fragments_of, highlight_clause, passages_of
 
 if TYPE_CHECKING:
     from connectors.lucene.spec import LuceneSpec
-    from connectors.spec import FieldsSpec, PassageSpec
+    from connectors.spec import FieldsSpec, NestedPassageSpec, PassageSpec
 
 PAGE_SIZE = 1000
 """Documents per ordered-read request; longer reads page on with ``search_after``."""
@@ -141,6 +142,19 @@ class QueryTranslator(FilterTranslator):
         return self._passages
 
     @property
+    def nested(self) -> NestedPassageSpec | None:
+        """The index's nested passages (``search.nested_passages``), the kNN leg's field."""
+        return self._search.nested
+
+    def inner_hits(self, request: SearchRequest) -> Body | None:
+        """The kNN leg's ``inner_hits`` naming each hit's best nested passage: only with
+        the engine's passages for ``request.passage_text`` (else the anchors are unused)."""
+        nested = self._search.nested
+        if nested is None or self._passages is None or not request.passage_text:
+            return None
+        return inner_hits_clause(nested)
+
+    @property
     def collapse_field(self) -> str | None:
         """The field results collapse on, when ``search.collapse_group`` is set."""
         if self._search.collapse_group and self._mapping.group:
@@ -148,10 +162,11 @@ class QueryTranslator(FilterTranslator):
         return None
 
     def source(self, *, with_vectors: bool) -> Body:
-        """``_source`` limited to the mapped fields (plus the vector when asked for)."""
+        """``_source`` limited to the mapped fields (plus the vector when asked for; a
+        document has none of its own when the vectors are its nested passages')."""
         fields = list(self._source_fields)
         vf = self._search.vector_field
-        if with_vectors and vf and vf not in fields:
+        if with_vectors and vf and vf not in fields and self._search.nested is None:
             fields.append(vf)
         return {"includes": fields}
 
@@ -238,8 +253,19 @@ class QueryTranslator(FilterTranslator):
 
     # ---- responses
 
-    def hits(self, response: Mapping[str, Any], *, with_vectors: bool) -> list[Hit]:
-        """Hits of a ``_search`` response; scores are the engine's raw ``_score``."""
+    def hits(
+        self,
+        response: Mapping[str, Any],
+        *,
+        with_vectors: bool,
+        anchors: Mapping[tuple[str | None, str | None, str], tuple[Anchor, ...]] | None = None,
+    ) -> list[Hit]:
+        """Hits of a ``_search`` response; scores are the engine's raw ``_score``.
+
+        Each hit's anchors are its own ``inner_hits`` (a nested kNN search), else those
+        ``anchors`` names for it (the kNN leg's, when the fused page is re-read); the best
+        one leads its passages (:func:`connectors.lucene.passages.passages_of`).
+        """
         vf = self._search.vector_field
         hits = read_hits(
             response,
@@ -247,12 +273,14 @@ class QueryTranslator(FilterTranslator):
             keep_vector_in_source=vf in self._source_fields,
             content=self._mapping.content if self._passages is None else None,
         )
-        content, spec = self._mapping.content, self._passages
+        content, spec, nested = self._mapping.content, self._passages, self._search.nested
         if spec is not None and content:
             raws = response.get("hits", {}).get("hits", [])
             for hit, raw in zip(hits, raws, strict=True):
+                if nested is not None:
+                    hit.anchors = anchors_of(raw, nested) or (anchors or {}).get(hit.identity, ())
                 fragments = fragments_of(raw, content)
-                hit.passages = passages_of(hit.source, content, fragments, spec)
+                hit.passages = passages_of(hit.source, content, fragments, spec, hit.anchors)
         return hits
 
 

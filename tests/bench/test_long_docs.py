@@ -46,6 +46,12 @@ def test_the_shapes_hold_every_abstract_once(scifact_dir: Path) -> None:
     first = shapes.long[0]
     assert first.text.split("\n\n")[0] == shapes.sections[shapes.documents[0][0]]
     assert {r.group for r in shapes.chunked if shapes.doc_of[str(r.id)] == 0} == {first.group}
+    # Nested passages: each section at its start in the document, with its abstract's vector.
+    for record, parts in zip(shapes.long[:20], shapes.nested[:20], strict=False):
+        assert [p.text for p in parts] == record.text.split("\n\n")
+        assert all(record.text[p.start : p.start + len(p.text)] == p.text for p in parts)
+    row = sf.corpus_ids.index(shapes.documents[0][1])
+    assert np.array_equal(shapes.nested[0][1].vector, sf.corpus_vectors[row])
 
 
 @pytest.mark.integration
@@ -92,3 +98,47 @@ def test_the_shapes_run_through_the_gateway_on_qdrant(tmp_path: Path, scifact_di
     assert chunked["per_group=1"]["doc_ndcg10"] == chunked["per_group=1 unfolded"]["doc_ndcg10"]
     assert chunked["passages per_group=1"]["max_record_chars"] <= 600
     assert table.count("| qdrant | hybrid |") == 7
+
+
+@pytest.mark.integration
+def test_the_nested_shape_runs_through_the_gateway_on_elasticsearch_9(
+    tmp_path: Path, scifact_dir: Path
+) -> None:
+    import os
+
+    from tests.bench.test_smoke import _run
+    from tests.conftest import missing
+
+    url = os.environ.get("A2M_TEST_ELASTICSEARCH9_URL")
+    if not url:
+        missing("A2M_TEST_ELASTICSEARCH9_URL not set (python tests/engines/engines.py start)")
+    assert url
+    report, table = _run(
+        [
+            "bench.quality",
+            "--shape",
+            "nested",
+            "whole",
+            "--engines",
+            "elasticsearch",
+            "--elasticsearch-url",
+            url,
+            "--modes",
+            "hybrid",
+            "--limit-queries",
+            "8",
+        ],
+        tmp_path / "nested.json",
+        scifact_dir,
+    )
+    cells = report["elasticsearch"]["hybrid"]
+    assert set(cells) == {"nested", "whole"}
+    assert set(cells["nested"]) == {"none", "passages"}
+    passages, plain = cells["nested"]["passages"], cells["nested"]["none"]
+    for cell in (passages, plain, cells["whole"]["none"]):
+        assert cell["queries"] == 8
+        assert cell["errors"] == 0
+    assert passages["max_record_chars"] <= 600 < plain["max_record_chars"]
+    # Passages change contents, not the ranking the nested kNN leg gives.
+    assert passages["doc_ndcg10"] == plain["doc_ndcg10"]
+    assert table.count("| elasticsearch | hybrid |") == 3
