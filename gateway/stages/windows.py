@@ -36,6 +36,11 @@ is measured against."""
 CANDIDATES = 8
 """Hits a record's windows start from at most (the rest are not scored): the work per
 record stays bounded however often the query's terms occur."""
+SHORT_LINE = 60
+"""A line shorter than this ends where it breaks (a heading, a list item, a paragraph's
+last line); a longer one is prose wrapped at a fixed width, whose break is a space."""
+_ENDS = frozenset(".?!:;\n")
+_OPENS = frozenset("#-*+>|`")
 
 
 class Span(NamedTuple):
@@ -71,6 +76,32 @@ def find_terms(lower: str, wanted: list[str]) -> tuple[list[int], list[str]]:
     return [h[0] for h in hits], [h[1] for h in hits]
 
 
+def line_end(text: str, lo: int, hi: int) -> int:
+    """The last line break in ``text[lo:hi]`` that ends a sentence-like unit, or -1.
+
+    A break ends one after sentence punctuation, next to a blank line, after a short line
+    (SHORT_LINE), or before a line that opens with a capital, a digit or a markdown block
+    mark. Other breaks are prose wrapped at a fixed width: a window neither starts nor
+    ends at them, so a passage does not begin or stop in mid-sentence.
+    """
+    at = text.rfind("\n", lo, hi)
+    while at >= 0:
+        before = text[at - 1] if at > 0 else "\n"
+        after = text[at + 1] if at + 1 < len(text) else "\n"
+        line_start = text.rfind("\n", 0, at) + 1
+        if (
+            before in _ENDS
+            or after == "\n"
+            or at - line_start < SHORT_LINE
+            or after.isupper()
+            or after.isdigit()
+            or after in _OPENS
+        ):
+            return at
+        at = text.rfind("\n", lo, at)
+    return -1
+
+
 def unit_start(text: str, pos: int, paragraphs: bool) -> int:
     """Where the sentence (or paragraph) holding ``pos`` starts, looking back LOOKBACK at most."""
     lo = max(0, pos - LOOKBACK)
@@ -79,7 +110,10 @@ def unit_start(text: str, pos: int, paragraphs: bool) -> int:
     else:
         rfind = text.rfind
         cut = max(
-            rfind(". ", lo, pos), rfind("? ", lo, pos), rfind("! ", lo, pos), rfind("\n", lo, pos)
+            rfind(". ", lo, pos),
+            rfind("? ", lo, pos),
+            rfind("! ", lo, pos),
+            line_end(text, lo, pos),
         )
     if cut >= 0:
         start = cut + 1
@@ -108,7 +142,7 @@ def unit_end(text: str, start: int, cap: int, paragraphs: bool) -> int:
             rfind(". ", half, end) + 1,
             rfind("? ", half, end) + 1,
             rfind("! ", half, end) + 1,
-            rfind("\n", half, end),
+            line_end(text, half, end),
         )
     if cut > half:
         return cut

@@ -33,6 +33,25 @@ def test_windows_start_at_a_sentence_and_end_at_one_within_the_cap() -> None:
     assert unit_end(text, at, 1000, paragraphs=False) == len(text)
 
 
+def test_prose_wrapped_at_a_fixed_width_is_cut_at_sentences_not_at_its_line_breaks() -> None:
+    prose = (
+        "Filler about nothing in particular fills this first sentence of the paragraph. The\n"
+        "gateway scores every window by the words it covers, each weighted by how rare it\n"
+        "is in the document. Another sentence follows that has nothing to do with it at all.\n"
+    )
+    text = (FILLER * 6 + "\n\n") + prose + ("\n" + FILLER * 6)
+    [span] = select(
+        text, "how are windows weighted by rare words?", PassagesConfig(max_chars=200, count=1)
+    )
+    passage = text[span.start : span.end]
+    assert passage.startswith("The\ngateway scores every window")
+    assert passage.rstrip().endswith(".")  # a sentence's end, not a line's
+    # A short line (a heading) and a line that opens with a capital still end a unit.
+    assert unit_start("A heading\nwords go on here", 14, paragraphs=False) == 10
+    wrapped = "x" * 70 + "\nlowercase goes on"
+    assert unit_start(wrapped, len(wrapped) - 3, paragraphs=False) == 0
+
+
 def test_the_window_holding_the_query_terms_wins_and_offsets_point_at_it() -> None:
     answer = "Vitamin D deficiency raises the risk of fractures in elderly women."
     text, at = long_text(answer)
