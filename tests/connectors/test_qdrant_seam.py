@@ -29,6 +29,7 @@ from connectors.errors import (
 from connectors.qdrant.connector import QdrantConnector
 from connectors.qdrant.sparse import LexicalSparseEncoder
 from tests.connectors.specs import spec_of
+from tests.support import qdrant_wire
 
 COLLECTION = "notes"
 DENSE = "text-dense"
@@ -43,34 +44,8 @@ Handler = Callable[[httpx.Request], httpx.Response]
 
 def collection_info() -> dict[str, Any]:
     """A hybrid collection: a cosine dense vector of 3, an IDF sparse vector, and indexes."""
-    info = models.CollectionInfo(
-        status=models.CollectionStatus.GREEN,
-        optimizer_status=models.OptimizersStatusOneOf.OK,
-        points_count=len(POINTS),
-        segments_count=1,
-        config=models.CollectionConfig(
-            params=models.CollectionParams(
-                vectors={DENSE: models.VectorParams(size=3, distance=models.Distance.COSINE)},
-                sparse_vectors={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-            ),
-            hnsw_config=models.HnswConfig(m=16, ef_construct=100, full_scan_threshold=10000),
-            optimizer_config=models.OptimizersConfig(
-                deleted_threshold=0.2,
-                vacuum_min_vector_number=1000,
-                default_segment_number=0,
-                flush_interval_sec=5,
-            ),
-            wal_config=models.WalConfig(wal_capacity_mb=32, wal_segments_ahead=0),
-        ),
-        payload_schema={
-            name: models.PayloadIndexInfo(data_type=kind, points=len(POINTS))
-            for name, kind in {
-                "created_at": "datetime",
-                "key": "keyword",
-                "group": "keyword",
-            }.items()
-        },
-    )
+    dense = {DENSE: models.VectorParams(size=3, distance=models.Distance.COSINE)}
+    info = qdrant_wire.collection_info(len(POINTS), SPARSE, dense)
     return {"result": info.model_dump(mode="json"), "status": "ok", "time": 0.0}
 
 

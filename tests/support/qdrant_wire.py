@@ -97,18 +97,24 @@ class Script:
 # -- the answers, as qdrant-client's REST models (the gRPC ones are converted from them) ---------
 
 
-def collection_info() -> Any:
-    """A lexical collection: the IDF sparse vector and the payload indexes of :data:`INDEXES`."""
+def collection_info(
+    points: int = len(DOCS),
+    sparse: str = SPARSE,
+    vectors: dict[str, Any] | None = None,
+) -> Any:
+    """A collection of ``points`` points: the IDF sparse vector ``sparse``, the dense
+    ``vectors`` (name -> ``models.VectorParams``; none: a lexical collection) and the
+    payload indexes of :data:`INDEXES`."""
     return models.CollectionInfo(
         status=models.CollectionStatus.GREEN,
         optimizer_status=models.OptimizersStatusOneOf.OK,
-        points_count=len(DOCS),
+        points_count=points,
         indexed_vectors_count=0,
         segments_count=1,
         config=models.CollectionConfig(
             params=models.CollectionParams(
-                vectors={},
-                sparse_vectors={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                vectors=vectors or {},
+                sparse_vectors={sparse: models.SparseVectorParams(modifier=models.Modifier.IDF)},
             ),
             hnsw_config=models.HnswConfig(m=16, ef_construct=100, full_scan_threshold=10000),
             optimizer_config=models.OptimizersConfig(
@@ -120,7 +126,7 @@ def collection_info() -> Any:
             wal_config=models.WalConfig(wal_capacity_mb=32, wal_segments_ahead=0),
         ),
         payload_schema={
-            name: models.PayloadIndexInfo(data_type=kind, points=len(DOCS))
+            name: models.PayloadIndexInfo(data_type=kind, points=points)
             for name, kind in INDEXES.items()
         },
     )
