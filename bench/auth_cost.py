@@ -27,26 +27,30 @@ if TYPE_CHECKING:
     from gateway.security.auth import Authenticator
 
 
+def hs256(secret: str) -> tuple[dict[str, object], str]:
+    """``server.auth.jwt`` accepting HS256 tokens signed with ``secret``, and a token it
+    accepts for a day (subject ``bench``)."""
+    issuer, audience = "https://bench.example/", "a2m-bench"
+    config: dict[str, object] = {
+        "issuer": issuer,
+        "audience": [audience],
+        "algorithms": ["HS256"],
+        "secret": secret,
+    }
+    now = int(time.time())
+    claims = {"sub": "bench", "iss": issuer, "aud": audience, "iat": now, "exp": now + 86_400}
+    return config, jwt.encode(claims, secret, algorithm="HS256")
+
+
 def _setup() -> tuple[Authenticator, dict[str, str]]:
     from gateway.config import AuthConfig
     from gateway.security.auth import Authenticator, hash_api_key
 
     key, secret = "a2m_" + secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-    issuer, audience = "https://bench.example/", "a2m-bench"
+    jwt_config, token = hs256(secret)
     config = AuthConfig.model_validate(
-        {
-            "api_keys": [{"subject": "bench", "hash": hash_api_key(key)}],
-            "jwt": {
-                "issuer": issuer,
-                "audience": [audience],
-                "algorithms": ["HS256"],
-                "secret": secret,
-            },
-        }
+        {"api_keys": [{"subject": "bench", "hash": hash_api_key(key)}], "jwt": jwt_config}
     )
-    now = int(time.time())
-    claims = {"sub": "bench", "iss": issuer, "aud": audience, "iat": now, "exp": now + 86_400}
-    token = jwt.encode(claims, secret, algorithm="HS256")
     headers = {"api key": key, "HS256 JWT": token, "unclaimed": "no-kind-claims-this"}
     return Authenticator(config), {k: f"Bearer {v}" for k, v in headers.items()}
 

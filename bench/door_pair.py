@@ -292,8 +292,7 @@ def auth_settings(kind: str) -> tuple[dict[str, object], dict[str, str]]:
         return {}, {}
     import secrets
 
-    import jwt
-
+    from bench.auth_cost import hs256
     from gateway.security.auth import generate_api_key, hash_api_key
 
     api_key, secret = generate_api_key(), secrets.token_urlsafe(32)
@@ -302,16 +301,7 @@ def auth_settings(kind: str) -> tuple[dict[str, object], dict[str, str]]:
     if kind == "api-key":
         return auth, {"authorization": f"Bearer {api_key}"}
 
-    issuer, audience = "https://bench.example/", "a2m-bench"
-    auth["jwt"] = {
-        "issuer": issuer,
-        "audience": [audience],
-        "algorithms": ["HS256"],
-        "secret": secret,
-    }
-    now = int(time.time())
-    claims = {"sub": "bench", "iss": issuer, "aud": audience, "iat": now, "exp": now + 86_400}
-    token = jwt.encode(claims, secret, algorithm="HS256")
+    auth["jwt"], token = hs256(secret)
     return auth, {"authorization": f"Bearer {token}"}
 
 
