@@ -19,8 +19,11 @@ the store's limits (not retryable).
 from __future__ import annotations
 
 import re
+import time
 import zlib
 from collections.abc import Mapping
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 from typing import Any, NamedTuple
 
 
@@ -45,10 +48,18 @@ class AnswerLimits(NamedTuple):
 
 
 class BadResponse(ConnectionError):
-    """The engine's answer is not one the call can use; the text says what came back."""
+    """The engine's answer is not one the call can use; the text says what came back.
+
+    ``retry_after_ms``: the wait the answer asked for (a proxy's busy page with its
+    ``Retry-After``), None when it asked for none.
+    """
 
     retryable = True
     """Asking again can help (a proxy or node in a bad moment); False when it cannot."""
+
+    def __init__(self, message: str, retry_after_ms: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_ms = retry_after_ms
 
 
 class AnswerTooLarge(BadResponse):
@@ -247,3 +258,28 @@ def foreign_status(status: int) -> str:
         f"the engine's address answered {status}, which no engine sends to this call: "
         "is a proxy in front of the engine?"
     )
+
+
+def retry_after_ms(headers: Mapping[str, str] | None) -> int | None:
+    """The ``Retry-After`` header in milliseconds, when the engine (or a proxy) sent one:
+    seconds, or an HTTP-date counted from now (RFC 9110 §10.2.3); None when absent or
+    neither."""
+    if not headers:
+        return None
+    for name, value in headers.items():
+        if name.lower() == "retry-after":
+            try:
+                return max(0, int(float(value) * 1000))
+            except ValueError:
+                return _ms_until(value)
+    return None
+
+
+def _ms_until(http_date: str) -> int | None:
+    try:
+        when = parsedate_to_datetime(http_date)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # asctime's form names no zone: HTTP-dates are all GMT
+        when = when.replace(tzinfo=UTC)
+    return max(0, int((when.timestamp() - time.time()) * 1000))

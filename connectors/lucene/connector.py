@@ -40,7 +40,7 @@ from connectors.lucene.mapping import (
     keyword_subfields,
     text_only_fields,
 )
-from connectors.lucene.nested import check_nested
+from connectors.lucene.nested import check_nested, check_nested_version
 from connectors.lucene.order import OrderedBodies, OrderedReader
 from connectors.lucene.pit import open_pit, release_pit
 from connectors.lucene.query import MAX_WINDOW, PAGE_SIZE, Body, QueryTranslator
@@ -180,6 +180,8 @@ class LuceneConnector:
             mapping = await self._engine.read_call("GET", self._mapping_path, opening=True)
             vectors = self._learn(dict(mapping))
             version = await engine_version(self._engine, self._dialect)
+            if self._spec.search.nested is not None:
+                check_nested_version(self._dialect.name, version, self._dialect.nested_knn_since)
         except BaseException:
             await self.close()
             raise

@@ -60,6 +60,9 @@ class Dialect(Protocol):
     """The highlight key that bounds the characters analysed per field (a longer field
     is highlighted in its head instead of failing the search): Elasticsearch spells it
     ``max_analyzed_offset``, OpenSearch ``max_analyzer_offset``."""
+    nested_knn_since: tuple[int, int] | None
+    """The first version that searches vectors in a ``nested`` field (None: every version
+    the connector supports does)."""
 
     async def make_client(self, spec: LuceneSpec) -> Any:
         """The async client for ``connection:`` (no engine request; a credential

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any
 from connectors.base import Metric, VectorInfo
 from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
+from connectors.http_answer import retry_after_ms
 from connectors.lucene.dialect import KnnScore, PitCalls, VersionCall
 from connectors.lucene.failures import (
     NOT_JSON,
     EngineFailure,
     answer_failure,
     error_causes,
-    retry_after_ms,
 )
 from connectors.lucene.order import ES_ENGINE_ID_ORDER
 from connectors.lucene.query import Body
@@ -137,6 +137,7 @@ class ElasticsearchDialect:
     vector_type = "dense_vector"
     engine_id_order = ES_ENGINE_ID_ORDER
     highlight_limit_key = "max_analyzed_offset"
+    nested_knn_since: tuple[int, int] | None = (8, 11)
     pit = PitCalls(
         open_path="/{index}/_pit",
         id_key="id",

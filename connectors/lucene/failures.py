@@ -8,11 +8,8 @@ shards, an ``_msearch`` leg's failure, a busy node's ``Retry-After``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC
-from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
 from connectors.errors import (
@@ -126,7 +123,12 @@ def answer_failure(exc: BaseException, depth: int = 0) -> EngineFailure | None:
     what it wraps in ``errors`` or ``bad_response`` (the gateway's node), opensearch-py in
     ``info``."""
     if isinstance(exc, BadResponse):
-        return EngineFailure("answer", reason=str(exc), retryable=exc.retryable)
+        return EngineFailure(
+            "answer",
+            reason=str(exc),
+            retryable=exc.retryable,
+            retry_after_ms=exc.retry_after_ms,
+        )
     if depth > 4:
         return None
     inner = getattr(exc, "errors", None)
@@ -161,31 +163,6 @@ def error_causes(body: Any) -> frozenset[str]:
     if isinstance(body, Mapping):
         walk(body.get("error"), 0)
     return frozenset(out)
-
-
-def retry_after_ms(headers: Mapping[str, str] | None) -> int | None:
-    """The ``Retry-After`` header in milliseconds, when the engine (or a proxy) sent one:
-    seconds, or an HTTP-date counted from now (RFC 9110 §10.2.3); None when absent or
-    neither."""
-    if not headers:
-        return None
-    for name, value in headers.items():
-        if name.lower() == "retry-after":
-            try:
-                return max(0, int(float(value) * 1000))
-            except ValueError:
-                return _ms_until(value)
-    return None
-
-
-def _ms_until(http_date: str) -> int | None:
-    try:
-        when = parsedate_to_datetime(http_date)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:  # asctime's form names no zone: HTTP-dates are all GMT
-        when = when.replace(tzinfo=UTC)
-    return max(0, int((when.timestamp() - time.time()) * 1000))
 
 
 class LegFailed(Exception):

@@ -84,6 +84,28 @@ def anchor_spans(text: str, anchors: Sequence[Anchor]) -> list[tuple[int, int]]:
     return spans
 
 
+def check_nested_version(engine: str, version: str | None, since: tuple[int, int] | None) -> None:
+    """Check that the engine's version searches vectors in a ``nested`` field (an
+    unknown version, or ``since`` None, passes: the engine's own answer then says).
+
+    Raises:
+        EngineConfigError: the version is older than ``since`` (the message names the key).
+    """
+    if version is None or since is None:
+        return
+    parts = version.split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        return
+    if (major, minor) < since:
+        raise EngineConfigError(
+            f"search.nested_passages: {engine} {version} does not search vectors in a "
+            f"nested field ({since[0]}.{since[1]} or later does); unset nested_passages "
+            "or point vector_field at a document vector"
+        )
+
+
 def check_nested(
     spec: NestedPassageSpec, vector_field: str, fields: Mapping[str, Mapping[str, Any]]
 ) -> None:

@@ -134,6 +134,7 @@ class OpenSearchDialect:
     # No _shard_doc in OpenSearch 2.x, and sorting on _id warns on every request.
     engine_id_order = EngineIdOrder("_doc", search_after=False)
     highlight_limit_key = "max_analyzer_offset"
+    nested_knn_since: tuple[int, int] | None = None
     pit = PitCalls(
         open_path="/{index}/_search/point_in_time",
         id_key="pit_id",

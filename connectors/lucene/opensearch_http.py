@@ -41,8 +41,7 @@ from opensearchpy.exceptions import ConnectionError as ClientConnectionError
 
 from connectors.engine_transport import EngineTransport, TransportFactory
 from connectors.http1 import AnswerLimits, BadResponse, HostPool, RequestHead, Response, host_header
-from connectors.http_answer import answer_text, usable
-from connectors.lucene.failures import retry_after_ms
+from connectors.http_answer import answer_text, retry_after_ms, usable
 from connectors.tls import client_context
 
 HINTED = frozenset({429, 503})

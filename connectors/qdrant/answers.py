@@ -19,6 +19,7 @@ from connectors.http_answer import (
     Response,
     error_page,
     foreign_status,
+    retry_after_ms,
     usable,
 )
 
@@ -52,7 +53,7 @@ async def check_answer(response: httpx.Response) -> None:
     Raises:
         BadResponse: what came back, in one sentence (a page, an empty or still
             compressed body, a redirect, a status Qdrant never sends, a content coding
-            that cannot be undone).
+            that cannot be undone), with the ``Retry-After`` it carried.
     """
     import httpx
 
@@ -62,4 +63,4 @@ async def check_answer(response: httpx.Response) -> None:
         raise BadResponse(BROKEN_CODING) from None
     reason = describe(response.request.method, response.status_code, response.headers, body)
     if reason is not None:
-        raise BadResponse(reason)
+        raise BadResponse(reason, retry_after_ms(response.headers))

@@ -24,7 +24,7 @@ from connectors.errors import (
     EngineTimeout,
     EngineUnavailable,
 )
-from connectors.http_answer import NOT_VALID_JSON, BadResponse
+from connectors.http_answer import NOT_VALID_JSON, BadResponse, retry_after_ms
 
 if TYPE_CHECKING:
     from qdrant_client.http.exceptions import ResponseHandlingException
@@ -151,16 +151,22 @@ def _bad_response(exc: BaseException) -> BadResponse | None:
 
 
 def asked_retry_after_s(exc: BaseException) -> float | None:
-    """Retry-After (whole seconds) of a 429/503, if Qdrant sent one (not a date)."""
+    """Retry-After in seconds of a 429/503 (REST: seconds or an HTTP-date; gRPC: whole
+    seconds), or of a page the answer check refused (a proxy's busy page); None when
+    none was sent."""
     from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
     from qdrant_client.http.exceptions import UnexpectedResponse
 
     if isinstance(exc, ResourceExhaustedResponse):
         return float(max(0, exc.retry_after_s))
-    value: str | None = None
+    refused = _bad_response(exc)
+    asked = refused.retry_after_ms if refused is not None else None
     if isinstance(exc, UnexpectedResponse):
-        value = exc.headers.get("retry-after")
-    elif _grpc_status(exc) is not None:
+        asked = retry_after_ms(exc.headers)
+    if asked is not None:
+        return asked / 1000
+    value: str | None = None
+    if _grpc_status(exc) is not None:
         trailing = getattr(exc, "trailing_metadata", None)
         for key, item in (trailing() or ()) if callable(trailing) else ():
             if key == "retry-after":
@@ -171,7 +177,7 @@ def asked_retry_after_s(exc: BaseException) -> float | None:
 
 
 def _retry_after_ms(exc: BaseException) -> int:
-    """Retry-After of a 429/503 as milliseconds; 1000 when absent or a date."""
+    """Retry-After of a 429/503 as milliseconds; 1000 when absent."""
     asked = asked_retry_after_s(exc)
     return 1000 if asked is None else int(asked * 1000)
 
@@ -253,7 +259,8 @@ def _unhandled(exc: ResponseHandlingException) -> ConnectorError:
 def _not_qdrants(refused: BadResponse) -> ConnectorError:
     """The error for an answer that is not Qdrant's; its message says what came back."""
     if refused.retryable:
-        return EngineAnswerInvalid(str(refused))
+        asked = refused.retry_after_ms
+        return EngineAnswerInvalid(str(refused), 1000 if asked is None else asked)
     return EngineAnswerUnusable(str(refused))
 
 

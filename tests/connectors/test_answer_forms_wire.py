@@ -307,9 +307,11 @@ async def test_an_answer_cut_mid_body_is_asked_again_and_each_gets_its_own(engin
     ]
 
 
-def _busy(status: int, retry_after: str) -> Reply:
-    fields = [("Content-Type", "application/json"), ("Retry-After", retry_after)]
-    return Reply([answer(status, b'{"error":{"type":"busy"},"status":%d}' % status, fields)])
+def _busy(status: int, retry_after: str, page: bool = False) -> Reply:
+    kind = "text/html" if page else "application/json"
+    fields = [("Content-Type", kind), ("Retry-After", retry_after)]
+    body = b"<html><h1>busy</h1></html>" if page else b'{"error":{"type":"busy"},"status":%d}'
+    return Reply([answer(status, body if page else body % status, fields)])
 
 
 @pytest.mark.parametrize(
@@ -334,3 +336,13 @@ async def test_a_busy_answer_s_retry_after_is_kept_in_seconds_or_as_a_date(
                 await search(client, "q")
     assert type(raised.value) is EngineUnavailable
     assert low <= raised.value.retry_after_ms <= high
+
+
+@pytest.mark.parametrize("status", [429, 503])
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_proxy_s_busy_page_keeps_its_retry_after(engine: str, status: int) -> None:
+    with ScriptedPeer(lambda request: _busy(status, "4", page=True)) as peer:
+        async with lucene_client(engine, peer) as client:
+            with pytest.raises(EngineUnavailable) as raised:
+                await search(client, "q")
+    assert raised.value.retry_after_ms == 4000

@@ -10,9 +10,10 @@ import pytest
 from connectors.base import ID_FIELD, Condition, Filter, Hit, OrderedRequest, SearchRequest
 from connectors.errors import EngineConfigError, EngineRejected, EngineTimeout, EngineUnavailable
 from connectors.fusion import fuse_rrf, inner_product_score, normalise_by_max
+from connectors.http_answer import retry_after_ms
 from connectors.lucene.connector import LuceneConnector, knn_body
 from connectors.lucene.elasticsearch import ElasticsearchDialect
-from connectors.lucene.failures import EngineFailure, retry_after_ms
+from connectors.lucene.failures import EngineFailure
 from connectors.lucene.mapping import check_fields, flatten_mapping, keyword_subfields
 from connectors.lucene.opensearch import OpenSearchDialect
 from connectors.lucene.order import OrderedBodies

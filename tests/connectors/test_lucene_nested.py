@@ -82,7 +82,7 @@ def _inner(*sections: tuple[str, int]) -> dict[str, Any]:
     return {"sections": {"hits": {"hits": hits}}}
 
 
-def _engine(backend: str, nested_type: str = "nested") -> MockTransport:
+def _engine(backend: str, nested_type: str = "nested", version: str = "9.1.0") -> MockTransport:
     """A hybrid engine: its kNN leg names DOC's third section as the best passage; the
     re-read of the fused page carries DOC and highlighter fragments from all sections."""
     headers = PRODUCT if backend == "elasticsearch" else {}
@@ -102,7 +102,7 @@ def _engine(backend: str, nested_type: str = "nested") -> MockTransport:
         if request.path == "/":
             return json_response({"version": {"number": "3.1.0"}}, headers=headers)
         if request.path.startswith("/_nodes/"):
-            return json_response({"nodes": {"n": {"version": "9.1.0"}}}, headers=headers)
+            return json_response({"nodes": {"n": {"version": version}}}, headers=headers)
         return json_response({"error": "no such path"}, 404, headers)
 
     return MockTransport(handler)
@@ -178,6 +178,20 @@ async def test_a_path_that_is_not_nested_is_refused_at_open(backend: str) -> Non
     connector = LuceneConnector(_spec(backend), transport=_engine(backend, "object"))
     with pytest.raises(EngineConfigError, match=r"nested_passages\.path.*not 'nested'"):
         await connector.open()
+
+
+async def test_an_elasticsearch_older_than_8_11_is_refused_at_open_and_8_11_opens() -> None:
+    old = LuceneConnector(
+        _spec("elasticsearch"), transport=_engine("elasticsearch", version="8.10.4")
+    )
+    with pytest.raises(EngineConfigError, match=r"nested_passages: elasticsearch 8\.10\.4 .*8\.11"):
+        await old.open()
+    first = LuceneConnector(
+        _spec("elasticsearch"), transport=_engine("elasticsearch", version="8.11.0")
+    )
+    info = await first.open()
+    await first.close()
+    assert info.engine == "elasticsearch 8.11.0"
 
 
 def test_a_document_vector_is_never_read_from_the_nested_passages() -> None:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import gzip
 import logging
+import time
 from collections.abc import Iterator
+from email.utils import formatdate
 
 import pytest
 
@@ -143,3 +145,29 @@ async def test_a_store_that_met_a_login_page_at_start_stays_registered_and_opens
     started = [r.getMessage() for r in caplog.records if r.name == "gateway.runtime"]
     assert started == [f"store s not ready yet: {says}"]
     assert all(r.exc_info is None for r in caplog.records)
+
+
+BUSY_PAGE = b"<html><h1>429 Too Many Requests</h1></html>"
+
+
+@pytest.mark.parametrize(
+    ("status", "retry_after", "low", "high"),
+    [(429, "3", 3000, 3000), (503, "date+9", 7500, 9000)],
+    ids=["429-seconds", "503-http-date"],
+)
+async def test_a_proxys_busy_page_keeps_the_wait_it_asked_for(
+    wire: WireQdrant, status: int, retry_after: str, low: int, high: int
+) -> None:
+    if retry_after == "date+9":
+        retry_after = formatdate(time.time() + 9, usegmt=True)
+    headers = {"content-type": "text/html", "retry-after": retry_after}
+    c = connector(wire, "rest", retries=0)
+    try:
+        await c.open()
+        wire.script.replies["query"] = PeerReply(status, BUSY_PAGE, headers)
+        with pytest.raises(EngineAnswerInvalid) as caught:
+            await c.search(SearchRequest(limit=3, text="harbour"))
+    finally:
+        await c.close()
+    assert str(caught.value).startswith(f"the engine's address answered {status} with text/html")
+    assert low <= caught.value.retry_after_ms <= high
