@@ -164,7 +164,8 @@ class PassageStage:
         self, records: list[Record], query: str, folds: list[list[Record]] | None = None
     ) -> None:
         """Cut each record's content to its passage(s), in place; with ``rank``, re-order
-        ``records`` (and ``folds`` with them) by gateway.stages.rank.
+        ``records`` (and ``folds`` with them) by gateway.stages.rank, the page's scores
+        given out best first in the new order (so they still descend).
 
         ``folds``: per record, the records to be folded into it (gateway.stages.groups);
         such a record and its folded ones share ``max_chars`` (and ``count``) evenly, and
@@ -185,9 +186,14 @@ class PassageStage:
                 self._cut(r, query, wanted, share)
         if self.config.rank and len(records) > 1:
             order = fused_order(best_paragraph_scores(cuts, wanted))
+            scores = sorted((r.score for r in records if r.score is not None), reverse=True)
             records[:] = [records[i] for i in order]
             if folds:
                 folds[:] = [folds[i] for i in order]
+            if len(scores) == len(records):
+                # The page's scores, best first, in the new order: they still descend.
+                for record, score in zip(records, scores, strict=True):
+                    record.score = score
 
     def _share(self, pieces: int) -> PassagesConfig:
         c = self.config

@@ -244,6 +244,8 @@ async def test_passages_rank_orders_the_page_by_its_best_passage_paragraphs(
             want = [page[i]["id"] for i in order]
             assert [r["id"] for r in got] == want
             assert [r["content"] for r in got] == [page[i]["content"] for i in order]
+            # The page's scores given out in the new order: still descending (A2M §5.3).
+            assert [r["score"] for r in got] == [r["score"] for r in page]
             moved += want != [r["id"] for r in page]
         assert moved  # the rank changed some page's order: the check above is not vacuous
     finally:

@@ -136,3 +136,21 @@ def test_a_recall_through_the_stages_comes_back_re_ordered() -> None:
     assert [r.id for r in got] == ["a", "c", "b"]
     # No query text: nothing to rank by, the page as read.
     assert [r.id for r in asyncio.run(Stages(search).recall(read, 10, None))] == ["a", "b", "c"]
+
+
+def test_the_re_ordered_page_keeps_its_scores_descending() -> None:
+    records = [Record(id=str(i), content=SPREAD, score=0.9 - i / 10) for i in range(3)]
+    records.append(Record(id="answer", content=ANSWER, score=0.6))
+    PassageStage(PassagesConfig(max_chars=400, count=2, rank=True)).apply(records, QUERY)
+    assert [r.id for r in records] == ["0", "answer", "1", "2"]
+    assert [r.score for r in records] == [0.9, 0.8, 0.7, 0.6]
+    # A page without scores (none to give out) is only re-ordered.
+    bare = [Record(id=str(i), content=SPREAD) for i in range(3)]
+    bare.append(Record(id="answer", content=ANSWER))
+    PassageStage(PassagesConfig(max_chars=400, count=2, rank=True)).apply(bare, QUERY)
+    assert [(r.id, r.score) for r in bare] == [
+        ("0", None),
+        ("answer", None),
+        ("1", None),
+        ("2", None),
+    ]
