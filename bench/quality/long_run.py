@@ -6,7 +6,8 @@ one store per stage setting:
 - ``whole``: long documents, each hit's whole content (no stage after retrieval);
 - ``long``: long documents with ``search.passages: {}`` (four passages in 600 chars: the
   engine's highlighter on Elasticsearch/OpenSearch), and with ``by: gateway`` (the
-  gateway's windows; on Qdrant both are the gateway's);
+  gateway's windows; on Qdrant both are the gateway's), each also with ``rank: true``
+  (the page re-ordered by its records' best passage paragraphs);
 - ``chunked``: the sections as records, without and with ``search.per_group: 1`` (folding
   the records it leaves out, and not), and with ``search.passages: {}`` without and with
   ``per_group: 1``.
@@ -51,6 +52,8 @@ STAGES: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "long": [
         ("passages", {"passages": {}}),
         ("passages-by-gateway", {"passages": {"by": "gateway"}}),
+        ("passages rank", {"passages": {"rank": True}}),
+        ("passages-by-gateway rank", {"passages": {"by": "gateway", "rank": True}}),
     ],
     "chunked": [
         ("none", {}),
@@ -62,7 +65,7 @@ STAGES: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "nested": [("none", {}), ("passages", {"passages": {}})],
 }
 """Per shape: (stage setting, the store's search keys for it)."""
-ENGINE_ONLY = frozenset({"passages-by-gateway"})
+ENGINE_ONLY = frozenset({"passages-by-gateway", "passages-by-gateway rank"})
 """Stage settings that differ from another only where the engine has a highlighter."""
 
 

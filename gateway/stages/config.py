@@ -38,6 +38,12 @@ class PassagesConfig(BaseModel):
         pattern="^(sentence|paragraph)$",
         description="what a window is made of: sentences, or paragraphs (blank-line separated)",
     )
+    rank: bool = Field(
+        default=False,
+        description="re-order the page by each record's best paragraph holding a passage "
+        "(BM25 over the page's such paragraphs), fused by reciprocal rank with the "
+        "engine's order: for indexes of long documents of several sections",
+    )
     by: Literal["engine", "gateway"] = Field(
         default="engine",
         description="engine: the engine's highlighter chooses the passages where it can "

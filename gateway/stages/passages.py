@@ -14,6 +14,7 @@ from urllib.parse import quote, urlsplit
 
 from gateway.a2m.records import Record
 from gateway.stages.config import PassagesConfig
+from gateway.stages.rank import RANK_K, best_paragraph_scores, fused_order
 from gateway.stages.scan import Scan
 from gateway.stages.windows import FOLD, Span, choose, unit_end, windows
 
@@ -153,10 +154,18 @@ class PassageStage:
             return {"stage": self.name, "by": "engine", "max_chars": c.max_chars, "count": c.count}
         return {"stage": self.name, "max_chars": c.max_chars, "count": c.count, "unit": c.unit}
 
+    def describe_rank(self) -> dict[str, object] | None:
+        """describe's entry for the re-ordering by best passage (``rank``), when it is on."""
+        if not self.config.rank:
+            return None
+        return {"stage": "rank", "by": "best_paragraph", "k": RANK_K}
+
     def apply(
         self, records: list[Record], query: str, folds: list[list[Record]] | None = None
     ) -> None:
-        """Cut each record's content to its passage(s), in place.
+        """Cut each record's content to its passage(s), in place; with ``rank``, re-order
+        ``records`` (and ``folds`` with them) by gateway.stages.rank, the page's scores
+        given out best first in the new order (so they still descend).
 
         ``folds``: per record, the records to be folded into it (gateway.stages.groups);
         such a record and its folded ones share ``max_chars`` (and ``count``) evenly, and
@@ -164,15 +173,27 @@ class PassageStage:
         at least MIN_SHARE characters.
         """
         wanted = query_terms(query)
+        cuts: list[tuple[str, list[tuple[int, int]]]] = []
         for i, record in enumerate(records):
             folded = folds[i] if folds else []
             if not folded:
-                self._cut(record, query, wanted, self.config)
+                cuts.append(self._cut(record, query, wanted, self.config))
                 continue
             del folded[max(self.config.max_chars // MIN_SHARE - 1, 0) :]
             share = self._share(1 + len(folded))
-            for r in [record, *folded]:
+            cuts.append(self._cut(record, query, wanted, share))
+            for r in folded:
                 self._cut(r, query, wanted, share)
+        if self.config.rank and len(records) > 1:
+            order = fused_order(best_paragraph_scores(cuts, wanted))
+            scores = sorted((r.score for r in records if r.score is not None), reverse=True)
+            records[:] = [records[i] for i in order]
+            if folds:
+                folds[:] = [folds[i] for i in order]
+            if len(scores) == len(records):
+                # The page's scores, best first, in the new order: they still descend.
+                for record, score in zip(records, scores, strict=True):
+                    record.score = score
 
     def _share(self, pieces: int) -> PassagesConfig:
         c = self.config
@@ -183,16 +204,25 @@ class PassageStage:
         return self._shares[pieces]
 
     @staticmethod
-    def _cut(record: Record, query: str, wanted: list[str], config: PassagesConfig) -> None:
-        text = record.content
+    def _cut(
+        record: Record, query: str, wanted: list[str], config: PassagesConfig
+    ) -> tuple[str, list[tuple[int, int]]]:
+        """Cut ``record`` to its passages; its whole text and the passages' spans in it
+        (none: the text is its own passage)."""
+        text = record.content or ""
+        where = (record.metadata or {}).get("passage")
+        if isinstance(where, dict):  # the engine chose the passages (gateway.store.mapping)
+            whole = where.get("length") == len(text)
+            if whole:
+                _engine_cut(record, text, where)
+            if record.content and len(record.content) > config.max_chars:
+                _shorten(record, config.max_chars)
+            return (text, _offsets(record)) if whole else (record.content or "", [])
         if not text or len(text) <= config.max_chars:
-            return
-        if record.metadata and "passage" in record.metadata:
-            _shorten(record, config.max_chars)
-            return
+            return text, []
         spans = select(text, query, config, wanted)
         if not spans:
-            return
+            return text, []
         texts = [text[s.start : s.end] for s in spans]
         record.content = SEPARATOR.join(texts)
         offsets = [(s.start, s.end) for s in spans]
@@ -200,6 +230,21 @@ class PassageStage:
             **(record.metadata or {}),
             "passage": passage_metadata(offsets, texts, len(text), record.uri),
         }
+        return text, offsets
+
+
+def _engine_cut(record: Record, text: str, where: dict[str, object]) -> None:
+    """A whole content whose ``metadata.passage`` holds the engine's passages' offsets
+    (gateway.store.mapping) becomes those passages, joined by SEPARATOR."""
+    offsets = where.get("offsets")
+    if isinstance(offsets, list) and offsets:
+        record.content = SEPARATOR.join(text[s:e] for s, e in offsets)
+
+
+def _offsets(record: Record) -> list[tuple[int, int]]:
+    where = (record.metadata or {}).get("passage")
+    offsets = where.get("offsets") if isinstance(where, dict) else None
+    return [(s, e) for s, e in offsets] if isinstance(offsets, list) else []
 
 
 def passage_metadata(

@@ -11,8 +11,9 @@ from gateway.stages.passages import PassageStage
 
 
 class Stages:
-    """The store's stages in order: fusion (in the connector), group cap, passages; then
-    the records the cap folded are merged into their group's kept record."""
+    """The store's stages in order: fusion (in the connector), group cap, passages (and the
+    page re-ordered by its passages, ``passages.rank``); then the records the cap folded
+    are merged into their group's kept record."""
 
     def __init__(self, search: SearchConfig, *, engine_passages: bool = False) -> None:
         """``engine_passages``: the store's engine chooses the passages (its highlighter)."""
@@ -36,6 +37,9 @@ class Stages:
             out.append(self.group_cap.describe())
         if self.passages is not None:
             out.append(self.passages.describe())
+            rank = self.passages.describe_rank()
+            if rank is not None:
+                out.append(rank)
         return out
 
     async def recall(

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from connectors.base import ID_FIELD, Hit, value_at
 from gateway.a2m.records import Record, parse_timestamp
 from gateway.config import MappingConfig
-from gateway.stages.passages import SEPARATOR, passage_metadata
+from gateway.stages.passages import passage_metadata
 
 # Record fields that a `where` equality may test, when the mapping exposes them.
 FILTERABLE_FIELDS = ("id", "key", "group", "role", "uri", "media_type", "owner")
@@ -81,9 +81,10 @@ class RecordMapper:
                 if value is not None:
                     metadata[name] = value
         if hit.passages is not None and ranked:
-            # The engine chose the passages (search.passages): they are the content.
+            # The engine chose the passages (search.passages): the content stays whole
+            # here, their offsets in it, and the passage stage cuts it to them.
             p = hit.passages
-            content: str | None = SEPARATOR.join(p.texts)
+            content: str | None = self._content(src)
             where = passage_metadata(list(p.spans), list(p.texts), p.length, uri)
             metadata = {**(metadata or {}), "passage": where}
         elif hit.highlight is not None:

@@ -85,7 +85,10 @@ def test_the_shapes_run_through_the_gateway_on_qdrant(tmp_path: Path, scifact_di
         "passages per_group=1",
     }
     passages, whole = cells["long"]["passages"], cells["whole"]["none"]
-    for cell in (passages, whole, *cells["chunked"].values()):
+    ranked = cells["long"]["passages rank"]
+    assert set(cells["long"]) == {"passages", "passages rank"}  # no highlighter: no by-gateway
+    assert ranked["max_record_chars"] <= 600
+    for cell in (passages, ranked, whole, *cells["chunked"].values()):
         assert cell["queries"] == 8
         assert cell["errors"] == 0
         assert 0.0 <= cell["evidence_at_k"] <= 1.0
@@ -97,7 +100,7 @@ def test_the_shapes_run_through_the_gateway_on_qdrant(tmp_path: Path, scifact_di
     chunked = cells["chunked"]
     assert chunked["per_group=1"]["doc_ndcg10"] == chunked["per_group=1 unfolded"]["doc_ndcg10"]
     assert chunked["passages per_group=1"]["max_record_chars"] <= 600
-    assert table.count("| qdrant | hybrid |") == 7
+    assert table.count("| qdrant | hybrid |") == 8
 
 
 @pytest.mark.integration

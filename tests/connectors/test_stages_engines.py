@@ -5,7 +5,8 @@ Elasticsearch 9 and OpenSearch 3 (``A2M_TEST_ELASTICSEARCH9_URL``,
 holds a subset. Recalled records carry passages within the cap and say where they
 sit; ``memory/fetch`` of the same key still returns the whole document; with
 ``per_group`` no group passes the cap and ``limit`` records come back while the
-engine has them.
+engine has them; with ``passages.rank`` the page comes back re-ordered by its best
+passage paragraphs.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import pytest
 from connectors.factory import make_connector
 from gateway.a2m.params import FetchParams, RecallParams
 from gateway.config import validate_store
+from gateway.stages.passages import query_terms
+from gateway.stages.rank import best_paragraph_scores, fused_order
 from gateway.store.connector_spec import connector_spec
 from gateway.store.store import Store
 from tests.conftest import missing
@@ -210,3 +213,41 @@ async def test_one_per_group_when_fewer_groups_than_limit(
         assert len({r["group"] for r in records}) == groups
     finally:
         await store.close()
+
+
+async def test_passages_rank_orders_the_page_by_its_best_passage_paragraphs(
+    engine: tuple[str, str], tmp_path: Path, scifact: SciFact
+) -> None:
+    # The highlighter's passages on Elasticsearch/OpenSearch, the gateway's on qdrant-edge.
+    passages = {"max_chars": 300, "count": 2}
+    ranked = store_of(engine, tmp_path, passages={**passages, "rank": True})
+    plain = store_of(engine, tmp_path, passages=passages)
+    queries = [*QUERIES, *(scifact.queries[q] for q in scifact.query_ids[:8])]
+    moved = 0
+    try:
+        await ranked.ensure_started()
+        await plain.ensure_started()
+        assert {"stage": "rank", "by": "best_paragraph", "k": 60} in (
+            ranked.describe()["search"]["stages"]
+        )
+        for query in queries:
+            got = (await ranked.recall(RecallParams(query=query, limit=10)))["records"]
+            page = (await plain.recall(RecallParams(query=query, limit=10)))["records"]
+            # The same page, re-ordered as gateway.stages.rank orders the whole documents
+            # by the paragraphs their passages lie in.
+            texts: list[tuple[str, list[tuple[int, int]]]] = []
+            for record in page:
+                document = (await plain.fetch(FetchParams(key=record["key"])))["record"]
+                where = record.get("metadata", {}).get("passage", {"offsets": []})
+                texts.append((document["content"], [(s, e) for s, e in where["offsets"]]))
+            order = fused_order(best_paragraph_scores(texts, query_terms(query)))
+            want = [page[i]["id"] for i in order]
+            assert [r["id"] for r in got] == want
+            assert [r["content"] for r in got] == [page[i]["content"] for i in order]
+            # The page's scores given out in the new order: still descending (A2M §5.3).
+            assert [r["score"] for r in got] == [r["score"] for r in page]
+            moved += want != [r["id"] for r in page]
+        assert moved  # the rank changed some page's order: the check above is not vacuous
+    finally:
+        await ranked.close()
+        await plain.close()

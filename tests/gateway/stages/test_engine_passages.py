@@ -7,6 +7,8 @@ from typing import Any
 from connectors.base import Hit, Passages
 from connectors.spec import PassageSpec
 from gateway.config import validate_store
+from gateway.stages.config import PassagesConfig
+from gateway.stages.passages import PassageStage
 from gateway.stages.pipeline import Stages
 from gateway.store.connector_spec import connector_spec, engine_passages
 from gateway.store.mapping import RecordMapper
@@ -54,6 +56,9 @@ def test_a_hit_with_engine_passages_becomes_a_record_that_says_where_they_sit() 
         passages=Passages(spans, tuple(text[s:e] for s, e in spans), len(text)),
     )
     record = mapper.to_record(hit)
+    assert record.content == text  # whole from the mapper: the passage stage cuts it
+    stage = PassageStage(PassagesConfig(), by_engine=True)
+    stage.apply([record], "bone fractures vitamin")
     assert record.content == "Bone fractures rise. … Vitamin D helps bone."
     assert record.metadata is not None
     where = record.metadata["passage"]
