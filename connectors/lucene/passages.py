@@ -156,7 +156,7 @@ def choose(text: str, ranked: Sequence[tuple[int, int]], count: int) -> list[tup
 
 
 def paragraph_breaks(text: str) -> list[int]:
-    """Where each blank line of ``text`` starts (``"\n\n"``, found left to right, not
+    """Where each blank line of ``text`` starts (``"\\n\\n"``, found left to right, not
     overlapping). Each line break is found by itself: a search for one character is
     faster than for two."""
     breaks: list[int] = []

@@ -161,7 +161,7 @@ def windows(
         return []
     units = max(len(text) / UNIT_CHARS, 1.0)
     weights = {t: math.log(1 + units / n) for t, n in Counter(terms).items()}
-    breaks = _paragraph_breaks(text)
+    breaks = paragraph_breaks(text)
     if len(positions) <= CANDIDATES:
         starts = set(positions)  # every hit starts a window: the leaders are among them
     else:
@@ -231,9 +231,10 @@ def _paragraph_leaders(
     return [positions[max(spans[p], key=ahead.__getitem__)] for p in top]
 
 
-def _paragraph_breaks(text: str) -> list[int]:
-    # Where each "\n\n" starts (left to right, not overlapping); each line break found
-    # by itself, as a search for one character is faster than for two.
+def paragraph_breaks(text: str) -> list[int]:
+    """Where each blank line of ``text`` starts (``"\\n\\n"``, found left to right, not
+    overlapping). Each line break is found by itself: a search for one character is
+    faster than for two."""
     breaks: list[int] = []
     find, at = text.find, text.find("\n")
     while at >= 0:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from gateway.stages.windows import CANDIDATES, windows
+import re
+
+import pytest
+
+from gateway.stages.windows import CANDIDATES, paragraph_breaks, windows
 
 
 def test_windows_start_from_at_most_candidates_hits_and_keep_the_rare_terms_one() -> None:
@@ -30,3 +34,16 @@ def test_the_heaviest_paragraph_starts_a_window_however_dense_the_others() -> No
     found = windows(text, wanted, 40, paragraphs=False, spread=1)
     assert [w for w in found if w.paragraph == 6]
     assert len(found) <= CANDIDATES + 1
+
+
+def test_of_hits_weighing_the_same_the_earliest_start_the_windows() -> None:
+    # One term, a sentence apart, each hit alone within the cap: every hit weighs the same.
+    text = "".join(f"Telomeres in sample {i} here. " for i in range(CANDIDATES + 4)).lower()
+    found = windows(text, ["telom"], 20, paragraphs=False)
+    hits = [m.start() for m in re.finditer("telom", text)]
+    assert sorted(w.start for w in found) == hits[:CANDIDATES]
+
+
+@pytest.mark.parametrize("text", ["", "a\nb", "a\n\nb", "\n\n\nx", "a\n\n\n\nb\n\n\n\n\nc"])
+def test_paragraph_breaks_are_the_blank_lines_left_to_right_not_overlapping(text: str) -> None:
+    assert paragraph_breaks(text) == [m.start() for m in re.finditer("\n\n", text)]
