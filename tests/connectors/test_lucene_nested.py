@@ -195,7 +195,8 @@ def test_anchors_are_read_best_first_with_their_start() -> None:
 
 
 def test_anchors_of_an_answer_of_another_shape_are_none() -> None:
-    for inner in ([], {"sections": []}, {"sections": {"hits": {"hits": {}}}}):
+    shapes: list[Any] = [[], {"sections": []}, {"sections": {"hits": {"hits": {}}}}]
+    for inner in shapes:
         assert anchors_of({"inner_hits": inner}, NESTED) == ()
     odd = {"sections": {"hits": {"hits": ["x", {"_source": []}, {"_source": {"text": " "}}]}}}
     assert anchors_of({"inner_hits": odd}, NESTED) == ()
