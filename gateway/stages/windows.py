@@ -225,7 +225,9 @@ def _paragraph_leaders(
             continue
         stop = bisect_left(positions, cut, first)
         spans.append(range(first, stop))
-        scores.append(sum(map(weights.__getitem__, set(terms[first:stop]))))
+        # Its distinct terms in text order (a set's order follows the process's string
+        # hashes, and a float sum its order: the same text would rank otherwise elsewhere).
+        scores.append(sum(map(weights.__getitem__, dict.fromkeys(terms[first:stop]))))
         first = stop
     top = sorted(range(len(spans)), key=scores.__getitem__, reverse=True)[:spread]
     return [positions[max(spans[p], key=ahead.__getitem__)] for p in top]

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +52,35 @@ def test_of_hits_weighing_the_same_the_earliest_start_the_windows() -> None:
 @pytest.mark.parametrize("text", ["", "a\nb", "a\n\nb", "\n\n\nx", "a\n\n\n\nb\n\n\n\n\nc"])
 def test_paragraph_breaks_are_the_blank_lines_left_to_right_not_overlapping(text: str) -> None:
     assert paragraph_breaks(text) == [m.start() for m in re.finditer("\n\n", text)]
+
+
+_SEEDED = """
+import json
+from gateway.stages.windows import windows
+words = ["alpha", "brava", "charl", "delta", "echoe", "foxtr", "golfo", "hotel"]
+rare = " ".join(w + "x" for w in words[:3])
+paras = [
+    " ".join(f"{w}q." for w in words[i % 8 :] + words[: i % 8]) + (" " + rare if i % 5 == 0 else "")
+    for i in range(12)
+]
+found = windows("\\n\\n".join(paras), words, 30, paragraphs=False, spread=3)
+print(json.dumps([w.start for w in found]))
+"""
+
+
+def test_the_windows_of_a_text_do_not_depend_on_the_processs_string_hashes() -> None:
+    # Paragraphs holding the same terms in other orders weigh the same but for the order
+    # their weights are summed in: a set's order (its strings' hashes) varied the sum.
+    root = Path(__file__).resolve().parents[3]
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", _SEEDED],
+            env={**os.environ, "PYTHONHASHSEED": str(seed), "PYTHONPATH": str(root)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(8)
+    }
+    assert len(outputs) == 1
+    assert json.loads(outputs.pop())  # windows were found at all
