@@ -40,28 +40,35 @@ def _relative(field: str, path: str) -> str:
     return field[len(path) + 1 :]
 
 
-def _value(source: Mapping[str, Any], field: str, path: str) -> Any:
+def _value(source: dict[str, Any], field: str, path: str) -> Any:
     # An inner hit's _source is the nested object itself; some engines keep the full path.
     rel = _relative(field, path)
     if rel in source:
         return source[rel]
     node: Any = source
     for part in field.split("."):
-        if not isinstance(node, Mapping):
+        if not isinstance(node, dict):
             return None
         node = node.get(part)
     return node
 
 
 def anchors_of(raw: Mapping[str, Any], spec: NestedPassageSpec) -> tuple[Anchor, ...]:
-    """The best passages the kNN leg matched in one ``_search`` hit, best first (none: ())."""
+    """The best passages the kNN leg matched in one ``_search`` hit, best first (none: ()).
+
+    The answer is parsed JSON: its objects are dicts (checked as such: an abstract
+    ``Mapping`` check costs several times more, on every hit of every leg)."""
     inner = raw.get("inner_hits")
-    found = inner.get(spec.path) if isinstance(inner, Mapping) else None
-    hits = found.get("hits", {}).get("hits") if isinstance(found, Mapping) else None
+    if not inner or not isinstance(inner, dict):
+        return ()
+    found = inner.get(spec.path)
+    hits = found.get("hits", {}).get("hits") if isinstance(found, dict) else None
+    if not isinstance(hits, list):
+        return ()
     out: list[Anchor] = []
-    for hit in hits if isinstance(hits, list) else []:
-        source = hit.get("_source") if isinstance(hit, Mapping) else None
-        if not isinstance(source, Mapping):
+    for hit in hits:
+        source = hit.get("_source") if isinstance(hit, dict) else None
+        if not isinstance(source, dict):
             continue
         text = _value(source, spec.text_field, spec.path)
         if not isinstance(text, str) or not text.strip():

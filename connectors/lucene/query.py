@@ -276,11 +276,13 @@ class QueryTranslator(FilterTranslator):
         content, spec, nested = self._mapping.content, self._passages, self._search.nested
         if spec is not None and content:
             raws = response.get("hits", {}).get("hits", [])
+            given = anchors or {}
             for hit, raw in zip(hits, raws, strict=True):
                 if nested is not None:
-                    hit.anchors = anchors_of(raw, nested) or (anchors or {}).get(hit.identity, ())
-                fragments = fragments_of(raw, content)
-                hit.passages = passages_of(hit.source, content, fragments, spec, hit.anchors)
+                    hit.anchors = anchors_of(raw, nested) or given.get(hit.identity, ())
+                if hit.source:  # a hybrid leg that reads ids only has no content to cut
+                    fragments = fragments_of(raw, content)
+                    hit.passages = passages_of(hit.source, content, fragments, spec, hit.anchors)
         return hits
 
 

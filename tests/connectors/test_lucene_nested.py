@@ -208,6 +208,31 @@ def test_anchors_are_read_best_first_with_their_start() -> None:
     assert anchors_of(raw, no_start) == (("b", None), ("a", None))
 
 
+def test_anchors_of_an_answer_of_another_shape_are_none() -> None:
+    shapes: list[Any] = [[], {"sections": []}, {"sections": {"hits": {"hits": {}}}}]
+    for inner in shapes:
+        assert anchors_of({"inner_hits": inner}, NESTED) == ()
+    odd = {"sections": {"hits": {"hits": ["x", {"_source": []}, {"_source": {"text": " "}}]}}}
+    assert anchors_of({"inner_hits": odd}, NESTED) == ()
+
+
+def test_a_leg_that_reads_ids_names_its_anchors_and_cuts_no_passage() -> None:
+    t = QueryTranslator(_spec("elasticsearch"))
+    anchor = {"_id": "d", "_score": 1.0, "inner_hits": _inner((DOC[THIRD:], THIRD))}
+    fragment = {"text": ["Bone scans measure density."]}
+    leg = {"hits": {"hits": [anchor, {"_id": "e", "_source": {}, "highlight": fragment}]}}
+    named, bare = t.hits(leg, with_vectors=False)
+    assert named.anchors == ((DOC[THIRD:], THIRD),)
+    assert named.passages is None
+    assert bare.passages is None
+    # The page's re-read is given the leg's anchors for the hit that carries none.
+    page = {"hits": {"hits": [{"_id": "d", "_source": {"text": DOC}, "highlight": fragment}]}}
+    (doc,) = t.hits(page, with_vectors=False, anchors={named.identity: named.anchors})
+    assert doc.anchors == named.anchors
+    assert doc.passages is not None
+    assert doc.passages.spans[0][0] == THIRD
+
+
 def test_an_anchor_is_found_at_its_start_else_at_its_first_occurrence() -> None:
     text = "ab. ab. cd."
     assert anchor_spans(text, [("ab.", 4)]) == [(4, 7)]

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from gateway.stages.windows import CANDIDATES, windows
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gateway.stages.windows import CANDIDATES, paragraph_breaks, windows
 
 
 def test_windows_start_from_at_most_candidates_hits_and_keep_the_rare_terms_one() -> None:
@@ -30,3 +39,48 @@ def test_the_heaviest_paragraph_starts_a_window_however_dense_the_others() -> No
     found = windows(text, wanted, 40, paragraphs=False, spread=1)
     assert [w for w in found if w.paragraph == 6]
     assert len(found) <= CANDIDATES + 1
+
+
+def test_of_hits_weighing_the_same_the_earliest_start_the_windows() -> None:
+    # One term, a sentence apart, each hit alone within the cap: every hit weighs the same.
+    text = "".join(f"Telomeres in sample {i} here. " for i in range(CANDIDATES + 4)).lower()
+    found = windows(text, ["telom"], 20, paragraphs=False)
+    hits = [m.start() for m in re.finditer("telom", text)]
+    assert sorted(w.start for w in found) == hits[:CANDIDATES]
+
+
+@pytest.mark.parametrize("text", ["", "a\nb", "a\n\nb", "\n\n\nx", "a\n\n\n\nb\n\n\n\n\nc"])
+def test_paragraph_breaks_are_the_blank_lines_left_to_right_not_overlapping(text: str) -> None:
+    assert paragraph_breaks(text) == [m.start() for m in re.finditer("\n\n", text)]
+
+
+_SEEDED = """
+import json
+from gateway.stages.windows import windows
+words = ["alpha", "brava", "charl", "delta", "echoe", "foxtr", "golfo", "hotel"]
+rare = " ".join(w + "x" for w in words[:3])
+paras = [
+    " ".join(f"{w}q." for w in words[i % 8 :] + words[: i % 8]) + (" " + rare if i % 5 == 0 else "")
+    for i in range(12)
+]
+found = windows("\\n\\n".join(paras), words, 30, paragraphs=False, spread=3)
+print(json.dumps([w.start for w in found]))
+"""
+
+
+def test_the_windows_of_a_text_do_not_depend_on_the_processs_string_hashes() -> None:
+    # Paragraphs holding the same terms in other orders weigh the same but for the order
+    # their weights are summed in: a set's order (its strings' hashes) varied the sum.
+    root = Path(__file__).resolve().parents[3]
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", _SEEDED],
+            env={**os.environ, "PYTHONHASHSEED": str(seed), "PYTHONPATH": str(root)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(8)
+    }
+    assert len(outputs) == 1
+    assert json.loads(outputs.pop())  # windows were found at all
