@@ -53,10 +53,15 @@ def _run(scifact: Path, *args: str) -> list[list[str]]:
 @pytest.mark.integration
 def test_in_process_it_measures_and_profiles_each_store(tmp_path: Path, scifact_dir: Path) -> None:
     rows = _run(scifact_dir, "--profile", str(tmp_path))
-    assert [r[0] for r in rows] == ["qdrant-whole-none", "qdrant-long-passages"]
+    assert [r[0] for r in rows] == [
+        "qdrant-whole-none",
+        "qdrant-long-passages",
+        "qdrant-long-passages-rank",
+    ]
     assert all(float(r[1]) > 0 for r in rows)
     assert rows[0][3] == "1.00x"
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "qdrant-long-passages-rank.prof",
         "qdrant-long-passages.prof",
         "qdrant-whole-none.prof",
     ]
@@ -69,7 +74,9 @@ def test_served_it_alternates_two_gateway_trees(scifact_dir: Path) -> None:
     assert names == [
         "this qdrant-whole-none",
         "this qdrant-long-passages",
+        "this qdrant-long-passages-rank",
         "before qdrant-whole-none",
         "before qdrant-long-passages",
+        "before qdrant-long-passages-rank",
     ]
     assert all(float(r[1]) >= 0 for r in rows)  # a 10 ms /proc tick can round to zero
