@@ -14,9 +14,9 @@ from urllib.parse import quote, urlsplit
 
 from gateway.a2m.records import Record
 from gateway.stages.config import PassagesConfig
-from gateway.stages.rank import RANK_K, best_paragraph_scores, fused_order
+from gateway.stages.rank import RANK_K, Unit, best_paragraph_scores, counted, fused_order, scanned
 from gateway.stages.scan import Scan
-from gateway.stages.windows import FOLD, Span, choose, unit_end, windows
+from gateway.stages.windows import FOLD, Span, choose, find_terms, unit_end, windows
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset(
@@ -94,18 +94,32 @@ def select(
     """The passages of ``text`` for ``query``: at most ``config.count``, within ``max_chars``
     together (with SEPARATOR between them). ``wanted``: ``query_terms(query)``, when the
     caller has them already."""
+    return selected(text, config, query_terms(query) if wanted is None else wanted)[0]
+
+
+def selected(
+    text: str, config: PassagesConfig, wanted: list[str], units: bool = False
+) -> tuple[list[Span], list[Unit] | None]:
+    """:func:`select`'s passages of ``text`` for the query terms ``wanted`` and, with
+    ``units``, the paragraphs holding them as the rank scores them (gateway.stages.rank,
+    counted from the hits the selection found; None: ``text`` was not scanned)."""
     cap = config.max_chars
     if len(text) <= cap:
-        return [Span(0, len(text))] if text else []
+        return ([Span(0, len(text))] if text else []), None
     per = max(cap // config.count - len(SEPARATOR), 1)
     paragraphs = config.unit == "paragraph"
     scan = Scan(text)
-    terms_ = scan.terms(query_terms(query) if wanted is None else wanted)
-    found = windows(scan.view, terms_, per, paragraphs, config.count)
+    terms_ = scan.terms(wanted)
+    hits = find_terms(scan.view, terms_)
+    found = windows(scan.view, terms_, per, paragraphs, config.count, hits)
     if not found:
-        return [Span(0, unit_end(text, 0, per, paragraphs))]
-    at = scan.chars([p for s in choose(found, config.count) for p in s])
-    return [Span(at[i], at[i + 1]) for i in range(0, len(at), 2)]
+        spans = [Span(0, unit_end(text, 0, per, paragraphs))]
+    else:
+        at = scan.chars([p for s in choose(found, config.count) for p in s])
+        spans = [Span(at[i], at[i + 1]) for i in range(0, len(at), 2)]
+    if not units:
+        return spans, None
+    return spans, counted(text, scan.chars(hits[0]), hits[1], spans)
 
 
 def text_fragment_uri(uri: str | None, passage: str) -> str | None:
@@ -173,19 +187,20 @@ class PassageStage:
         at least MIN_SHARE characters.
         """
         wanted = query_terms(query)
-        cuts: list[tuple[str, list[tuple[int, int]]]] = []
+        rank = self.config.rank and len(records) > 1
+        units: list[list[Unit]] = []
         for i, record in enumerate(records):
             folded = folds[i] if folds else []
             if not folded:
-                cuts.append(self._cut(record, query, wanted, self.config))
+                units.append(self._cut(record, wanted, self.config, rank))
                 continue
             del folded[max(self.config.max_chars // MIN_SHARE - 1, 0) :]
             share = self._share(1 + len(folded))
-            cuts.append(self._cut(record, query, wanted, share))
+            units.append(self._cut(record, wanted, share, rank))
             for r in folded:
-                self._cut(r, query, wanted, share)
-        if self.config.rank and len(records) > 1:
-            order = fused_order(best_paragraph_scores(cuts, wanted))
+                self._cut(r, wanted, share, False)
+        if rank:
+            order = fused_order(best_paragraph_scores(units))
             scores = sorted((r.score for r in records if r.score is not None), reverse=True)
             records[:] = [records[i] for i in order]
             if folds:
@@ -204,11 +219,10 @@ class PassageStage:
         return self._shares[pieces]
 
     @staticmethod
-    def _cut(
-        record: Record, query: str, wanted: list[str], config: PassagesConfig
-    ) -> tuple[str, list[tuple[int, int]]]:
-        """Cut ``record`` to its passages; its whole text and the passages' spans in it
-        (none: the text is its own passage)."""
+    def _cut(record: Record, wanted: list[str], config: PassagesConfig, rank: bool) -> list[Unit]:
+        """Cut ``record`` to its passages; with ``rank``, the paragraphs holding them as
+        gateway.stages.rank scores them (the whole text when it is its own passage),
+        else []."""
         text = record.content or ""
         where = (record.metadata or {}).get("passage")
         if isinstance(where, dict):  # the engine chose the passages (gateway.store.mapping)
@@ -217,12 +231,16 @@ class PassageStage:
                 _engine_cut(record, text, where)
             if record.content and len(record.content) > config.max_chars:
                 _shorten(record, config.max_chars)
-            return (text, _offsets(record)) if whole else (record.content or "", [])
+            if not rank:
+                return []
+            if whole:
+                return scanned(text, _offsets(record), wanted)
+            return scanned(record.content or "", [], wanted)
         if not text or len(text) <= config.max_chars:
-            return text, []
-        spans = select(text, query, config, wanted)
+            return scanned(text, [], wanted) if rank else []
+        spans, units = selected(text, config, wanted, units=rank)
         if not spans:
-            return text, []
+            return scanned(text, [], wanted) if rank else []
         texts = [text[s.start : s.end] for s in spans]
         record.content = SEPARATOR.join(texts)
         offsets = [(s.start, s.end) for s in spans]
@@ -230,7 +248,7 @@ class PassageStage:
             **(record.metadata or {}),
             "passage": passage_metadata(offsets, texts, len(text), record.uri),
         }
-        return text, offsets
+        return units or []
 
 
 def _engine_cut(record: Record, text: str, where: dict[str, object]) -> None:

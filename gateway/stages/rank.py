@@ -15,8 +15,8 @@ selection finds them (gateway.stages.windows: folded, at word starts).
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from gateway.stages.scan import Scan
 from gateway.stages.windows import find_terms
@@ -30,12 +30,8 @@ B = 0.75
 """BM25's length normalisation (Lucene's default)."""
 
 
-class Paragraph(NamedTuple):
-    """One scored paragraph: the record it belongs to, its query terms' counts, its length."""
-
-    record: int
-    counts: dict[str, int]
-    chars: int
+Unit = tuple[dict[str, int], int]
+"""One paragraph as the rank scores it: its query terms' counts and its length."""
 
 
 def paragraphs_of(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -55,47 +51,34 @@ def paragraphs_of(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int
     return out
 
 
-def best_paragraph_scores(
-    texts: Sequence[tuple[str, Sequence[tuple[int, int]]]], wanted: list[str]
-) -> list[float]:
-    """Per record (its whole text and its passages' spans), the BM25 score of its best
-    paragraph holding a passage against the query terms ``wanted``
-    (gateway.stages.passages.query_terms), over the statistics of all those paragraphs."""
-    units: list[Paragraph] = []
-    for i, (text, spans) in enumerate(texts):
-        units.extend(_paragraphs(i, text, spans, wanted))
-    best = [0.0] * len(texts)
-    if not units:
-        return best
-    n = len(units)
-    mean = sum(u.chars for u in units) / n or 1.0
-    df: dict[str, int] = {}
-    for u in units:
-        for term in u.counts:
-            df[term] = df.get(term, 0) + 1
-    idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
-    for u in units:
-        if not u.counts:
-            continue
-        norm = K1 * (1 - B + B * u.chars / mean)
-        score = sum(idf[t] * f * (K1 + 1) / (f + norm) for t, f in u.counts.items())
-        if score > best[u.record]:
-            best[u.record] = score
-    return best
+def counted(
+    text: str, positions: Sequence[int], terms: Sequence[str], spans: Sequence[tuple[int, int]]
+) -> list[Unit]:
+    """The paragraphs of ``text`` holding ``spans``, their terms counted from hits already
+    found in the whole text (``positions``, sorted, in ``text``'s characters, and their
+    ``terms``: what passage selection found)."""
+    out: list[Unit] = []
+    for lo, hi in paragraphs_of(text, spans):
+        counts: dict[str, int] = {}
+        for term in terms[bisect_left(positions, lo) : bisect_left(positions, hi)]:
+            counts[term] = counts.get(term, 0) + 1
+        out.append((counts, hi - lo))
+    return out
 
 
-def _paragraphs(
-    record: int, text: str, spans: Sequence[tuple[int, int]], wanted: list[str]
-) -> list[Paragraph]:
-    # One scan of the record's paragraphs joined by blank lines (a term's word-start and
-    # word-end tests see the same non-letters at a paragraph's edge), each hit counted in
-    # its paragraph: the view's positions are bytes where the text is not ASCII.
+def scanned(text: str, spans: Sequence[tuple[int, int]], wanted: list[str]) -> list[Unit]:
+    """The paragraphs of ``text`` holding ``spans`` (none: the whole text), scanned for the
+    query terms ``wanted`` (gateway.stages.passages.query_terms) as passage selection
+    finds them."""
+    # One scan of the paragraphs joined by blank lines (a term's word-start and word-end
+    # tests see the same non-letters at a paragraph's edge), each hit counted in its
+    # paragraph: the view's positions are bytes where the text is not ASCII.
     parts = [text[lo:hi] for lo, hi in paragraphs_of(text, spans)]
     joined = "\n\n".join(parts)
     scan = Scan(joined)
     positions, found = find_terms(scan.view, scan.terms(wanted))
     ascii_ = joined.isascii()
-    out: list[Paragraph] = []
+    out: list[Unit] = []
     at = j = 0
     for part in parts:
         end = at + (len(part) if ascii_ else len(part.encode("utf-8")))
@@ -103,9 +86,35 @@ def _paragraphs(
         while j < len(positions) and positions[j] < end:
             counts[found[j]] = counts.get(found[j], 0) + 1
             j += 1
-        out.append(Paragraph(record, counts, len(part)))
+        out.append((counts, len(part)))
         at = end + 2
     return out
+
+
+def best_paragraph_scores(records: Sequence[Sequence[Unit]]) -> list[float]:
+    """Per record (its paragraphs holding a passage: :func:`scanned` or :func:`counted`),
+    the BM25 score of its best paragraph against the query terms, over the statistics
+    of all the page's such paragraphs."""
+    units = [u for paragraphs in records for u in paragraphs]
+    best = [0.0] * len(records)
+    if not units:
+        return best
+    n = len(units)
+    mean = sum(chars for _, chars in units) / n or 1.0
+    df: dict[str, int] = {}
+    for counts, _ in units:
+        for term in counts:
+            df[term] = df.get(term, 0) + 1
+    idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+    for i, paragraphs in enumerate(records):
+        for counts, chars in paragraphs:
+            if not counts:
+                continue
+            norm = K1 * (1 - B + B * chars / mean)
+            score = sum(idf[t] * f * (K1 + 1) / (f + norm) for t, f in counts.items())
+            if score > best[i]:
+                best[i] = score
+    return best
 
 
 def fused_order(scores: Sequence[float], k: int = RANK_K) -> list[int]:

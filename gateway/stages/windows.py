@@ -150,13 +150,19 @@ def unit_end(text: str, start: int, cap: int, paragraphs: bool) -> int:
 
 
 def windows(
-    text: str, wanted: list[str], cap: int, paragraphs: bool, spread: int = 0
+    text: str,
+    wanted: list[str],
+    cap: int,
+    paragraphs: bool,
+    spread: int = 0,
+    hits: tuple[list[int], list[str]] | None = None,
 ) -> list[Window]:
     """The candidate windows of ``text`` (lowered: a gateway.stages.scan view) for the
     query terms ``wanted``, best first: those starting at the CANDIDATES hits whose
     following ``cap`` characters weigh most (their terms' rarity summed), and at the
-    heaviest such hit of each of the ``spread`` paragraphs that weigh most."""
-    positions, terms = find_terms(text, wanted)
+    heaviest such hit of each of the ``spread`` paragraphs that weigh most. ``hits``:
+    ``find_terms(text, wanted)``, when the caller has it already."""
+    positions, terms = find_terms(text, wanted) if hits is None else hits
     if not positions:
         return []
     units = max(len(text) / UNIT_CHARS, 1.0)

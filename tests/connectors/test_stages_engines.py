@@ -23,7 +23,7 @@ from connectors.factory import make_connector
 from gateway.a2m.params import FetchParams, RecallParams
 from gateway.config import validate_store
 from gateway.stages.passages import query_terms
-from gateway.stages.rank import best_paragraph_scores, fused_order
+from gateway.stages.rank import best_paragraph_scores, fused_order, scanned
 from gateway.store.connector_spec import connector_spec
 from gateway.store.store import Store
 from tests.conftest import missing
@@ -240,7 +240,8 @@ async def test_passages_rank_orders_the_page_by_its_best_passage_paragraphs(
                 document = (await plain.fetch(FetchParams(key=record["key"])))["record"]
                 where = record.get("metadata", {}).get("passage", {"offsets": []})
                 texts.append((document["content"], [(s, e) for s, e in where["offsets"]]))
-            order = fused_order(best_paragraph_scores(texts, query_terms(query)))
+            wanted = query_terms(query)
+            order = fused_order(best_paragraph_scores([scanned(t, s, wanted) for t, s in texts]))
             want = [page[i]["id"] for i in order]
             assert [r["id"] for r in got] == want
             assert [r["content"] for r in got] == [page[i]["content"] for i in order]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from gateway.a2m.records import Record
 from gateway.config.engines import LuceneSearchConfig
 from gateway.stages.config import PassagesConfig
-from gateway.stages.passages import PassageStage, query_terms
+from gateway.stages.passages import PassageStage, query_terms, selected
 from gateway.stages.pipeline import Stages
-from gateway.stages.rank import best_paragraph_scores, fused_order, paragraphs_of
+from gateway.stages.rank import best_paragraph_scores, fused_order, paragraphs_of, scanned
 
 FILLER = "Nothing of note is said in this sentence at all. " * 6
 
@@ -42,7 +44,7 @@ def test_paragraphs_of_the_spans_each_once_and_joined_across_a_blank_line() -> N
 def test_a_section_that_answers_outscores_terms_spread_over_sections() -> None:
     wanted = query_terms(QUERY)
     spread, answer, none = best_paragraph_scores(
-        [(SPREAD, []), (ANSWER, []), ("no term here", [])], wanted
+        [scanned(t, [], wanted) for t in (SPREAD, ANSWER, "no term here")]
     )
     # Whole texts as one paragraph each: the spread document holds every term too.
     assert spread > 0
@@ -50,12 +52,12 @@ def test_a_section_that_answers_outscores_terms_spread_over_sections() -> None:
     assert none == 0.0
     # Each paragraph apart: only the answering section holds all three.
     sections = [[(s, s + 1)] for s in range(0, len(SPREAD), 400)]
+    at = ANSWER.index("Vitamin D")
     best_spread = best_paragraph_scores(
         [
-            (SPREAD, [p for s in sections for p in s]),
-            (ANSWER, [(ANSWER.index("Vitamin D"), ANSWER.index("Vitamin D") + 1)]),
-        ],
-        wanted,
+            scanned(SPREAD, [p for s in sections for p in s], wanted),
+            scanned(ANSWER, [(at, at + 1)], wanted),
+        ]
     )
     assert best_spread[1] > best_spread[0] > 0
 
@@ -154,3 +156,20 @@ def test_the_re_ordered_page_keeps_its_scores_descending() -> None:
         ("1", None),
         ("2", None),
     ]
+
+
+@pytest.mark.parametrize("accent", ["", "Étude de la densité osseuse. "])
+def test_the_selections_own_hits_count_each_paragraph_as_a_scan_of_it_does(accent: str) -> None:
+    # A selection's passages (gateway.stages.passages.selected) and the paragraphs they
+    # lie in, counted from the hits it found in the whole text, as scanning them anew
+    # counts them: in an ASCII text and in one of several bytes a character.
+    text = accent + _document(
+        "Vitamin D deficiency and bone loss.", "Fractures of the hip.", "Bone bones boned."
+    )
+    config = PassagesConfig(max_chars=300, count=3)
+    wanted = query_terms("vitamin bone fractures hip")
+    spans, units = selected(text, config, wanted, units=True)
+    assert units is not None
+    assert len(spans) == 3
+    assert units == scanned(text, [(s.start, s.end) for s in spans], wanted)
+    assert sum(sum(counts.values()) for counts, _ in units) >= 3
