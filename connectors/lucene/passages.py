@@ -23,6 +23,7 @@ from typing import Any
 from connectors.base import Passages, value_at
 from connectors.lucene.nested import Anchor, anchor_spans
 from connectors.spec import PassageSpec
+from connectors.text import paragraph_breaks
 
 Body = dict[str, Any]
 
@@ -153,21 +154,6 @@ def choose(text: str, ranked: Sequence[tuple[int, int]], count: int) -> list[tup
             chosen.append((start, end))
             used.add(paragraph)
     return sorted(chosen)
-
-
-def paragraph_breaks(text: str) -> list[int]:
-    """Where each blank line of ``text`` starts (``"\\n\\n"``, found left to right, not
-    overlapping). Each line break is found by itself: a search for one character is
-    faster than for two."""
-    breaks: list[int] = []
-    find, at = text.find, text.find("\n")
-    while at >= 0:
-        if text.startswith("\n", at + 1):
-            breaks.append(at)
-            at = find("\n", at + 2)
-        else:
-            at = find("\n", at + 1)
-    return breaks
 
 
 def cut(text: str, start: int, end: int, cap: int) -> int:

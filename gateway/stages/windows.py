@@ -22,6 +22,8 @@ from collections import Counter
 from itertools import accumulate
 from typing import NamedTuple
 
+from connectors.text import paragraph_breaks
+
 FOLD = 5
 """Query and text words are compared on their first FOLD letters (a term of FOLD letters
 matches any word it begins; a shorter one, the whole word)."""
@@ -237,21 +239,6 @@ def _paragraph_leaders(
         first = stop
     top = sorted(range(len(spans)), key=scores.__getitem__, reverse=True)[:spread]
     return [positions[max(spans[p], key=ahead.__getitem__)] for p in top]
-
-
-def paragraph_breaks(text: str) -> list[int]:
-    """Where each blank line of ``text`` starts (``"\\n\\n"``, found left to right, not
-    overlapping). Each line break is found by itself: a search for one character is
-    faster than for two."""
-    breaks: list[int] = []
-    find, at = text.find, text.find("\n")
-    while at >= 0:
-        if text.startswith("\n", at + 1):
-            breaks.append(at)
-            at = find("\n", at + 2)
-        else:
-            at = find("\n", at + 1)
-    return breaks
 
 
 def choose(candidates: list[Window], count: int) -> list[Span]:

@@ -6,7 +6,6 @@ fragments an engine answers become exact spans of the content.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -22,7 +21,6 @@ from connectors.lucene.passages import (
     cut,
     highlight_clause,
     locate,
-    paragraph_breaks,
     passages_of,
     widen,
 )
@@ -158,14 +156,6 @@ def test_passages_of_a_content_that_is_not_one_string_are_the_gateways() -> None
     src = {"text": ["a list", "of values"]}
     assert passages_of(src, "text", ["a list"], SPEC) is None
     assert passages_of({"text": "x" * 200}, "text", [], SPEC) is None
-
-
-BLANK_LINES = ["", "no break", "a\nb\nc", "a\n\nb", "\n\n\nx", "a\n\n\n\nb\n\n\n\n\nc\n", "\n\n"]
-
-
-@pytest.mark.parametrize("text", BLANK_LINES)
-def test_paragraph_breaks_are_the_blank_lines_left_to_right_not_overlapping(text: str) -> None:
-    assert paragraph_breaks(text) == [m.start() for m in re.finditer("\n\n", text)]
 
 
 def test_widen_stops_at_each_sentence_mark_and_starts_after_one() -> None:

@@ -9,9 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from gateway.stages.windows import CANDIDATES, paragraph_breaks, windows
+from gateway.stages.windows import CANDIDATES, windows
 
 
 def test_windows_start_from_at_most_candidates_hits_and_keep_the_rare_terms_one() -> None:
@@ -47,11 +45,6 @@ def test_of_hits_weighing_the_same_the_earliest_start_the_windows() -> None:
     found = windows(text, ["telom"], 20, paragraphs=False)
     hits = [m.start() for m in re.finditer("telom", text)]
     assert sorted(w.start for w in found) == hits[:CANDIDATES]
-
-
-@pytest.mark.parametrize("text", ["", "a\nb", "a\n\nb", "\n\n\nx", "a\n\n\n\nb\n\n\n\n\nc"])
-def test_paragraph_breaks_are_the_blank_lines_left_to_right_not_overlapping(text: str) -> None:
-    assert paragraph_breaks(text) == [m.start() for m in re.finditer("\n\n", text)]
 
 
 _SEEDED = """
