@@ -60,6 +60,14 @@ def _engine_url(var: str) -> str:
     return url
 
 
+def lucene_node(name: str) -> tuple[str, str]:
+    """(backend, URL) of the running node ``name`` of tests/engines/engines.py
+    (``elasticsearch9``, ``opensearch3``, ...); a skip, or a failure under CI, when its
+    URL is not set."""
+    backend = "elasticsearch" if name.startswith("elastic") else "opensearch"
+    return backend, _engine_url(f"A2M_TEST_{name.upper()}_URL")
+
+
 @pytest.fixture(scope="session")
 def opensearch_url() -> str:
     return _engine_url("A2M_TEST_OPENSEARCH_URL")

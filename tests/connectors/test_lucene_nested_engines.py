@@ -10,7 +10,6 @@ never sees it, nor any of its passages.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
@@ -21,7 +20,7 @@ from gateway.config import validate_store
 from gateway.security.scopes import Caller, Principal
 from gateway.store.connector_spec import connector_spec
 from gateway.store.store import Store
-from tests.conftest import missing
+from tests.conftest import lucene_node
 from tests.support import lucene_loader
 
 pytestmark = pytest.mark.integration
@@ -115,12 +114,7 @@ def _load(backend: str, url: str) -> None:
 @pytest.fixture(scope="module", params=NODES)
 def node(request: pytest.FixtureRequest) -> tuple[str, str]:
     """(backend, URL) of a node holding the nested index."""
-    var = f"A2M_TEST_{request.param.upper()}_URL"
-    url = os.environ.get(var)
-    if not url:
-        missing(f"{var} not set (start engines with: python tests/engines/engines.py start)")
-    assert url
-    backend = "elasticsearch" if request.param.startswith("elastic") else "opensearch"
+    backend, url = lucene_node(request.param)
     _load(backend, url)
     return backend, url
 

@@ -9,7 +9,6 @@ sees only its own documents.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ from gateway.config import validate_store
 from gateway.security.scopes import Caller, Principal
 from gateway.store.connector_spec import connector_spec
 from gateway.store.store import Store
-from tests.conftest import missing
+from tests.conftest import lucene_node
 from tests.support import lucene_loader
 from tests.support.scifact import SciFact
 
@@ -35,12 +34,7 @@ ACL = {"filters": [{"field": "acl", "claims": ["groups"]}]}
 @pytest.fixture(scope="module", params=["elasticsearch9", "opensearch3"])
 def node(request: pytest.FixtureRequest, scifact: SciFact) -> tuple[str, str]:
     """(backend, URL) of a node holding SciFact."""
-    var = f"A2M_TEST_{request.param.upper()}_URL"
-    url = os.environ.get(var)
-    if not url:
-        missing(f"{var} not set (start engines with: python tests/engines/engines.py start)")
-    assert url
-    backend = "elasticsearch" if request.param.startswith("elastic") else "opensearch"
+    backend, url = lucene_node(request.param)
     lucene_loader.load_index(backend, url, INDEX, scifact)  # type: ignore[arg-type]
     return backend, url
 

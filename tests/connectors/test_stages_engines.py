@@ -11,7 +11,6 @@ passage paragraphs.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -26,7 +25,7 @@ from gateway.stages.passages import query_terms
 from gateway.stages.rank import best_paragraph_scores, fused_order, scanned
 from gateway.store.connector_spec import connector_spec
 from gateway.store.store import Store
-from tests.conftest import missing
+from tests.conftest import lucene_node
 from tests.support import lucene_loader
 from tests.support.scifact import SciFact, load_qdrant, subset
 
@@ -72,12 +71,7 @@ def engine(
         _, docs = subset(scifact, n_queries=50, n_others=400)
         load_qdrant(path, scifact, docs, collection="stages")
         return "qdrant", str(path)
-    var = f"A2M_TEST_{request.param.upper()}_URL"
-    url = os.environ.get(var)
-    if not url:
-        missing(f"{var} not set (start engines with: python tests/engines/engines.py start)")
-    assert url
-    backend = "elasticsearch" if request.param.startswith("elastic") else "opensearch"
+    backend, url = lucene_node(request.param)
     lucene_loader.load_index(backend, url, INDEX, scifact)  # type: ignore[arg-type]
     return backend, url
 
