@@ -136,11 +136,13 @@ class OrderedRequest:
 @dataclass(frozen=True, slots=True)
 class Passages:
     """The passages of a hit's content field the engine chose: each ``(start, end)``
-    character span of the whole content (``length`` characters) and its text."""
+    character span of the whole content (``length`` characters) and its text, in text
+    order; ``best``: the index of the one the engine ranked first."""
 
     spans: tuple[tuple[int, int], ...]
     texts: tuple[str, ...]
     length: int
+    best: int = 0
 
 
 @dataclass(slots=True)

@@ -6,14 +6,16 @@ one store per stage setting:
 - ``whole``: long documents, each hit's whole content (no stage after retrieval);
 - ``long``: long documents with ``search.passages: {}`` (four passages in 600 chars: the
   engine's highlighter on Elasticsearch/OpenSearch), and with ``by: gateway`` (the
-  gateway's windows; on Qdrant both are the gateway's), each also with ``rank: true``
-  (the page re-ordered by its records' best passage paragraphs);
+  gateway's windows; on Qdrant both are the gateway's), each also with ``rank: false``
+  (the page not re-ordered by its records' best paragraphs, as it is by default);
 - ``chunked``: the sections as records, without and with ``search.per_group: 1`` (folding
-  the records it leaves out, and not), and with ``search.passages: {}`` without and with
-  ``per_group: 1``.
+  the records it leaves out, and not), with ``search.passages: {}`` without and with
+  ``per_group: 1``, and with ``rank: false`` (a page of records of one paragraph each
+  keeps its order either way).
 - ``nested`` (Elasticsearch, OpenSearch): long documents whose sections are also nested
   passages with their own vectors (``search.nested_passages``: the kNN leg ranks a
-  document by its best section and names it), without and with passages.
+  document by its best section and names it), without and with passages, and with
+  ``rank: true`` (off by default there).
 
 Every judged query is sent as A2M ``memory/recall`` (``limit`` 10) exactly as an agent
 would, and scored on what the client receives: **evidence@k** (the share of queries
@@ -52,8 +54,8 @@ STAGES: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "long": [
         ("passages", {"passages": {}}),
         ("passages-by-gateway", {"passages": {"by": "gateway"}}),
-        ("passages rank", {"passages": {"rank": True}}),
-        ("passages-by-gateway rank", {"passages": {"by": "gateway", "rank": True}}),
+        ("passages no-rank", {"passages": {"rank": False}}),
+        ("passages-by-gateway no-rank", {"passages": {"by": "gateway", "rank": False}}),
     ],
     "chunked": [
         ("none", {}),
@@ -61,11 +63,16 @@ STAGES: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("per_group=1 unfolded", {"per_group": 1, "fold_groups": False}),
         ("passages", {"passages": {}}),
         ("passages per_group=1", {"passages": {}, "per_group": 1}),
+        ("passages no-rank", {"passages": {"rank": False}}),
     ],
-    "nested": [("none", {}), ("passages", {"passages": {}})],
+    "nested": [
+        ("none", {}),
+        ("passages", {"passages": {}}),
+        ("passages rank", {"passages": {"rank": True}}),
+    ],
 }
 """Per shape: (stage setting, the store's search keys for it)."""
-ENGINE_ONLY = frozenset({"passages-by-gateway", "passages-by-gateway rank"})
+ENGINE_ONLY = frozenset({"passages-by-gateway", "passages-by-gateway no-rank"})
 """Stage settings that differ from another only where the engine has a highlighter."""
 
 

@@ -86,9 +86,10 @@ def passages_of(
     anchors: Sequence[Anchor] = (),
 ) -> Passages | None:
     """The hit's passages: its fragments located in its content, each cut to
-    ``spec.fragment_chars``. With ``anchors`` (the nested passages the kNN leg matched,
-    :mod:`connectors.lucene.nested`) found in the content, the passage inside them
-    leads (:func:`anchored`). None: the content is one string within
+    ``spec.fragment_chars``, in text order (``best``: the highlighter's first). With
+    ``anchors`` (the nested passages the kNN leg matched, :mod:`connectors.lucene.nested`)
+    found in the content, the passage inside them leads (:func:`anchored`) and is
+    ``best``. None: the content is one string within
     ``spec.max_chars`` (it is its own passage), is not one string, or neither a
     fragment nor an anchor is in it."""
     text = value_at(source, content)
@@ -101,8 +102,10 @@ def passages_of(
         spans = anchored(text, spans or [], regions, cap)
     if not spans:
         return None
-    spans = widen(text, choose(text, spans, spec.count), cap)
-    return Passages(tuple(spans), tuple(text[s:e] for s, e in spans), len(text))
+    chosen = choose(text, spans, spec.count)
+    best = chosen.index(spans[0])  # the ranked first is always chosen
+    spans = widen(text, chosen, cap)
+    return Passages(tuple(spans), tuple(text[s:e] for s, e in spans), len(text), best)
 
 
 def anchored(

@@ -31,6 +31,11 @@ from gateway.config.stores import DemoConfig, StoreBase
 class LuceneSearchConfig(LuceneSearchKeys, SearchConfig):
     """Elasticsearch and OpenSearch: BM25 over text fields, kNN on a dense_vector field."""
 
+    @property
+    def ranks_by_passage(self) -> bool:
+        """The kNN leg ranks a document by its best nested passage (``nested_passages``)."""
+        return self.nested_passages is not None
+
 
 class QdrantSearchConfig(QdrantSearchKeys, SearchConfig):
     """Qdrant: lexical is a named sparse vector; dense is the named (or default) vector."""

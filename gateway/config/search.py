@@ -121,6 +121,12 @@ class SearchConfig(EngineSearchKeys):
         """How many neighbours a kNN search (and a Qdrant prefetch) considers."""
         return self.candidates or DEFAULT_CANDIDATES
 
+    @property
+    def ranks_by_passage(self) -> bool:
+        """The engine already ranks each document by its best passage (nested passages):
+        the passage stage's rank is then off unless set."""
+        return False
+
     def fusion_depth(self, limit: int) -> int | None:
         """Hits per Lucene hybrid leg for a page of ``limit``; None: ``knn_candidates``.
 

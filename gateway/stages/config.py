@@ -38,11 +38,13 @@ class PassagesConfig(BaseModel):
         pattern="^(sentence|paragraph)$",
         description="what a window is made of: sentences, or paragraphs (blank-line separated)",
     )
-    rank: bool = Field(
-        default=False,
-        description="re-order the page by each record's best paragraph holding a passage "
-        "(BM25 over the page's such paragraphs), fused by reciprocal rank with the "
-        "engine's order: for indexes of long documents of several sections",
+    rank: bool | None = Field(
+        default=None,
+        description="re-order the page by each record's best paragraph (BM25 over the "
+        "page's such paragraphs), fused by reciprocal rank with the engine's order; a "
+        "page none of whose records holds more than one paragraph keeps its order. "
+        "Unset: on, except where search.nested_passages has the engine rank each "
+        "document by its best passage already",
     )
     by: Literal["engine", "gateway"] = Field(
         default="engine",

@@ -10,6 +10,7 @@ term gives its head.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 from urllib.parse import quote, urlsplit
 
 from gateway.a2m.records import Record
@@ -94,32 +95,47 @@ def select(
     """The passages of ``text`` for ``query``: at most ``config.count``, within ``max_chars``
     together (with SEPARATOR between them). ``wanted``: ``query_terms(query)``, when the
     caller has them already."""
-    return selected(text, config, query_terms(query) if wanted is None else wanted)[0]
+    return selected(text, config, query_terms(query) if wanted is None else wanted).spans
+
+
+class Selection(NamedTuple):
+    """:func:`selected`'s answer."""
+
+    spans: list[Span]
+    """The passages, in text order."""
+    best: int
+    """The index in ``spans`` of the best-scoring one (0 when none holds a query term)."""
+    units: list[Unit] | None
+    """The paragraphs holding them as gateway.stages.rank scores them (None: not asked
+    for, or ``text`` was not scanned)."""
 
 
 def selected(
     text: str, config: PassagesConfig, wanted: list[str], units: bool = False
-) -> tuple[list[Span], list[Unit] | None]:
+) -> Selection:
     """:func:`select`'s passages of ``text`` for the query terms ``wanted`` and, with
     ``units``, the paragraphs holding them as the rank scores them (gateway.stages.rank,
-    counted from the hits the selection found; None: ``text`` was not scanned)."""
+    counted from the hits the selection found)."""
     cap = config.max_chars
     if len(text) <= cap:
-        return ([Span(0, len(text))] if text else []), None
+        return Selection([Span(0, len(text))] if text else [], 0, None)
     per = max(cap // config.count - len(SEPARATOR), 1)
     paragraphs = config.unit == "paragraph"
     scan = Scan(text)
     terms_ = scan.terms(wanted)
     hits = find_terms(scan.view, terms_)
     found = windows(scan.view, terms_, per, paragraphs, config.count, hits)
+    best = 0
     if not found:
         spans = [Span(0, unit_end(text, 0, per, paragraphs))]
     else:
-        at = scan.chars([p for s in choose(found, config.count) for p in s])
+        chosen = choose(found, config.count)
+        best = chosen.index(Span(found[0].start, found[0].end))  # always chosen
+        at = scan.chars([p for s in chosen for p in s])
         spans = [Span(at[i], at[i + 1]) for i in range(0, len(at), 2)]
     if not units:
-        return spans, None
-    return spans, counted(text, scan.chars(hits[0]), hits[1], spans)
+        return Selection(spans, best, None)
+    return Selection(spans, best, counted(text, scan.chars(hits[0]), hits[1], spans))
 
 
 def text_fragment_uri(uri: str | None, passage: str) -> str | None:
@@ -148,18 +164,23 @@ class PassageStage:
 
     ``metadata.passage`` says where they sit in the whole content that
     ``memory/fetch`` returns: ``offsets`` ([start, end) character pairs), ``length``
-    (the whole content's characters) and, where the record's ``uri`` scheme allows,
-    ``uri`` (the record's ``uri`` with a text fragment at the first passage).
+    (the whole content's characters), ``best`` (the index in ``offsets`` of the passage
+    that scored highest: the engine's first, or the gateway's best window) and, where the
+    record's ``uri`` scheme allows, ``uri`` (the record's ``uri`` with a text fragment at
+    the first passage).
     """
 
     name = "passages"
 
-    def __init__(self, config: PassagesConfig, *, by_engine: bool = False) -> None:
+    def __init__(
+        self, config: PassagesConfig, *, by_engine: bool = False, rank: bool | None = None
+    ) -> None:
         """``by_engine``: the engine's highlighter chose the passages (the connector's
-        records arrive cut, with ``metadata.passage``); the gateway cuts only a record
-        still longer than the cap."""
+        records arrive whole, with ``metadata.passage``). ``rank``: re-order the page
+        (gateway.stages.rank); None: ``config.rank``, unset there: on."""
         self.config = config
         self.by_engine = by_engine
+        self.rank = rank if rank is not None else config.rank is not False
         self._shares: dict[int, PassagesConfig] = {}
 
     def describe(self) -> dict[str, object]:
@@ -170,7 +191,7 @@ class PassageStage:
 
     def describe_rank(self) -> dict[str, object] | None:
         """describe's entry for the re-ordering by best passage (``rank``), when it is on."""
-        if not self.config.rank:
+        if not self.rank:
             return None
         return {"stage": "rank", "by": "best_paragraph", "k": RANK_K}
 
@@ -187,7 +208,9 @@ class PassageStage:
         at least MIN_SHARE characters.
         """
         wanted = query_terms(query)
-        rank = self.config.rank and len(records) > 1
+        # The rank adds what the engine does not see, which section of a record answers:
+        # a page none of whose records holds more than one paragraph keeps its order.
+        rank = self.rank and len(records) > 1 and any("\n\n" in (r.content or "") for r in records)
         units: list[list[Unit]] = []
         for i, record in enumerate(records):
             folded = folds[i] if folds else []
@@ -220,9 +243,10 @@ class PassageStage:
 
     @staticmethod
     def _cut(record: Record, wanted: list[str], config: PassagesConfig, rank: bool) -> list[Unit]:
-        """Cut ``record`` to its passages; with ``rank``, the paragraphs holding them as
-        gateway.stages.rank scores them (the whole text when it is its own passage),
-        else []."""
+        """Cut ``record`` to its passages; with ``rank``, the paragraphs gateway.stages.rank
+        scores, else []: where the engine chose the passages, the paragraph holding the
+        one it ranked first (``best``); where the gateway did, those holding them all
+        (counted from its selection's hits); the whole text when it is its own passage."""
         text = record.content or ""
         where = (record.metadata or {}).get("passage")
         if isinstance(where, dict):  # the engine chose the passages (gateway.store.mapping)
@@ -234,11 +258,11 @@ class PassageStage:
             if not rank:
                 return []
             if whole:
-                return scanned(text, _offsets(record), wanted)
+                return scanned(text, _best(where), wanted)
             return scanned(record.content or "", [], wanted)
         if not text or len(text) <= config.max_chars:
             return scanned(text, [], wanted) if rank else []
-        spans, units = selected(text, config, wanted, units=rank)
+        spans, best, units = selected(text, config, wanted, units=rank)
         if not spans:
             return scanned(text, [], wanted) if rank else []
         texts = [text[s.start : s.end] for s in spans]
@@ -246,7 +270,7 @@ class PassageStage:
         offsets = [(s.start, s.end) for s in spans]
         record.metadata = {
             **(record.metadata or {}),
-            "passage": passage_metadata(offsets, texts, len(text), record.uri),
+            "passage": passage_metadata(offsets, texts, len(text), record.uri, best),
         }
         return units or []
 
@@ -259,19 +283,32 @@ def _engine_cut(record: Record, text: str, where: dict[str, object]) -> None:
         record.content = SEPARATOR.join(text[s:e] for s, e in offsets)
 
 
-def _offsets(record: Record) -> list[tuple[int, int]]:
-    where = (record.metadata or {}).get("passage")
-    offsets = where.get("offsets") if isinstance(where, dict) else None
-    return [(s, e) for s, e in offsets] if isinstance(offsets, list) else []
+def _best(where: dict[str, object]) -> list[tuple[int, int]]:
+    """The span of the best passage in ``metadata.passage`` (``offsets[best]``; no
+    ``best``: all of them)."""
+    offsets = where.get("offsets")
+    if not isinstance(offsets, list):
+        return []
+    best = where.get("best")
+    if isinstance(best, int) and 0 <= best < len(offsets):
+        offsets = offsets[best : best + 1]
+    return [(s, e) for s, e in offsets]
 
 
 def passage_metadata(
-    offsets: list[tuple[int, int]], texts: list[str], length: int, uri: str | None
+    offsets: list[tuple[int, int]],
+    texts: list[str],
+    length: int,
+    uri: str | None,
+    best: int | None = None,
 ) -> dict[str, object]:
     """``metadata.passage``: the passages' ``offsets`` ([start, end) pairs) in the whole
-    content of ``length`` characters, and, where ``uri``'s scheme allows, ``uri`` with a
-    text fragment at the first passage."""
+    content of ``length`` characters, ``best`` (the index of the best-scoring one, when
+    known) and, where ``uri``'s scheme allows, ``uri`` with a text fragment at the first
+    passage."""
     where: dict[str, object] = {"offsets": [[s, e] for s, e in offsets], "length": length}
+    if best is not None:
+        where["best"] = best
     anchored = text_fragment_uri(uri, texts[0]) if texts else None
     if anchored is not None:
         where["uri"] = anchored
@@ -306,7 +343,7 @@ def _shorten(record: Record, max_chars: int) -> None:
         spans.append((start, start + len(text)))
         room -= len(text)
     record.content = SEPARATOR.join(kept)
-    record.metadata = {
-        **meta,
-        "passage": passage_metadata(spans, kept, int(where.get("length", 0)), record.uri),
-    }
+    best = where.get("best")
+    best = best if isinstance(best, int) and best < len(kept) else None  # cut away: unknown
+    length = int(where.get("length", 0))
+    record.metadata = {**meta, "passage": passage_metadata(spans, kept, length, record.uri, best)}

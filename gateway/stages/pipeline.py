@@ -22,11 +22,12 @@ class Stages:
             GroupCapStage(search.per_group, search.fold_groups) if search.per_group else None
         )
         passages = search.passages
-        self.passages = (
-            PassageStage(passages, by_engine=engine_passages)
-            if passages and passages.enabled
-            else None
-        )
+        self.passages = None
+        if passages and passages.enabled:
+            # Unset, the rank is on, except where the engine already ranks each document by
+            # its best passage (nested passages' kNN leg): there it ranked worse.
+            rank = passages.rank if passages.rank is not None else not search.ranks_by_passage
+            self.passages = PassageStage(passages, by_engine=engine_passages, rank=rank)
 
     def describe(self) -> list[dict[str, object]]:
         """describe's ``search.stages``: what runs on this store, in order."""

@@ -85,7 +85,7 @@ class RecordMapper:
             # here, their offsets in it, and the passage stage cuts it to them.
             p = hit.passages
             content: str | None = self._content(src)
-            where = passage_metadata(list(p.spans), list(p.texts), p.length, uri)
+            where = passage_metadata(list(p.spans), list(p.texts), p.length, uri, p.best)
             metadata = {**(metadata or {}), "passage": where}
         elif hit.highlight is not None:
             content = hit.highlight

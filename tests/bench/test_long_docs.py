@@ -83,24 +83,28 @@ def test_the_shapes_run_through_the_gateway_on_qdrant(tmp_path: Path, scifact_di
         "per_group=1 unfolded",
         "passages",
         "passages per_group=1",
+        "passages no-rank",
     }
     passages, whole = cells["long"]["passages"], cells["whole"]["none"]
-    ranked = cells["long"]["passages rank"]
-    assert set(cells["long"]) == {"passages", "passages rank"}  # no highlighter: no by-gateway
-    assert ranked["max_record_chars"] <= 600
-    for cell in (passages, ranked, whole, *cells["chunked"].values()):
+    unranked = cells["long"]["passages no-rank"]
+    assert set(cells["long"]) == {"passages", "passages no-rank"}  # no highlighter: no by-gateway
+    assert unranked["max_record_chars"] <= 600
+    for cell in (passages, unranked, whole, *cells["chunked"].values()):
         assert cell["queries"] == 8
         assert cell["errors"] == 0
         assert 0.0 <= cell["evidence_at_k"] <= 1.0
     assert passages["max_record_chars"] <= 600 < whole["max_record_chars"]
-    # The same documents, the same ranking: passages change contents, not the order.
-    assert passages["doc_ndcg10"] == whole["doc_ndcg10"]
+    # Without the rank, the same documents in the same order: passages change contents.
+    assert unranked["doc_ndcg10"] == whole["doc_ndcg10"]
     assert whole["evidence_at_k"] > 0  # relevant abstracts are found at all
     # The cap keeps one record a document, folded or not: the same documents, in order.
     chunked = cells["chunked"]
     assert chunked["per_group=1"]["doc_ndcg10"] == chunked["per_group=1 unfolded"]["doc_ndcg10"]
     assert chunked["passages per_group=1"]["max_record_chars"] <= 600
-    assert table.count("| qdrant | hybrid |") == 8
+    # Chunks of one section each: the rank leaves the page in the engine's order.
+    for measure in ("doc_ndcg10", "evidence_at_k", "chars_per_query"):
+        assert chunked["passages"][measure] == chunked["passages no-rank"][measure]
+    assert table.count("| qdrant | hybrid |") == 9
 
 
 @pytest.mark.integration
@@ -136,12 +140,13 @@ def test_the_nested_shape_runs_through_the_gateway_on_elasticsearch_9(
     )
     cells = report["elasticsearch"]["hybrid"]
     assert set(cells) == {"nested", "whole"}
-    assert set(cells["nested"]) == {"none", "passages"}
+    assert set(cells["nested"]) == {"none", "passages", "passages rank"}
     passages, plain = cells["nested"]["passages"], cells["nested"]["none"]
-    for cell in (passages, plain, cells["whole"]["none"]):
+    ranked = cells["nested"]["passages rank"]
+    for cell in (passages, ranked, plain, cells["whole"]["none"]):
         assert cell["queries"] == 8
         assert cell["errors"] == 0
     assert passages["max_record_chars"] <= 600 < plain["max_record_chars"]
-    # Passages change contents, not the ranking the nested kNN leg gives.
+    # No rank by default here: passages change contents, not the nested kNN leg's ranking.
     assert passages["doc_ndcg10"] == plain["doc_ndcg10"]
-    assert table.count("| elasticsearch | hybrid |") == 3
+    assert table.count("| elasticsearch | hybrid |") == 4

@@ -138,6 +138,7 @@ async def test_elasticsearch_knn_leg_searches_the_nested_vectors_scoped_with_inn
     (hit,) = hits
     assert hit.passages is not None
     assert [s for s, _ in hit.passages.spans] == [SECOND, THIRD]
+    assert hit.passages.best == 1  # the named section's passage, second in text order
     assert hit.passages.texts[1] == "Bone scans measure density. The scans are quick and"
     assert hit.passages.texts == tuple(DOC[s:e] for s, e in hit.passages.spans)
 

@@ -122,6 +122,24 @@ def test_hits_carry_the_fragments_located_in_their_content() -> None:
     assert short_hit.passages is None  # within the cap: the content is its own passage
 
 
+def test_the_passage_the_highlighter_ranked_first_is_best_whatever_its_place() -> None:
+    t = _translator(**PASSAGES)
+    paragraphs = [f"Section {i} says little about anything at all here." for i in range(4)]
+    text = "\n\n".join(paragraphs) + "\n\n" + "x " * 40
+    # Best first, as the highlighter orders them (``order: score``): the third section's.
+    fragments = [paragraphs[2], paragraphs[0]]
+    response = {
+        "hits": {
+            "hits": [{"_id": "1", "_source": {"text": text}, "highlight": {"text": fragments}}]
+        }
+    }
+    (hit,) = t.hits(response, with_vectors=False)
+    assert hit.passages is not None
+    starts = [s for s, _ in hit.passages.spans]
+    assert starts == [0, text.index("Section 2")]  # in text order
+    assert hit.passages.best == 1
+
+
 def test_locate_finds_each_fragment_and_refuses_one_not_in_the_text() -> None:
     text = "Alpha one. Beta two is here.\n\nGamma three!"
     assert locate(text, ["Gamma three!", " Beta two is here. "], 100) == [(30, 42), (11, 28)]

@@ -39,7 +39,8 @@ def test_elasticsearch_and_opensearch_stores_give_the_passages_to_the_highlighte
         want = PassageSpec(max_chars=120, count=2, fragment_chars=57)
         assert connector_spec(config).search.passages == want
         assert Stages(config.search, engine_passages=True).describe() == [
-            {"stage": "passages", "by": "engine", "max_chars": 120, "count": 2}
+            {"stage": "passages", "by": "engine", "max_chars": 120, "count": 2},
+            {"stage": "rank", "by": "best_paragraph", "k": 60},
         ]
     assert engine_passages(_config("elasticsearch", by="gateway")) is None
     assert engine_passages(_config("qdrant")) is None  # no highlighter: the gateway's

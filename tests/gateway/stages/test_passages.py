@@ -132,6 +132,7 @@ def test_the_stage_cuts_content_and_says_where_the_passage_sits() -> None:
     [[start, end]] = where["offsets"]
     assert text[start:end] == record.content
     assert where["length"] == len(text)
+    assert where["best"] == 0
     assert where["uri"].startswith("https://example.org/a#:~:text=")
     assert short.content == "short and whole."
     assert short.metadata is None
@@ -160,8 +161,40 @@ def test_passages_the_engine_chose_are_shortened_to_a_folds_share_with_their_off
     assert len(cut.content) <= 300 - 1  # its share: half the cap, less the fold separator
     where = cut.metadata["passage"]
     assert where["length"] == len(doc)
+    assert "best" not in where  # the mapper gave none: not made up
     for (start, end), text in zip(where["offsets"], cut.content.split(SEPARATOR), strict=True):
         assert doc[start:end] == text
+
+
+def test_the_best_passage_is_named_in_text_order_and_kept_only_while_it_is_kept() -> None:
+    # The gateway's selection: the window holding most of the query, wherever it sits.
+    lead = "Fractures were rare. " + "Filler words about nothing at all. " * 12
+    text = lead + "\n\n" + "Vitamin D deficiency raises the risk of bone fractures. " * 2
+    text += "\n\n" + "Filler words about nothing at all. " * 12
+    record = Record(id="1", content=text)
+    PassageStage(PassagesConfig(max_chars=300, count=2, rank=False)).apply(
+        [record], "vitamin D bone fractures"
+    )
+    assert record.metadata is not None
+    where = record.metadata["passage"]
+    assert len(where["offsets"]) == 2
+    best = where["offsets"][where["best"]]
+    assert where["best"] == 1
+    assert text[best[0] : best[1]].startswith("Vitamin D deficiency")
+    # The engine's: a best passage the cap cuts away is no longer named.
+    doc = "Alpha beta gamma delta epsilon zeta. " * 20 + "Eta theta iota kappa lambda mu. " * 20
+    at = doc.index("Eta")
+    offsets = [[0, 296], [at, at + 280]]
+    for best_in, best_out in ((0, 0), (1, None)):
+        cut = Record(
+            id="1",
+            content=doc[:296] + SEPARATOR + doc[at : at + 280],
+            metadata={"passage": {"offsets": offsets, "length": len(doc), "best": best_in}},
+        )
+        # Room for the first passage only.
+        PassageStage(PassagesConfig(max_chars=299, count=4), by_engine=True).apply([cut], "alpha")
+        assert cut.metadata is not None
+        assert cut.metadata["passage"].get("best") == best_out
 
 
 def test_passages_config_in_search() -> None:

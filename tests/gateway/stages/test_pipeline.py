@@ -33,7 +33,8 @@ def test_with_passages_the_stage_is_listed_and_cuts_long_contents() -> None:
     search = LuceneSearchConfig.model_validate({"text_fields": ["t"], "passages": {}})
     stages = Stages(search)
     assert stages.describe() == [
-        {"stage": "passages", "max_chars": 600, "count": 4, "unit": "sentence"}
+        {"stage": "passages", "max_chars": 600, "count": 4, "unit": "sentence"},
+        {"stage": "rank", "by": "best_paragraph", "k": 60},
     ]
     content = "Filler words about nothing. " * 100 + "The answer is here. " + "More. " * 100
 
@@ -53,7 +54,7 @@ def test_a_capped_groups_folded_records_share_the_passage_cap() -> None:
         {"text_fields": ["t"], "passages": {}, "per_group": 1}
     )
     stages = Stages(search)
-    assert [s["stage"] for s in stages.describe()] == ["per_group", "passages"]
+    assert [s["stage"] for s in stages.describe()] == ["per_group", "passages", "rank"]
     filler = "Filler words about nothing. " * 60
 
     def chunk(i: int, group: str, answer: str) -> Record:
@@ -87,3 +88,23 @@ def test_a_capped_groups_folded_records_share_the_passage_cap() -> None:
     )
     assert records[1].metadata is not None
     assert "chunks" not in records[1].metadata
+
+
+def test_the_rank_is_off_by_default_where_the_knn_leg_ranks_by_the_best_passage() -> None:
+    def stages(nested: bool, **passages: object) -> list[object]:
+        search: dict[str, object] = {
+            "mode": "hybrid",
+            "text_fields": ["text"],
+            "vector_field": "s.v" if nested else "v",
+            "embedder": {"kind": "minilm"},
+            "passages": passages,
+        }
+        if nested:
+            search["nested_passages"] = {"path": "s", "text_field": "s.t"}
+        config = LuceneSearchConfig.model_validate(search)
+        return [s["stage"] for s in Stages(config, engine_passages=True).describe()]
+
+    assert stages(nested=False) == ["fusion", "passages", "rank"]
+    assert stages(nested=True) == ["fusion", "passages"]
+    assert stages(nested=True, rank=True) == ["fusion", "passages", "rank"]
+    assert stages(nested=False, rank=False) == ["fusion", "passages"]

@@ -79,13 +79,13 @@ def test_the_stage_moves_the_record_whose_section_answers_up_with_its_folds() ->
         records.append(Record(id="answer", content=ANSWER))
         return records, [[Record(id=f"f{r.id}", content="folded")] for r in records]
 
-    config = PassagesConfig(max_chars=400, count=2)
+    config = PassagesConfig(max_chars=400, count=2, rank=False)
     records, folds = page()
     PassageStage(config).apply(records, QUERY, folds)
     assert [r.id for r in records] == ["0", "1", "2", "answer"]  # rank off: as read
 
     records, folds = page()
-    PassageStage(config.model_copy(update={"rank": True})).apply(records, QUERY, folds)
+    PassageStage(PassagesConfig(max_chars=400, count=2)).apply(records, QUERY, folds)
     assert [r.id for r in records] == ["0", "answer", "1", "2"]
     assert [f[0].id for f in folds] == ["f0", "fanswer", "f1", "f2"]
     assert records[1].content is not None
@@ -116,14 +116,48 @@ def test_the_stage_ranks_by_the_engines_passages_of_a_whole_content() -> None:
     assert records[0].content == SPREAD[first : first + 29]
 
 
+def test_the_engines_passages_are_ranked_by_the_paragraph_of_its_best_one() -> None:
+    # Each record's passages lie in the answering section and in a filler one; the rank
+    # scores the paragraph of the passage the engine ranked first (``best``).
+    at, filler = ANSWER.index("Vitamin D"), ANSWER.index("Nothing")
+    spans = [[filler, filler + 20], [at, at + 55]]
+
+    def page(best: int) -> list[Record]:
+        where = {"passage": {"offsets": spans, "length": len(ANSWER), "best": best}}
+        first = SPREAD.index("Vitamin levels")
+        one = {"passage": {"offsets": [[first, first + 29]], "length": len(SPREAD), "best": 0}}
+        records = [Record(id=str(i), content=SPREAD, metadata=dict(one)) for i in range(3)]
+        return [*records, Record(id="answer", content=ANSWER, metadata=where)]
+
+    for best, order in ((1, ["0", "answer", "1", "2"]), (0, ["0", "1", "2", "answer"])):
+        records = page(best)
+        PassageStage(PassagesConfig(), by_engine=True).apply(records, QUERY)
+        assert [r.id for r in records] == order, best
+
+
+def test_a_page_of_records_of_one_paragraph_each_keeps_its_order() -> None:
+    # Chunks of one section each: the engine scored each apart, the rank leaves them be;
+    # the same texts as sections of one record each are re-ordered (the control).
+    def flat(text: str) -> str:
+        return text.replace("\n\n", " ")
+
+    for shape, order in ((flat, ["0", "1", "2", "answer"]), (str, ["0", "answer", "1", "2"])):
+        records = [Record(id=str(i), content=shape(SPREAD)) for i in range(3)]
+        records.append(Record(id="answer", content=shape(ANSWER)))
+        PassageStage(PassagesConfig(max_chars=400, count=2)).apply(records, QUERY)
+        assert [r.id for r in records] == order
+
+
 def test_describe_lists_the_rank_after_the_passages_only_when_it_is_on() -> None:
     on = LuceneSearchConfig.model_validate({"text_fields": ["t"], "passages": {"rank": True}})
     assert Stages(on, engine_passages=True).describe() == [
         {"stage": "passages", "by": "engine", "max_chars": 600, "count": 4},
         {"stage": "rank", "by": "best_paragraph", "k": 60},
     ]
-    off = LuceneSearchConfig.model_validate({"text_fields": ["t"], "passages": {}})
+    off = LuceneSearchConfig.model_validate({"text_fields": ["t"], "passages": {"rank": False}})
     assert [s["stage"] for s in Stages(off).describe()] == ["passages"]
+    default = LuceneSearchConfig.model_validate({"text_fields": ["t"], "passages": {}})
+    assert [s["stage"] for s in Stages(default).describe()] == ["passages", "rank"]
 
 
 def test_a_recall_through_the_stages_comes_back_re_ordered() -> None:
@@ -168,7 +202,7 @@ def test_the_selections_own_hits_count_each_paragraph_as_a_scan_of_it_does(accen
     )
     config = PassagesConfig(max_chars=300, count=3)
     wanted = query_terms("vitamin bone fractures hip")
-    spans, units = selected(text, config, wanted, units=True)
+    spans, _, units = selected(text, config, wanted, units=True)
     assert units is not None
     assert len(spans) == 3
     assert units == scanned(text, [(s.start, s.end) for s in spans], wanted)
