@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from connectors.factory import make_connector
+from connectors.qdrant.sparse import LexicalSparseEncoder
 from gateway.a2m.params import FetchParams, RecallParams
 from gateway.config import validate_store
 from gateway.stages.passages import query_terms
@@ -27,7 +28,7 @@ from gateway.store.connector_spec import connector_spec
 from gateway.store.store import Store
 from tests.conftest import lucene_node
 from tests.support import lucene_loader
-from tests.support.scifact import SciFact, load_qdrant, subset
+from tests.support.scifact import DENSE, SPARSE, SciFact, load_qdrant, subset
 
 pytestmark = pytest.mark.integration
 
@@ -35,11 +36,11 @@ INDEX = "a2m-test-scifact"
 QUERIES = ["vitamin D deficiency and bone fractures", "insulin resistance in obesity"]
 
 
-def lucene_store(engine: str, url: str, group: str, **search: Any) -> Store:
+def lucene_store(engine: str, url: str, group: str, index: str = INDEX, **search: Any) -> Store:
     config = validate_store(
         {
             "backend": engine,
-            "index": INDEX,
+            "index": index,
             "connection": {"hosts": [url], "timeout_ms": 30_000},
             "mapping": {"id": "doc_id", "content": "text", "key": "key", "group": group},
             "search": {"mode": "lexical", "text_fields": ["title", "text"], **search},
@@ -76,15 +77,17 @@ def engine(
     return backend, url
 
 
-def store_of(engine: tuple[str, str], tmp: Path, group: str = "group", **search: Any) -> Store:
-    """A store on the engine; on qdrant-edge over its own copy of the shard (one client a
-    directory)."""
+def store_of(
+    engine: tuple[str, str], tmp: Path, group: str = "group", index: str = INDEX, **search: Any
+) -> Store:
+    """A store on the engine (a node's ``index``); on qdrant-edge over its own copy of the
+    shard (one client a directory)."""
     backend, where = engine
     if backend == "qdrant":
         copy = tmp / f"copy-{len(list(tmp.iterdir()))}"
         shutil.copytree(where, copy)
         return qdrant_store(copy, **search)
-    return lucene_store(backend, where, group, **search)
+    return lucene_store(backend, where, group, index, **search)
 
 
 async def test_passages_point_into_the_document_fetch_returns(
@@ -209,14 +212,81 @@ async def test_one_per_group_when_fewer_groups_than_limit(
         await store.close()
 
 
+LONG_INDEX = "a2m-test-long-stages"
+SECTIONS = 4
+"""Abstracts a long document holds, each a paragraph (a blank line apart)."""
+
+
+def _long_documents(sf: SciFact, n: int = 80) -> list[tuple[str, str]]:
+    """(id, content) of ``n`` documents of SECTIONS consecutive SciFact abstracts each."""
+    out = []
+    for i in range(n):
+        ids = sf.corpus_ids[i * SECTIONS : (i + 1) * SECTIONS]
+        out.append((str(i + 1), "\n\n".join(sf.content(d) for d in ids)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def long_engine(
+    engine: tuple[str, str], scifact: SciFact, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, str]:
+    """``engine`` holding documents of several paragraphs (:func:`_long_documents`): in
+    LONG_INDEX on a node, or a qdrant-edge shard of its own."""
+    backend, where = engine
+    docs = _long_documents(scifact)
+    if backend == "qdrant":
+        from connectors.qdrant.shard import ShardPoint, create_shard, shard_dir, write_points
+
+        path = tmp_path_factory.mktemp("stages-long")
+        encoder = LexicalSparseEncoder(
+            avgdl=LexicalSparseEncoder.average_length(c for _, c in docs)
+        )
+        shard = create_shard(
+            shard_dir(str(path), "stages"), dense={DENSE: (384, "cosine")}, sparse_idf=[SPARSE]
+        )
+        vector = scifact.doc_vector(scifact.corpus_ids[0])
+        points = [
+            ShardPoint(
+                id=int(i),
+                vectors={DENSE: vector, SPARSE: encoder.encode_document(content)},
+                payload={"content": content, "key": f"long/{i}", "group": f"g{i}"},
+            )
+            for i, content in docs
+        ]
+        try:
+            write_points(shard, points, 100)
+        finally:
+            shard.close()
+        return backend, str(path)
+    client = lucene_loader.lucene_client(backend, where)
+    try:
+        if client.indices.exists(index=LONG_INDEX):
+            client.indices.delete(index=LONG_INDEX)
+        client.indices.create(index=LONG_INDEX, body=lucene_loader.index_body(backend))  # type: ignore[arg-type]
+        for i, content in docs:
+            source = {
+                "doc_id": i,
+                "key": f"long/{i}",
+                "title": "",
+                "text": content,
+                "group": f"g{i}",
+            }
+            client.index(index=LONG_INDEX, id=i, body=source)
+        client.indices.refresh(index=LONG_INDEX)
+    finally:
+        client.close()
+    return backend, where
+
+
 async def test_passages_rank_orders_the_page_by_its_best_passage_paragraphs(
-    engine: tuple[str, str], tmp_path: Path, scifact: SciFact
+    long_engine: tuple[str, str], tmp_path: Path, scifact: SciFact
 ) -> None:
     # The highlighter's passages on Elasticsearch/OpenSearch, the gateway's on qdrant-edge.
     passages = {"max_chars": 300, "count": 2}
-    ranked = store_of(engine, tmp_path, passages={**passages, "rank": True})
-    plain = store_of(engine, tmp_path, passages=passages)
-    queries = [*QUERIES, *(scifact.queries[q] for q in scifact.query_ids[:8])]
+    index = {} if long_engine[0] == "qdrant" else {"index": LONG_INDEX}
+    ranked = store_of(long_engine, tmp_path, passages=passages, **index)  # on by default
+    plain = store_of(long_engine, tmp_path, passages={**passages, "rank": False}, **index)
+    queries = [*QUERIES, *(scifact.queries[q] for q in scifact.query_ids[:12])]
     moved = 0
     try:
         await ranked.ensure_started()
@@ -227,13 +297,17 @@ async def test_passages_rank_orders_the_page_by_its_best_passage_paragraphs(
         for query in queries:
             got = (await ranked.recall(RecallParams(query=query, limit=10)))["records"]
             page = (await plain.recall(RecallParams(query=query, limit=10)))["records"]
-            # The same page, re-ordered as gateway.stages.rank orders the whole documents
-            # by the paragraphs their passages lie in.
+            # The same page, re-ordered as gateway.stages.rank orders the whole documents:
+            # by the paragraph of the engine's best passage, or by those of all the
+            # gateway's passages.
             texts: list[tuple[str, list[tuple[int, int]]]] = []
             for record in page:
                 document = (await plain.fetch(FetchParams(key=record["key"])))["record"]
                 where = record.get("metadata", {}).get("passage", {"offsets": []})
-                texts.append((document["content"], [(s, e) for s, e in where["offsets"]]))
+                spans = [(s, e) for s, e in where["offsets"]]
+                if long_engine[0] != "qdrant" and spans:
+                    spans = spans[where["best"] : where["best"] + 1]
+                texts.append((document["content"], spans))
             wanted = query_terms(query)
             order = fused_order(best_paragraph_scores([scanned(t, s, wanted) for t, s in texts]))
             want = [page[i]["id"] for i in order]
@@ -243,6 +317,26 @@ async def test_passages_rank_orders_the_page_by_its_best_passage_paragraphs(
             assert [r["score"] for r in got] == [r["score"] for r in page]
             moved += want != [r["id"] for r in page]
         assert moved  # the rank changed some page's order: the check above is not vacuous
+    finally:
+        await ranked.close()
+        await plain.close()
+
+
+async def test_a_page_of_one_paragraph_records_keeps_the_engines_order(
+    engine: tuple[str, str], tmp_path: Path
+) -> None:
+    # SciFact's records are one abstract each: the rank, on by default, leaves the page.
+    passages = {"max_chars": 300, "count": 2}
+    ranked = store_of(engine, tmp_path, passages=passages)
+    plain = store_of(engine, tmp_path, passages={**passages, "rank": False})
+    try:
+        await ranked.ensure_started()
+        await plain.ensure_started()
+        for query in QUERIES:
+            got = (await ranked.recall(RecallParams(query=query, limit=10)))["records"]
+            page = (await plain.recall(RecallParams(query=query, limit=10)))["records"]
+            assert len(page) == 10
+            assert got == page
     finally:
         await ranked.close()
         await plain.close()
