@@ -42,7 +42,7 @@ class PassagesConfig(BaseModel):
         default=None,
         description="re-order the page by each record's best paragraph (BM25 over the "
         "page's such paragraphs), fused by reciprocal rank with the engine's order; a "
-        "page none of whose records holds more than one paragraph keeps its order. "
+        "page keeps its order unless each of its records holds more than one paragraph. "
         "Unset: on, except where search.nested_passages has the engine rank each "
         "document by its best passage already",
     )

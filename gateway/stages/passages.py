@@ -208,9 +208,11 @@ class PassageStage:
         at least MIN_SHARE characters.
         """
         wanted = query_terms(query)
-        # The rank adds what the engine does not see, which section of a record answers:
-        # a page none of whose records holds more than one paragraph keeps its order.
-        rank = self.rank and len(records) > 1 and any("\n\n" in (r.content or "") for r in records)
+        # The rank adds what the engine does not see, which section of a document answers:
+        # a page keeps its order unless each of its records holds more than one paragraph
+        # (a chunk of one section, or a page mixing such chunks with documents, does not
+        # compare like with like).
+        rank = self.rank and len(records) > 1 and all("\n\n" in (r.content or "") for r in records)
         units: list[list[Unit]] = []
         for i, record in enumerate(records):
             folded = folds[i] if folds else []

@@ -56,12 +56,12 @@ def test_in_process_it_measures_and_profiles_each_store(tmp_path: Path, scifact_
     assert [r[0] for r in rows] == [
         "qdrant-whole-none",
         "qdrant-long-passages",
-        "qdrant-long-passages-rank",
+        "qdrant-long-passages-no-rank",
     ]
     assert all(float(r[1]) > 0 for r in rows)
     assert rows[0][3] == "1.00x"
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "qdrant-long-passages-rank.prof",
+        "qdrant-long-passages-no-rank.prof",
         "qdrant-long-passages.prof",
         "qdrant-whole-none.prof",
     ]
@@ -74,9 +74,9 @@ def test_served_it_alternates_two_gateway_trees(scifact_dir: Path) -> None:
     assert names == [
         "this qdrant-whole-none",
         "this qdrant-long-passages",
-        "this qdrant-long-passages-rank",
+        "this qdrant-long-passages-no-rank",
         "before qdrant-whole-none",
         "before qdrant-long-passages",
-        "before qdrant-long-passages-rank",
+        "before qdrant-long-passages-no-rank",
     ]
     assert all(float(r[1]) >= 0 for r in rows)  # a 10 ms /proc tick can round to zero

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
@@ -135,15 +136,20 @@ def test_the_engines_passages_are_ranked_by_the_paragraph_of_its_best_one() -> N
         assert [r.id for r in records] == order, best
 
 
-def test_a_page_of_records_of_one_paragraph_each_keeps_its_order() -> None:
-    # Chunks of one section each: the engine scored each apart, the rank leaves them be;
-    # the same texts as sections of one record each are re-ordered (the control).
+def test_only_a_page_of_records_of_several_paragraphs_each_is_re_ordered() -> None:
+    # Chunks of one section each, or such chunks beside a document of sections: the page
+    # keeps the engine's order; the same texts as documents of sections are re-ordered.
     def flat(text: str) -> str:
         return text.replace("\n\n", " ")
 
-    for shape, order in ((flat, ["0", "1", "2", "answer"]), (str, ["0", "answer", "1", "2"])):
-        records = [Record(id=str(i), content=shape(SPREAD)) for i in range(3)]
-        records.append(Record(id="answer", content=shape(ANSWER)))
+    shapes: list[tuple[Callable[[str], str], Callable[[str], str], list[str]]] = [
+        (flat, flat, ["0", "1", "2", "answer"]),
+        (flat, str, ["0", "1", "2", "answer"]),
+        (str, str, ["0", "answer", "1", "2"]),
+    ]
+    for spread, answer, order in shapes:
+        records = [Record(id=str(i), content=spread(SPREAD)) for i in range(3)]
+        records.append(Record(id="answer", content=answer(ANSWER)))
         PassageStage(PassagesConfig(max_chars=400, count=2)).apply(records, QUERY)
         assert [r.id for r in records] == order
 
