@@ -33,7 +33,8 @@ class LuceneSearchConfig(LuceneSearchKeys, SearchConfig):
 
     @property
     def ranks_by_passage(self) -> bool:
-        """The kNN leg ranks a document by its best nested passage (``nested_passages``)."""
+        """The kNN leg ranks a document by its best nested passage (``nested_passages``;
+        whatever the store's default mode, a recall may ask for a hybrid or dense one)."""
         return self.nested_passages is not None
 
 

@@ -251,7 +251,8 @@ _RESULT: dict[str, Any] = {
         "passage": {
             "type": "object",
             "description": "where the snippet's passages sit in the document fetch returns: "
-            "offsets ([start, end) characters), length, uri (a text fragment link)",
+            "offsets ([start, end) characters), length, best (the index in offsets of the "
+            "passage ranked first), uri (a text fragment link)",
         },
     },
     "required": ["id", "cite", "title", "snippet", "store"],

@@ -42,7 +42,8 @@ class PassagesConfig(BaseModel):
         default=None,
         description="re-order the page by each record's best paragraph (BM25 over the "
         "page's such paragraphs), fused by reciprocal rank with the engine's order; a "
-        "page keeps its order unless each of its records holds more than one paragraph. "
+        "page keeps its order unless each of its records holds two paragraphs or more of "
+        "at least 150 characters. "
         "Unset: on, except where search.nested_passages has the engine rank each "
         "document by its best passage already",
     )

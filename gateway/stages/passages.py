@@ -70,6 +70,9 @@ MIN_SHARE = 150
 group's records fold into one within ``max_chars``)."""
 FRAGMENT_SCHEMES = frozenset({"http", "https"})
 """Schemes whose documents a browser opens at a text fragment (``#:~:text=``)."""
+SECTION_CHARS = 150
+"""Fewest characters of a paragraph that counts as a section (:func:`sectioned`): more than
+a heading or a title line."""
 FOLD_SEPARATOR = "\n\n"
 """Between the texts of a group's records folded into one content (gateway.stages.groups)."""
 
@@ -136,6 +139,24 @@ def selected(
     if not units:
         return Selection(spans, best, None)
     return Selection(spans, best, counted(text, scan.chars(hits[0]), hits[1], spans))
+
+
+def sectioned(text: str | None) -> bool:
+    """``text`` holds at least two paragraphs (blank-line separated) of SECTION_CHARS or
+    more: a document made of sections, not one section under a heading."""
+    if not text:
+        return False
+    found = start = 0
+    while True:
+        end = text.find("\n\n", start)
+        stop = len(text) if end < 0 else end
+        if len(text[start:stop].strip()) >= SECTION_CHARS:
+            found += 1
+            if found == 2:
+                return True
+        if end < 0:
+            return False
+        start = end + 2
 
 
 def text_fragment_uri(uri: str | None, passage: str) -> str | None:
@@ -209,10 +230,9 @@ class PassageStage:
         """
         wanted = query_terms(query)
         # The rank adds what the engine does not see, which section of a document answers:
-        # a page keeps its order unless each of its records holds more than one paragraph
-        # (a chunk of one section, or a page mixing such chunks with documents, does not
-        # compare like with like).
-        rank = self.rank and len(records) > 1 and all("\n\n" in (r.content or "") for r in records)
+        # a page keeps its order unless each of its records holds sections (a chunk of one
+        # section, or a page mixing such chunks with documents, does not compare alike).
+        rank = self.rank and len(records) > 1 and all(sectioned(r.content) for r in records)
         units: list[list[Unit]] = []
         for i, record in enumerate(records):
             folded = folds[i] if folds else []
@@ -346,6 +366,7 @@ def _shorten(record: Record, max_chars: int) -> None:
         room -= len(text)
     record.content = SEPARATOR.join(kept)
     best = where.get("best")
-    best = best if isinstance(best, int) and best < len(kept) else None  # cut away: unknown
+    if not (isinstance(best, int) and 0 <= best < len(kept)) or kept[best] != texts[best]:
+        best = None  # that passage was cut short or away: not named
     length = int(where.get("length", 0))
     record.metadata = {**meta, "passage": passage_metadata(spans, kept, length, record.uri, best)}

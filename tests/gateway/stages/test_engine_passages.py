@@ -54,7 +54,7 @@ def test_a_hit_with_engine_passages_becomes_a_record_that_says_where_they_sit() 
         "1",
         {"text": text, "key": "k", "url": "https://example.org/doc"},
         score=0.9,
-        passages=Passages(spans, tuple(text[s:e] for s, e in spans), len(text)),
+        passages=Passages(spans, tuple(text[s:e] for s, e in spans), len(text), best=1),
     )
     record = mapper.to_record(hit)
     assert record.content == text  # whole from the mapper: the passage stage cuts it
@@ -64,6 +64,7 @@ def test_a_hit_with_engine_passages_becomes_a_record_that_says_where_they_sit() 
     assert record.metadata is not None
     where = record.metadata["passage"]
     assert where["offsets"] == [[20, 40], [53, 74]]
+    assert where["best"] == 1  # the engine's first, second in text order
     assert where["length"] == len(text)
     assert where["uri"] == "https://example.org/doc#:~:text=Bone%20fractures%20rise."
     # An unranked read (fetch) of the same hit is the whole document.

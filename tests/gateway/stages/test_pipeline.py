@@ -91,9 +91,9 @@ def test_a_capped_groups_folded_records_share_the_passage_cap() -> None:
 
 
 def test_the_rank_is_off_by_default_where_the_knn_leg_ranks_by_the_best_passage() -> None:
-    def stages(nested: bool, **passages: object) -> list[object]:
+    def stages(nested: bool, mode: str = "hybrid", **passages: object) -> list[object]:
         search: dict[str, object] = {
-            "mode": "hybrid",
+            "mode": mode,
             "text_fields": ["text"],
             "vector_field": "s.v" if nested else "v",
             "embedder": {"kind": "minilm"},
@@ -108,3 +108,5 @@ def test_the_rank_is_off_by_default_where_the_knn_leg_ranks_by_the_best_passage(
     assert stages(nested=True) == ["fusion", "passages"]
     assert stages(nested=True, rank=True) == ["fusion", "passages", "rank"]
     assert stages(nested=False, rank=False) == ["fusion", "passages"]
+    # A lexical store too: a recall may ask it for a hybrid search, its kNN leg the nested one.
+    assert stages(nested=True, mode="lexical") == ["passages"]

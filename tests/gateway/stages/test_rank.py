@@ -10,7 +10,7 @@ import pytest
 from gateway.a2m.records import Record
 from gateway.config.engines import LuceneSearchConfig
 from gateway.stages.config import PassagesConfig
-from gateway.stages.passages import PassageStage, query_terms, selected
+from gateway.stages.passages import SECTION_CHARS, PassageStage, query_terms, sectioned, selected
 from gateway.stages.pipeline import Stages
 from gateway.stages.rank import best_paragraph_scores, fused_order, paragraphs_of, scanned
 
@@ -142,8 +142,12 @@ def test_only_a_page_of_records_of_several_paragraphs_each_is_re_ordered() -> No
     def flat(text: str) -> str:
         return text.replace("\n\n", " ")
 
+    def titled(text: str) -> str:  # a chunk under a title line: still one section
+        return "A title line\n\n" + flat(text) + "\n\n"
+
     shapes: list[tuple[Callable[[str], str], Callable[[str], str], list[str]]] = [
         (flat, flat, ["0", "1", "2", "answer"]),
+        (titled, titled, ["0", "1", "2", "answer"]),
         (flat, str, ["0", "1", "2", "answer"]),
         (str, str, ["0", "answer", "1", "2"]),
     ]
@@ -152,6 +156,18 @@ def test_only_a_page_of_records_of_several_paragraphs_each_is_re_ordered() -> No
         records.append(Record(id="answer", content=answer(ANSWER)))
         PassageStage(PassagesConfig(max_chars=400, count=2)).apply(records, QUERY)
         assert [r.id for r in records] == order
+
+
+def test_a_text_is_sectioned_by_two_paragraphs_of_a_sections_length() -> None:
+    body, section = "x" * SECTION_CHARS, "y" * (SECTION_CHARS - 1)
+    assert sectioned(f"{body}\n\n{body}")
+    assert sectioned(f"Title\n\n{body}\n\n\n\n{body}\n\nEnd")
+    assert not sectioned(f"Title\n\n{body}")  # one section under a heading
+    assert not sectioned(f"{body}\n\n")  # a blank line at the end
+    assert not sectioned(f"{body}\n\n{section}")
+    assert not sectioned(f"{body}\n{body}")  # one paragraph of two lines
+    assert not sectioned("")
+    assert not sectioned(None)
 
 
 def test_describe_lists_the_rank_after_the_passages_only_when_it_is_on() -> None:
