@@ -53,3 +53,8 @@ class PassagesConfig(BaseModel):
         "(Elasticsearch and OpenSearch, one mapping.content field; sentences, unit "
         "ignored), the gateway elsewhere; gateway: the gateway always",
     )
+
+    def ranks(self, engine_ranks_by_passage: bool = False) -> bool:
+        """Whether the page is re-ordered: ``rank`` when set; unset, on unless the engine
+        already ranks each document by its best passage (``engine_ranks_by_passage``)."""
+        return self.rank if self.rank is not None else not engine_ranks_by_passage

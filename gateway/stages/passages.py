@@ -198,10 +198,10 @@ class PassageStage:
     ) -> None:
         """``by_engine``: the engine's highlighter chose the passages (the connector's
         records arrive whole, with ``metadata.passage``). ``rank``: re-order the page
-        (gateway.stages.rank); None: ``config.rank``, unset there: on."""
+        (gateway.stages.rank); None: ``config.ranks()``."""
         self.config = config
         self.by_engine = by_engine
-        self.rank = rank if rank is not None else config.rank is not False
+        self.rank = config.ranks() if rank is None else rank
         self._shares: dict[int, PassagesConfig] = {}
 
     def describe(self) -> dict[str, object]:

@@ -24,9 +24,9 @@ class Stages:
         passages = search.passages
         self.passages = None
         if passages and passages.enabled:
-            # Unset, the rank is on, except where the engine already ranks each document by
-            # its best passage (nested passages' kNN leg): there it ranked worse.
-            rank = passages.rank if passages.rank is not None else not search.ranks_by_passage
+            # Unset, the rank is off where the engine already ranks each document by its best
+            # passage (nested passages' kNN leg): there it ranked worse.
+            rank = passages.ranks(search.ranks_by_passage)
             self.passages = PassageStage(passages, by_engine=engine_passages, rank=rank)
 
     def describe(self) -> list[dict[str, object]]:
