@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from connectors.factory import make_connector
-from connectors.qdrant.sparse import LexicalSparseEncoder
 from gateway.a2m.params import FetchParams, RecallParams
 from gateway.config import validate_store
 from gateway.stages.passages import query_terms
@@ -28,7 +27,7 @@ from gateway.store.connector_spec import connector_spec
 from gateway.store.store import Store
 from tests.conftest import lucene_node
 from tests.support import lucene_loader
-from tests.support.scifact import DENSE, SPARSE, SciFact, load_qdrant, subset
+from tests.support.scifact import SciFact, load_qdrant, subset, write_documents
 
 pytestmark = pytest.mark.integration
 
@@ -217,12 +216,14 @@ SECTIONS = 4
 """Abstracts a long document holds, each a paragraph (a blank line apart)."""
 
 
-def _long_documents(sf: SciFact, n: int = 80) -> list[tuple[str, str]]:
-    """(id, content) of ``n`` documents of SECTIONS consecutive SciFact abstracts each."""
-    out = []
+def _long_documents(sf: SciFact, n: int = 80) -> list[dict[str, Any]]:
+    """``n`` documents of SECTIONS consecutive SciFact abstracts each (the first one's id
+    and vector), as tests.support.scifact.documents shapes a payload."""
+    out: list[dict[str, Any]] = []
     for i in range(n):
         ids = sf.corpus_ids[i * SECTIONS : (i + 1) * SECTIONS]
-        out.append((str(i + 1), "\n\n".join(sf.content(d) for d in ids)))
+        content = "\n\n".join(sf.content(d) for d in ids)
+        out.append({"id": int(ids[0]), "content": content, "key": f"long/{i}", "group": f"g{i}"})
     return out
 
 
@@ -235,43 +236,23 @@ def long_engine(
     backend, where = engine
     docs = _long_documents(scifact)
     if backend == "qdrant":
-        from connectors.qdrant.shard import ShardPoint, create_shard, shard_dir, write_points
-
         path = tmp_path_factory.mktemp("stages-long")
-        encoder = LexicalSparseEncoder(
-            avgdl=LexicalSparseEncoder.average_length(c for _, c in docs)
-        )
-        shard = create_shard(
-            shard_dir(str(path), "stages"), dense={DENSE: (384, "cosine")}, sparse_idf=[SPARSE]
-        )
-        vector = scifact.doc_vector(scifact.corpus_ids[0])
-        points = [
-            ShardPoint(
-                id=int(i),
-                vectors={DENSE: vector, SPARSE: encoder.encode_document(content)},
-                payload={"content": content, "key": f"long/{i}", "group": f"g{i}"},
-            )
-            for i, content in docs
-        ]
-        try:
-            write_points(shard, points, 100)
-        finally:
-            shard.close()
+        write_documents(path, scifact, docs, collection="stages")
         return backend, str(path)
     client = lucene_loader.lucene_client(backend, where)
     try:
         if client.indices.exists(index=LONG_INDEX):
             client.indices.delete(index=LONG_INDEX)
         client.indices.create(index=LONG_INDEX, body=lucene_loader.index_body(backend))  # type: ignore[arg-type]
-        for i, content in docs:
+        for d in docs:
             source = {
-                "doc_id": i,
-                "key": f"long/{i}",
+                "doc_id": str(d["id"]),
+                "key": d["key"],
                 "title": "",
-                "text": content,
-                "group": f"g{i}",
+                "text": d["content"],
+                "group": d["group"],
             }
-            client.index(index=LONG_INDEX, id=i, body=source)
+            client.index(index=LONG_INDEX, id=str(d["id"]), body=source)
         client.indices.refresh(index=LONG_INDEX)
     finally:
         client.close()

@@ -163,7 +163,31 @@ def load_qdrant(
     instead; ``path`` is then unused. The shard is closed before returning, releasing
     its lock. Returns the encoder, whose ``avgdl`` was fitted to these documents.
     """
-    docs = documents(sf, doc_ids)
+    return write_documents(
+        path,
+        sf,
+        documents(sf, doc_ids),
+        collection=collection,
+        dense_name=dense_name,
+        sparse_name=sparse_name,
+        batch=batch,
+        server=server,
+    )
+
+
+def write_documents(
+    path: Path | str,
+    sf: SciFact,
+    docs: list[dict[str, Any]],
+    *,
+    collection: str = COLLECTION,
+    dense_name: str | None = DENSE,
+    sparse_name: str | None = SPARSE,
+    batch: int = 256,
+    server: dict[str, Any] | None = None,
+) -> LexicalSparseEncoder:
+    """:func:`load_qdrant` of payloads made elsewhere (:func:`documents`' shape: an
+    ``id`` that is a SciFact id, whose MiniLM vector is the point's, and a ``content``)."""
     encoder = LexicalSparseEncoder(
         avgdl=LexicalSparseEncoder.average_length(d["content"] for d in docs)
     )
