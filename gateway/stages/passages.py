@@ -15,9 +15,18 @@ from urllib.parse import quote, urlsplit
 
 from gateway.a2m.records import Record
 from gateway.stages.config import PassagesConfig
-from gateway.stages.rank import RANK_K, Unit, best_paragraph_scores, counted, fused_order, scanned
+from gateway.stages.rank import (
+    RANK_K,
+    Unit,
+    best_paragraph_scores,
+    counted,
+    fused_order,
+    paragraphs_of,
+    scanned,
+)
 from gateway.stages.scan import Scan
-from gateway.stages.windows import FOLD, Span, choose, find_terms, unit_end, windows
+from gateway.stages.terms import find
+from gateway.stages.windows import FOLD, Span, choose, unit_end, windows
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset(
@@ -126,19 +135,21 @@ def selected(
     paragraphs = config.unit == "paragraph"
     scan = Scan(text)
     terms_ = scan.terms(wanted)
-    hits = find_terms(scan.view, terms_)
+    hits = find(scan, wanted)
     found = windows(scan.view, terms_, per, paragraphs, config.count, hits)
-    best = 0
     if not found:
         spans = [Span(0, unit_end(text, 0, per, paragraphs))]
-    else:
-        chosen = choose(found, config.count)
-        best = chosen.index(Span(found[0].start, found[0].end))  # always chosen
-        at = scan.chars([p for s in chosen for p in s])
-        spans = [Span(at[i], at[i + 1]) for i in range(0, len(at), 2)]
+        # No query term in the text: its paragraphs count none.
+        return Selection(
+            spans, 0, [({}, hi - lo) for lo, hi in paragraphs_of(text, spans)] if units else None
+        )
+    chosen = choose(found, config.count)
+    best = chosen.index(Span(found[0].start, found[0].end))  # always chosen
+    at = scan.chars([p for s in chosen for p in s])
+    spans = [Span(at[i], at[i + 1]) for i in range(0, len(at), 2)]
     if not units:
         return Selection(spans, best, None)
-    return Selection(spans, best, counted(text, scan.chars(hits[0]), hits[1], spans))
+    return Selection(spans, best, counted(scan, hits[0], hits[1], chosen))
 
 
 def sectioned(text: str | None) -> bool:

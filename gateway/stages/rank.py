@@ -19,7 +19,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 
 from gateway.stages.scan import Scan
-from gateway.stages.windows import find_terms
+from gateway.stages.terms import find
 
 RANK_K = 60
 """The reciprocal-rank constant fusing the engine's order with the paragraphs' (the
@@ -52,17 +52,18 @@ def paragraphs_of(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int
 
 
 def counted(
-    text: str, positions: Sequence[int], terms: Sequence[str], spans: Sequence[tuple[int, int]]
+    scan: Scan, positions: Sequence[int], terms: Sequence[str], spans: Sequence[tuple[int, int]]
 ) -> list[Unit]:
-    """The paragraphs of ``text`` holding ``spans``, their terms counted from hits already
-    found in the whole text (``positions``, sorted, in ``text``'s characters, and their
-    ``terms``: what passage selection found)."""
+    """The paragraphs of the scanned text holding ``spans``, their terms counted from hits
+    already found in it (``positions``, sorted, and their ``terms``: what passage
+    selection found); ``spans`` and ``positions`` are ``scan.view``'s, a paragraph's
+    length the text's characters."""
     out: list[Unit] = []
-    for lo, hi in paragraphs_of(text, spans):
+    for lo, hi in paragraphs_of(scan.view, spans):
         counts: dict[str, int] = {}
         for term in terms[bisect_left(positions, lo) : bisect_left(positions, hi)]:
             counts[term] = counts.get(term, 0) + 1
-        out.append((counts, hi - lo))
+        out.append((counts, scan.length(lo, hi)))
     return out
 
 
@@ -76,7 +77,7 @@ def scanned(text: str, spans: Sequence[tuple[int, int]], wanted: list[str]) -> l
     parts = [text[lo:hi] for lo, hi in paragraphs_of(text, spans)]
     joined = "\n\n".join(parts)
     scan = Scan(joined)
-    positions, found = find_terms(scan.view, scan.terms(wanted))
+    positions, found = find(scan, wanted)
     ascii_ = joined.isascii()
     out: list[Unit] = []
     at = j = 0

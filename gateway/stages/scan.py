@@ -14,15 +14,24 @@ from __future__ import annotations
 class Scan:
     """``text`` lowered for searching (``view``), with positions mapped back by ``char``."""
 
-    __slots__ = ("_raw", "view")
+    __slots__ = ("_data", "_raw", "view")
 
     def __init__(self, text: str) -> None:
+        self._data: bytes | None
         if text.isascii():
             self._raw: bytes | None = None
             self.view = text.lower()
+            self._data = None
         else:
             self._raw = text.encode("utf-8")
-            self.view = self._raw.lower().decode("latin-1")
+            self._data = self._raw.lower()
+            self.view = self._data.decode("latin-1")
+
+    def data(self) -> bytes:
+        """``view`` as bytes, one per character."""
+        if self._data is None:
+            self._data = self.view.encode("latin-1")
+        return self._data
 
     def terms(self, wanted: list[str]) -> list[str]:
         """The query's (lowered) terms as they are spelt in ``view``."""
@@ -39,6 +48,17 @@ class Scan:
         while 0 < pos < len(raw) and raw[pos] & 0xC0 == 0x80:
             pos -= 1
         return len(raw[:pos].decode("utf-8"))
+
+    def length(self, start: int, end: int) -> int:
+        """The text's characters in ``view[start:end]``.
+
+        Raises:
+            UnicodeDecodeError: ``start`` or ``end`` inside a character (the view's ASCII
+                characters, such as a blank line's, are each a character's start).
+        """
+        if self._raw is None:
+            return end - start
+        return len(self._raw[start:end].decode("utf-8"))
 
     def chars(self, positions: list[int]) -> list[int]:
         """``char`` of each of ``positions`` (non-decreasing), decoding the text once.

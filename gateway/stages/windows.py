@@ -1,17 +1,17 @@
 """Windows of a long text around the query's terms: where passage selection looks.
 
-The query's terms are found in the lowered text with ``str.find`` (a few C scans,
-not a loop over the text's words); each sentence (or paragraph) that holds one
-starts a candidate window of up to the cap, ended at the last sentence end that
-keeps at least half of it. A window scores its query terms, each weighted by how
-rare it is in the text and counted with saturation (the second mention adds less
-than the first), so a window that covers more of the question wins over one that
-repeats a common word. Windows start from the CANDIDATES hits whose following
+The query's terms are found in the lowered text (gateway.stages.terms: one pass for all
+of them; :func:`find_terms` here, one ``str.find`` scan a term); each sentence (or
+paragraph) that holds one starts a candidate window of up to the cap, ended at the last
+sentence end that keeps at least half of it. A window scores its query terms, each
+weighted by how rare it is in the text and counted with saturation (the second mention
+adds less than the first), so a window that covers more of the question wins over one
+that repeats a common word. Windows start from the CANDIDATES hits whose following
 characters weigh most and from the heaviest hit of each of the ``spread`` paragraphs
-(blank-line separated sections) that weigh most as a whole: a section that answers
-the question spreads its terms over more than one sentence, and a window there is
-scored even when denser sentences elsewhere outweigh it. The cost grows with the
-terms found, not the text's length.
+(blank-line separated sections) that weigh most as a whole: a section that answers the
+question spreads its terms over more than one sentence, and a window there is scored
+even when denser sentences elsewhere outweigh it. The cost grows with the terms found,
+not the text's length.
 """
 
 from __future__ import annotations

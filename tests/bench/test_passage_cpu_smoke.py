@@ -59,7 +59,7 @@ def test_in_process_it_measures_and_profiles_each_store(tmp_path: Path, scifact_
         "qdrant-long-passages-no-rank",
     ]
     assert all(float(r[1]) > 0 for r in rows)
-    assert rows[0][3] == "1.00x"
+    assert rows[0][3] == "1.00x (1.00-1.00)"
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "qdrant-long-passages-no-rank.prof",
         "qdrant-long-passages.prof",

@@ -29,6 +29,15 @@ def test_a_non_ascii_view_position_maps_to_the_texts_character() -> None:
     assert scan.terms(["größe"]) == ["größe".encode().decode("latin-1")]
 
 
+def test_a_views_span_is_measured_in_the_texts_characters() -> None:
+    text = "Größe β-Zellen\n\nInsulin"
+    scan = Scan(text)
+    blank = scan.view.find("\n\n")
+    assert scan.length(0, blank) == text.index("\n\n")
+    assert scan.length(blank + 2, len(scan.view)) == len("Insulin")
+    assert Scan("Plain text").length(2, 7) == 5
+
+
 def test_passages_of_a_non_ascii_text_are_character_offsets_within_the_cap() -> None:
     answer = "Metformin lowers hepatic glucose output in β-cell\u2013deficient mice."
     text = FILLER * 15 + answer + " " + FILLER * 15
