@@ -167,17 +167,20 @@ def start_servers(
 
 def report(cpu: dict[str, list[float]]) -> None:
     """A table of the stores' medians and each one's ratio to its base, the first store of
-    its tree and engine: per round (the two blocks ran next to each other, so a change
-    of the machine's load between rounds falls on both), the median of those ratios."""
+    its tree, engine and records (``whole`` and ``long`` serve the same records): per
+    round (the two blocks ran next to each other, so a change of the machine's load
+    between rounds falls on both), the median of those ratios."""
     print(
         "| store | CPU ms/recall (median) | min-max over rounds "
         "| vs its base, per round: median (min-max) |"
     )
     print("| --- | ---: | --- | ---: |")
-    bases: dict[tuple[str, str], list[float]] = {}
+    bases: dict[tuple[str, str, str], list[float]] = {}
     for name, values in cpu.items():
         tree, _, store = name.rpartition(" ")
-        base = bases.setdefault((tree, store.split("-")[0]), values)
+        engine, shape = store.split("-")[:2]
+        records = "long" if shape == "whole" else shape
+        base = bases.setdefault((tree, engine, records), values)
         ratios = [v / b for v, b in zip(values, base, strict=True) if b > 0]
         ratio = (
             f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
