@@ -324,7 +324,9 @@ class RacingScript:
     """Answers each request to its own query, but on the way: interim answers written
     apart from the final one, a 408 and a close on a reused connection, a close or a
     reset on a reused connection before any answer, a close after the answer; chosen
-    in turn by request, so every kind comes up many times."""
+    in turn by request (a kind that needs a reused connection waits, on a new one, for
+    the next request), so every kind comes up many times whatever the connections'
+    order."""
 
     KINDS = ("interim", "408", "close-unanswered", "reset-unanswered", "close-after", "plain")
 
@@ -335,7 +337,6 @@ class RacingScript:
 
     def __call__(self, request: ScriptedRequest) -> Reply:
         with self._lock:
-            self.count += 1
             kind = self.KINDS[self.count % len(self.KINDS)]
             if request.on_connection == 0 and kind in (
                 "408",
@@ -343,6 +344,8 @@ class RacingScript:
                 "reset-unanswered",
             ):
                 kind = "interim"  # only a reused connection may lose a request unseen
+            else:
+                self.count += 1
             self.seen[kind] += 1
         final = answer(200, search_answer(marker_of(request)), JSON_HEADERS)
         if kind == "interim":
