@@ -22,6 +22,7 @@ from gateway.store.connector_spec import connector_spec
 from gateway.store.store import Store
 from tests.conftest import lucene_node
 from tests.support import lucene_loader
+from tests.support.stores import started
 
 pytestmark = pytest.mark.integration
 
@@ -162,8 +163,7 @@ async def test_the_best_nested_passage_leads_the_records_content(
     # "glacier" is in a1's first section (the highlighter's); its kelp section is the
     # nearest of its sections to the query vector (the kNN leg's).
     store = _store(node, start=start)
-    try:
-        await store.ensure_started()
+    async with started(store):
         params = RecallParams(query="glacier", embedding=QUERY, limit=5)
         records = (await store.recall(params))["records"]
         by_key = {r["key"]: r for r in records}
@@ -176,8 +176,6 @@ async def test_the_best_nested_passage_leads_the_records_content(
         b1 = await _check_slices(store, by_key["b1"])
         assert _start("b1", 1) in [s for s, _ in b1]
         assert all(len(r["content"]) <= CAP for r in records)
-    finally:
-        await store.close()
 
 
 async def test_a_scoped_caller_never_sees_the_other_tenants_better_passage(
@@ -186,9 +184,7 @@ async def test_a_scoped_caller_never_sees_the_other_tenants_better_passage(
     scoped, free = _store(node, scope=ACL), _store(node)
     caller = Caller(principal=Principal("alice", {"sub": "alice", "groups": ["a"]}, "embedded"))
     params = RecallParams(query="survey results", embedding=QUERY, limit=5)
-    try:
-        await scoped.ensure_started()
-        await free.ensure_started()
+    async with started(scoped, free):
         everyone = (await free.recall(params))["records"]
         # Not vacuous: unscoped, the other tenant's document ranks first by its passage.
         assert everyone[0]["key"] == "b1"
@@ -200,6 +196,3 @@ async def test_a_scoped_caller_never_sees_the_other_tenants_better_passage(
         # The dense-only path (no query text: no passages) keeps the scope as well.
         dense = (await scoped.recall(RecallParams(embedding=QUERY, limit=5), caller))["records"]
         assert {r["key"] for r in dense} == {"a1", "a2"}
-    finally:
-        await scoped.close()
-        await free.close()

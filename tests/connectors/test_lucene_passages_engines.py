@@ -22,6 +22,7 @@ from gateway.store.store import Store
 from tests.conftest import lucene_node
 from tests.support import lucene_loader
 from tests.support.scifact import SciFact
+from tests.support.stores import started
 
 pytestmark = pytest.mark.integration
 
@@ -74,9 +75,7 @@ async def test_engine_passages_slice_the_document_fetch_returns(
 ) -> None:
     store = _store(node, mode, search={"passages": PASSAGES})
     whole = _store(node, mode)
-    try:
-        await store.ensure_started()
-        await whole.ensure_started()
+    async with started(store, whole):
         assert {"stage": "passages", "by": "engine", "max_chars": CAP, "count": 2} in (
             store.describe()["search"]["stages"]
         )
@@ -101,9 +100,6 @@ async def test_engine_passages_slice_the_document_fetch_returns(
                 assert record["content"] == " … ".join(pieces)
                 assert "passage" not in fetched.get("metadata", {})
         assert cut  # SciFact abstracts are mostly longer than the cap
-    finally:
-        await store.close()
-        await whole.close()
 
 
 async def test_a_hit_only_the_knn_leg_found_gets_passages_with_a_query_term(
@@ -113,8 +109,7 @@ async def test_a_hit_only_the_knn_leg_found_gets_passages_with_a_query_term(
     # sentences against the query text (highlight_query), so where a hit holds a query
     # term its passage does.
     store = _store(node, "dense", search={"passages": PASSAGES})
-    try:
-        await store.ensure_started()
+    async with started(store):
         with_term: list[dict[str, Any]] = []
         for text, vector in _queries(scifact):
             words = {w.lower().strip(".,()") for w in text.split() if len(w) > 5}
@@ -131,8 +126,6 @@ async def test_a_hit_only_the_knn_leg_found_gets_passages_with_a_query_term(
             ]
         # Not only heads: the query's terms chose passages inside the documents.
         assert any(r["metadata"]["passage"]["offsets"][0][0] > 0 for r in with_term)
-    finally:
-        await store.close()
 
 
 async def test_a_scoped_caller_sees_passages_of_its_own_documents_only(
@@ -141,9 +134,7 @@ async def test_a_scoped_caller_sees_passages_of_its_own_documents_only(
     scoped = _store(node, "hybrid", search={"passages": PASSAGES}, scope=ACL)
     free = _store(node, "hybrid", search={"passages": PASSAGES})
     even = Caller(principal=Principal("alice", {"sub": "alice", "groups": ["even"]}, "embedded"))
-    try:
-        await scoped.ensure_started()
-        await free.ensure_started()
+    async with started(scoped, free):
         for text, vector in _queries(scifact):
             params = RecallParams(query=text, embedding=vector, limit=10)
             mine = (await scoped.recall(params, even))["records"]
@@ -153,9 +144,6 @@ async def test_a_scoped_caller_sees_passages_of_its_own_documents_only(
             assert any("passage" in r["metadata"] for r in mine)
             # Not vacuous: unscoped, the same query reaches the other group's documents.
             assert "odd" in {r["metadata"]["acl"] for r in everyone}
-    finally:
-        await scoped.close()
-        await free.close()
 
 
 async def test_a_document_longer_than_the_highlighters_bound_still_recalls(
@@ -196,8 +184,7 @@ async def test_a_document_longer_than_the_highlighters_bound_still_recalls(
         }
     )
     store = Store("s", config, make_connector(connector_spec(config)))
-    try:
-        await store.ensure_started()
+    async with started(store):
         records = (await store.recall(RecallParams(query="bone density", limit=5)))["records"]
         by_key = {r["key"]: r for r in records}
         assert set(by_key) == {"huge", "small"}
@@ -205,5 +192,3 @@ async def test_a_document_longer_than_the_highlighters_bound_still_recalls(
         assert huge["metadata"]["passage"]["length"] == len(docs["huge"])
         assert huge["content"].startswith("Bone density falls in winter.")
         assert len(huge["content"]) <= CAP
-    finally:
-        await store.close()

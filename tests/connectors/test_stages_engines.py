@@ -28,6 +28,7 @@ from gateway.store.store import Store
 from tests.conftest import lucene_node
 from tests.support import lucene_loader
 from tests.support.scifact import SciFact, load_qdrant, subset, write_documents
+from tests.support.stores import started
 
 pytestmark = pytest.mark.integration
 
@@ -96,9 +97,7 @@ async def test_passages_point_into_the_document_fetch_returns(
     passages = {"max_chars": 300, "count": 2, "by": "gateway"}
     store = store_of(engine, tmp_path, passages=passages)
     whole = store_of(engine, tmp_path)
-    try:
-        await store.ensure_started()
-        await whole.ensure_started()
+    async with started(store, whole):
         assert {"stage": "passages", "max_chars": 300, "count": 2, "unit": "sentence"} in (
             store.describe()["search"]["stages"]
         )
@@ -117,9 +116,6 @@ async def test_passages_point_into_the_document_fetch_returns(
                 pieces = [document[start:end] for start, end in where["offsets"]]
                 assert record["content"] == " … ".join(pieces)
                 assert "passage" not in fetched.get("metadata", {})
-    finally:
-        await store.close()
-        await whole.close()
 
 
 async def test_per_group_caps_each_group_and_keeps_the_limit(
@@ -130,9 +126,7 @@ async def test_per_group_caps_each_group_and_keeps_the_limit(
     group, cap = ("group", 1) if engine[0] == "qdrant" else ("acl", 3)
     store = store_of(engine, tmp_path, group, per_group=cap)
     plain = store_of(engine, tmp_path, group)
-    try:
-        await store.ensure_started()
-        await plain.ensure_started()
+    async with started(store, plain):
         for query in QUERIES:
             capped = (await store.recall(RecallParams(query=query, limit=6)))["records"]
             free = (await plain.recall(RecallParams(query=query, limit=100)))["records"]
@@ -142,9 +136,6 @@ async def test_per_group_caps_each_group_and_keeps_the_limit(
             assert max(Counter(r["group"] for r in free[:20]).values()) > cap
             # The cap keeps the engine's order: each kept record is the next one of its group.
             assert [r["id"] for r in capped] == _capped(free, cap)[:6]
-    finally:
-        await store.close()
-        await plain.close()
 
 
 async def test_per_group_folds_what_it_leaves_out_within_the_limit(
@@ -155,9 +146,7 @@ async def test_per_group_folds_what_it_leaves_out_within_the_limit(
     store = store_of(engine, tmp_path, group, per_group=1)
     unfolded = store_of(engine, tmp_path, group, per_group=1, fold_groups=False)
     plain = store_of(engine, tmp_path, group)
-    try:
-        for s in (store, unfolded, plain):
-            await s.ensure_started()
+    async with started(store, unfolded, plain):
         for query in QUERIES:
             folded = (await store.recall(RecallParams(query=query, limit=10)))["records"]
             dropped = (await unfolded.recall(RecallParams(query=query, limit=10)))["records"]
@@ -179,9 +168,6 @@ async def test_per_group_folds_what_it_leaves_out_within_the_limit(
             # Not vacuous: more than one record of a group in 10 (two or seven groups), so
             # unfolded, the cap loses some of those texts.
             assert not set(texts) <= {r["id"] for r in dropped}
-    finally:
-        for s in (store, unfolded, plain):
-            await s.close()
 
 
 def _capped(records: list[dict[str, Any]], n: int) -> list[str]:
@@ -202,13 +188,10 @@ async def test_one_per_group_when_fewer_groups_than_limit(
     # the cap reads deeper pages until the engine has no more.
     group, groups = ("group", 7) if engine[0] == "qdrant" else ("acl", 2)
     store = store_of(engine, tmp_path, group, per_group=1)
-    try:
-        await store.ensure_started()
+    async with started(store):
         records = (await store.recall(RecallParams(query=QUERIES[0], limit=10)))["records"]
         assert len(records) == groups
         assert len({r["group"] for r in records}) == groups
-    finally:
-        await store.close()
 
 
 LONG_INDEX = "a2m-test-long-stages"
@@ -269,9 +252,7 @@ async def test_passages_rank_orders_the_page_by_its_best_passage_paragraphs(
     plain = store_of(long_engine, tmp_path, passages={**passages, "rank": False}, **index)
     queries = [*QUERIES, *(scifact.queries[q] for q in scifact.query_ids[:12])]
     moved = 0
-    try:
-        await ranked.ensure_started()
-        await plain.ensure_started()
+    async with started(ranked, plain):
         assert {"stage": "rank", "by": "best_paragraph", "k": 60} in (
             ranked.describe()["search"]["stages"]
         )
@@ -298,9 +279,6 @@ async def test_passages_rank_orders_the_page_by_its_best_passage_paragraphs(
             assert [r["score"] for r in got] == [r["score"] for r in page]
             moved += want != [r["id"] for r in page]
         assert moved  # the rank changed some page's order: the check above is not vacuous
-    finally:
-        await ranked.close()
-        await plain.close()
 
 
 async def test_a_page_of_one_paragraph_records_keeps_the_engines_order(
@@ -310,14 +288,9 @@ async def test_a_page_of_one_paragraph_records_keeps_the_engines_order(
     passages = {"max_chars": 300, "count": 2}
     ranked = store_of(engine, tmp_path, passages=passages)
     plain = store_of(engine, tmp_path, passages={**passages, "rank": False})
-    try:
-        await ranked.ensure_started()
-        await plain.ensure_started()
+    async with started(ranked, plain):
         for query in QUERIES:
             got = (await ranked.recall(RecallParams(query=query, limit=10)))["records"]
             page = (await plain.recall(RecallParams(query=query, limit=10)))["records"]
             assert len(page) == 10
             assert got == page
-    finally:
-        await ranked.close()
-        await plain.close()
