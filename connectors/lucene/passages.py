@@ -16,14 +16,13 @@ that is not one string, leaves the hit as it is: the gateway chooses its passage
 
 from __future__ import annotations
 
-from bisect import bisect_right
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from connectors.base import Passages, value_at
 from connectors.lucene.nested import Anchor, anchor_spans
 from connectors.spec import PassageSpec
-from connectors.text import paragraph_breaks
 
 Body = dict[str, Any]
 
@@ -32,6 +31,9 @@ ANALYSED_CHARS = 999_999
 default ``index.highlight.max_analyzed_offset`` (a query's own bound must stay below the
 index's). Without it a longer document fails the whole search; with it, its passages
 come from its head."""
+
+_SENTENCE_END = re.compile(r"[.?!] |\n")
+"""A sentence's end: ". ", "? ", "! " or a line break (the first one is a sentence's start)."""
 
 CANDIDATES_PER_PASSAGE = 2
 """Fragments asked of the engine (best first) per passage kept: the kept ones come from
@@ -142,8 +144,10 @@ def locate(text: str, fragments: Sequence[str], cap: int) -> list[tuple[int, int
 def choose(text: str, ranked: Sequence[tuple[int, int]], count: int) -> list[tuple[int, int]]:
     """Up to ``count`` of the ``ranked`` spans (best first), not overlapping, each from
     another paragraph (blank-line separated) while one is left; in text order."""
-    breaks = paragraph_breaks(text)
-    paragraphs = [bisect_right(breaks, start) for start, _ in ranked]
+    # A paragraph is named by the last blank line at or before a span's start (a start
+    # is never inside a run of line breaks: fragments and anchors are stripped).
+    rfind = text.rfind
+    paragraphs = [rfind("\n\n", 0, start + 1) for start, _ in ranked]
     chosen: list[tuple[int, int]] = []
     used: set[int] = set()
     for diverse in (True, False):
@@ -217,17 +221,10 @@ def _backward(text: str, start: int, lo: int) -> int:
     para = text.rfind("\n\n", lo, start)
     if para >= 0:
         lo = para + 2
-    find = text.find
-    marks = [
-        find(". ", lo, start),
-        find("? ", lo, start),
-        find("! ", lo, start),
-        find("\n", lo, start),
-    ]
-    found = [i for i in marks if i >= 0]
-    if not found:
+    mark = _SENTENCE_END.search(text, lo, start)
+    if mark is None:
         return start
-    at = min(found)
+    at = mark.start()
     new = at + (1 if text[at] == "\n" else 2)
     while new < start and text[new].isspace():
         new += 1

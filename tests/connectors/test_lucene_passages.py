@@ -6,9 +6,12 @@ fragments an engine answers become exact spans of the content.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from connectors.base import Condition, Filter, Hit, SearchRequest
 from connectors.fusion import clamp01
@@ -26,6 +29,7 @@ from connectors.lucene.passages import (
 )
 from connectors.lucene.query import QueryTranslator
 from connectors.spec import PassageSpec
+from connectors.text import paragraph_breaks
 from tests.connectors.test_lucene import store
 
 SPEC = PassageSpec(max_chars=120, count=2, fragment_chars=57)
@@ -159,6 +163,41 @@ def test_choose_prefers_other_paragraphs_then_fills_and_keeps_text_order() -> No
     ranked = [(0, 5), (6, 10), (22, 27), (3, 8)]  # (3, 8) overlaps the best
     assert choose(text, ranked, 2) == [(0, 5), (22, 27)]
     assert choose(text, ranked, 3) == [(0, 5), (6, 10), (22, 27)]
+
+
+def _choose_by_blank_line_count(
+    text: str, ranked: list[tuple[int, int]], count: int
+) -> list[tuple[int, int]]:
+    # choose's contract with a paragraph numbered by the blank lines before its start.
+    breaks = paragraph_breaks(text)
+    chosen: list[tuple[int, int]] = []
+    used: set[int] = set()
+    for diverse in (True, False):
+        for start, end in ranked:
+            paragraph = bisect_right(breaks, start)
+            if len(chosen) == count or (diverse and paragraph in used):
+                continue
+            if not any(start < e and s < end for s, e in chosen):
+                chosen.append((start, end))
+                used.add(paragraph)
+    return sorted(chosen)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet="ab \n.", min_size=1, max_size=60),
+    st.lists(st.tuples(st.integers(0, 59), st.integers(1, 8)), min_size=1, max_size=6),
+    st.integers(1, 4),
+)
+def test_choose_tells_paragraphs_apart_as_the_blank_lines_between_them_do(
+    text: str, picks: list[tuple[int, int]], count: int
+) -> None:
+    # Spans start on a visible character, as located fragments and anchors do; runs
+    # of three or more line breaks included.
+    starts = [i for i, c in enumerate(text) if not c.isspace()]
+    assume(starts)
+    ranked = [(starts[i % len(starts)], starts[i % len(starts)] + n) for i, n in picks]
+    assert choose(text, ranked, count) == _choose_by_blank_line_count(text, ranked, count)
 
 
 def test_widen_runs_on_to_a_sentence_end_and_never_into_the_next_span() -> None:
