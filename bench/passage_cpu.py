@@ -1,9 +1,9 @@
 """The gateway's CPU per recall with passages on and off, alternated in one run.
 
 The long-document stores of ``bench.quality --shape`` (bench/quality/long_run.py) answer
-the same train queries, one recall at a time; each round sends every query to every
-store in turn, so a change of the machine's load falls on all of them alike, and the
-table gives each store's median over the rounds.
+the same train queries, one recall at a time (``--concurrency``); each round sends every
+query to every store in turn, so a change of the machine's load falls on all of them
+alike, and the table gives each store's median over the rounds.
 
 - In this process (the default): the gateway's HTTP app is driven through raw ASGI
   POSTs (bench/inprocess.py: no HTTP client, socket or server), and
@@ -13,6 +13,9 @@ table gives each store's median over the rounds.
 - ``--server``: a real ``a2m-gateway serve`` process, its CPU read from ``/proc``
   around each block, the HTTP server's work included; ``--root TREE`` starts a second
   one from another source tree (the code before a change), alternated with the first.
+- ``--engine-pid ENGINE=PID``: a local engine process's CPU around each block too (its
+  idle work included), printed as a second table.
+- ``--concurrency N``: N recalls in flight (N clients); one at a time by default.
 
     eval "$(python tests/engines/engines.py env)"
     python -m bench.passage_cpu --engines elasticsearch opensearch --shape whole nested \\
@@ -67,22 +70,29 @@ def bodies(split: Split, mode: str) -> list[bytes]:
     return out
 
 
-async def block(send: Send, store: str, requests: Sequence[bytes]) -> None:
-    """Every request to ``store``, one at a time.
+async def block(send: Send, store: str, requests: Sequence[bytes], concurrency: int = 1) -> None:
+    """Every request to ``store``, ``concurrency`` at a time (each of as many clients
+    sends its next request when its last is answered).
 
     Raises:
         SystemExit: a recall failed.
     """
-    for body in requests:
-        status, answer = await send(f"/a2m/{store}", body)
-        if status != 200 or b'"result"' not in answer:
-            raise SystemExit(f"{store}: the gateway answered {status} {answer[:200]!r}")
+    queue = iter(requests)
+
+    async def client() -> None:
+        for body in queue:
+            status, answer = await send(f"/a2m/{store}", body)
+            if status != 200 or b'"result"' not in answer:
+                raise SystemExit(f"{store}: the gateway answered {status} {answer[:200]!r}")
+
+    await asyncio.gather(*(client() for _ in range(concurrency)))
 
 
 async def in_process(
     args: argparse.Namespace, config: dict[str, Any], requests: Sequence[bytes]
-) -> tuple[dict[str, list[float]], dict[str, cProfile.Profile]]:
-    """Per store, CPU ms per recall in each round (this process), and its profile."""
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, cProfile.Profile]]:
+    """Per store, CPU ms per recall in each round (this process), the engine's
+    (:class:`EngineCpu`), and its profile."""
     gateway = Gateway(parse_config(config))
     app = create_app(gateway, gateway.config.server, Metrics())
     await gateway.start()
@@ -93,22 +103,51 @@ async def in_process(
     names = list(config["stores"])
     profiles = {n: cProfile.Profile(time.process_time) for n in names} if args.profile else {}
     cpu: dict[str, list[float]] = {n: [] for n in names}
+    engines = EngineCpu(args.engine_pid, len(requests))
     try:
         for name in names:
-            await block(send, name, requests[: args.warm_up])
+            await block(send, name, requests[: args.warm_up], args.concurrency)
         for _ in range(args.rounds):
             for name in names:
                 prof = profiles.get(name)
+                engines.start(name)
                 start = time.process_time()
                 if prof is not None:
                     prof.enable()
-                await block(send, name, requests)
+                await block(send, name, requests, args.concurrency)
                 if prof is not None:
                     prof.disable()
                 cpu[name].append(1000 * (time.process_time() - start) / len(requests))
+                engines.stop(name)
     finally:
         await gateway.close()
-    return cpu, profiles
+    return cpu, engines.cpu, profiles
+
+
+class EngineCpu:
+    """The engine processes' CPU ms per recall in each block (``--engine-pid``), per store
+    whose name starts with the engine's: what the engine spent answering the block,
+    its idle work included."""
+
+    def __init__(self, pids: Sequence[tuple[str, int]] | None, recalls: int) -> None:
+        self._pids = dict(pids or ())
+        self._recalls = recalls
+        self._start = 0.0
+        self.cpu: dict[str, list[float]] = {}
+
+    def _pid(self, store: str) -> int | None:
+        return self._pids.get(store.rpartition(" ")[2].split("-")[0])
+
+    def start(self, store: str) -> None:
+        pid = self._pid(store)
+        if pid is not None:
+            self._start = process_cpu_s(pid)
+
+    def stop(self, store: str) -> None:
+        pid = self._pid(store)
+        if pid is not None:
+            used = process_cpu_s(pid) - self._start
+            self.cpu.setdefault(store, []).append(1000 * used / self._recalls)
 
 
 async def served(
@@ -116,26 +155,30 @@ async def served(
     servers: dict[str, GatewayProcess],
     names: list[str],
     requests: Sequence[bytes],
-) -> dict[str, list[float]]:
-    """Per (tree, store), the server's CPU ms per recall in each round."""
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Per (tree, store), the server's CPU ms per recall in each round, and the engine's
+    (:class:`EngineCpu`)."""
     cpu: dict[str, list[float]] = {f"{t} {n}": [] for t in servers for n in names}
+    engines = EngineCpu(args.engine_pid, len(requests))
     clients = {t: httpx.AsyncClient(base_url=s.base_url, timeout=60.0) for t, s in servers.items()}
     try:
         sends: dict[str, Send] = {t: _sender(c) for t, c in clients.items()}
         for tree in servers:
             for name in names:
-                await block(sends[tree], name, requests[: args.warm_up])
+                await block(sends[tree], name, requests[: args.warm_up], args.concurrency)
         for _ in range(args.rounds):
             for tree, server in servers.items():
                 for name in names:
+                    engines.start(f"{tree} {name}")
                     start = process_cpu_s(server.proc.pid)
-                    await block(sends[tree], name, requests)
+                    await block(sends[tree], name, requests, args.concurrency)
                     used = process_cpu_s(server.proc.pid) - start
+                    engines.stop(f"{tree} {name}")
                     cpu[f"{tree} {name}"].append(1000 * used / len(requests))
     finally:
         for client in clients.values():
             await client.aclose()
-    return cpu
+    return cpu, engines.cpu
 
 
 def _sender(client: httpx.AsyncClient) -> Send:
@@ -165,13 +208,13 @@ def start_servers(
     return servers
 
 
-def report(cpu: dict[str, list[float]]) -> None:
+def report(cpu: dict[str, list[float]], what: str = "CPU ms/recall") -> None:
     """A table of the stores' medians and each one's ratio to its base, the first store of
     its tree, engine and records (``whole`` and ``long`` serve the same records): per
     round (the two blocks ran next to each other, so a change of the machine's load
     between rounds falls on both), the median of those ratios."""
     print(
-        "| store | CPU ms/recall (median) | min-max over rounds "
+        f"| store | {what} (median) | min-max over rounds "
         "| vs its base, per round: median (min-max) |"
     )
     print("| --- | ---: | --- | ---: |")
@@ -224,22 +267,38 @@ def main(argv: Sequence[str] | None = None) -> None:
             servers = start_servers(args, configs, Path(tmp))
             try:
                 names = list(configs["this"]["stores"])
-                cpu = asyncio.run(served(args, servers, names, requests))
+                cpu, engine_cpu = asyncio.run(served(args, servers, names, requests))
             finally:
                 for server in servers.values():
                     stop_server(server.proc)
         else:
-            cpu, profiles = asyncio.run(in_process(args, configs["this"], requests))
+            cpu, engine_cpu, profiles = asyncio.run(in_process(args, configs["this"], requests))
             for name, prof in profiles.items():
                 Path(args.profile).mkdir(parents=True, exist_ok=True)
                 prof.dump_stats(str(Path(args.profile) / f"{name}.prof"))
     report(cpu)
+    if engine_cpu:
+        print()
+        report(engine_cpu, "engine CPU ms/recall")
     where = "a gateway process" if args.server else "in process"
     print(
         f"{args.rounds} rounds x {len(requests)} recalls a store ({args.mode}, limit "
-        f"{RECALL_LIMIT}, one at a time, {where}); {machine.this_machine().describe()}; "
+        f"{RECALL_LIMIT}, {args.concurrency} at a time, {where}); "
+        f"{machine.this_machine().describe()}; "
         f"load average {before} before, {machine.load_text()} after."
     )
+
+
+def _engine_pid(value: str) -> tuple[str, int]:
+    """``ENGINE=PID`` -> (engine, pid).
+
+    Raises:
+        argparse.ArgumentTypeError: not an engine name, ``=`` and a number.
+    """
+    engine, _, pid = value.partition("=")
+    if not engine or not pid.isdigit():
+        raise argparse.ArgumentTypeError(f"{value!r}: expected ENGINE=PID")
+    return engine, int(pid)
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -265,16 +324,27 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--limit-queries", type=int, default=300, help="queries a round (the first N)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--warm-up", type=int, default=20, help="unmeasured recalls a store first")
+    p.add_argument("--concurrency", type=int, default=1, help="recalls in flight at once (clients)")
     p.add_argument("--profile", help="in process: write each store's cProfile here")
     p.add_argument("--server", action="store_true", help="measure a gateway process")
     p.add_argument("--root", help="with --server: a second gateway from this source tree")
+    p.add_argument(
+        "--engine-pid",
+        action="append",
+        type=_engine_pid,
+        metavar="ENGINE=PID",
+        help="also the CPU of a local engine's process per recall (e.g. elasticsearch=4242)",
+    )
     p.add_argument("--corpus", default=str(SCIFACT / "corpus.jsonl"))
     p.add_argument("--queries", default=str(SCIFACT / "queries-train.jsonl"))
     p.add_argument("--qrels", default=str(SCIFACT / "qrels" / "train.tsv"))
     p.add_argument("--elasticsearch-url", default=os.environ.get("A2M_TEST_ELASTICSEARCH_URL"))
     p.add_argument("--opensearch-url", default=os.environ.get("A2M_TEST_OPENSEARCH_URL"))
     p.add_argument("--opensearch-analyzer", default=ANALYZERS["opensearch"])
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.concurrency < 1:
+        p.error("--concurrency: at least 1")
+    return args
 
 
 if __name__ == "__main__":

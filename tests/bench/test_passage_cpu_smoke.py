@@ -20,6 +20,12 @@ TIMEOUT_S = 600
 
 
 def _run(scifact: Path, *args: str) -> list[list[str]]:
+    """The rows of the first table the bench prints."""
+    return _tables(scifact, *args)[0]
+
+
+def _tables(scifact: Path, *args: str) -> list[list[list[str]]]:
+    """The rows of each table the bench prints (its header and rule left out)."""
     done = subprocess.run(
         [
             sys.executable,
@@ -46,8 +52,15 @@ def _run(scifact: Path, *args: str) -> list[list[str]]:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = [line for line in done.stdout.splitlines() if line.startswith("| ")]
-    return [[cell.strip() for cell in row.split("|")[1:-1]] for row in rows[2:]]
+    tables: list[list[list[str]]] = []
+    for line in done.stdout.splitlines():
+        if not line.startswith("| "):
+            continue
+        if line.startswith("| store |"):
+            tables.append([])
+        elif not line.startswith("| ---"):
+            tables[-1].append([cell.strip() for cell in line.split("|")[1:-1]])
+    return tables
 
 
 @pytest.mark.integration
@@ -80,3 +93,20 @@ def test_served_it_alternates_two_gateway_trees(scifact_dir: Path) -> None:
         "before qdrant-long-passages-no-rank",
     ]
     assert all(float(r[1]) >= 0 for r in rows)  # a 10 ms /proc tick can round to zero
+
+
+@pytest.mark.integration
+def test_it_adds_the_cpu_of_the_engine_process_it_is_given(scifact_dir: Path) -> None:
+    # qdrant-edge runs inside the gateway: a busy process stands in for an engine's, so
+    # what is read is the named process's CPU, never the gateway's. Two clients at once.
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        tables = _tables(scifact_dir, "--engine-pid", f"qdrant={busy.pid}", "--concurrency", "2")
+    finally:
+        busy.kill()
+        busy.wait()
+    assert len(tables) == 2
+    gateway, engine = tables
+    assert [r[0] for r in engine] == [r[0] for r in gateway]
+    assert all(float(r[1]) > 0 for r in engine)
+    assert engine[0][3] == "1.00x (1.00-1.00)"
