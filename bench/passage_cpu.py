@@ -136,7 +136,7 @@ class EngineCpu:
         self.cpu: dict[str, list[float]] = {}
 
     def _pid(self, store: str) -> int | None:
-        return self._pids.get(store.rpartition(" ")[2].split("-")[0])
+        return self._pids.get(parts(store)[1])
 
     def start(self, store: str) -> None:
         pid = self._pid(store)
@@ -208,6 +208,14 @@ def start_servers(
     return servers
 
 
+def parts(name: str) -> tuple[str, str, str]:
+    """A measured store's (tree, engine, shape) from its name: ``[tree ]engine-shape-stage``
+    (no tree in process: "")."""
+    tree, _, store = name.rpartition(" ")
+    engine, shape = store.split("-")[:2]
+    return tree, engine, shape
+
+
 def report(cpu: dict[str, list[float]], what: str = "CPU ms/recall") -> None:
     """A table of the stores' medians and each one's ratio to its base, the first store of
     its tree, engine and records (``whole`` and ``long`` serve the same records): per
@@ -220,8 +228,7 @@ def report(cpu: dict[str, list[float]], what: str = "CPU ms/recall") -> None:
     print("| --- | ---: | --- | ---: |")
     bases: dict[tuple[str, str, str], list[float]] = {}
     for name, values in cpu.items():
-        tree, _, store = name.rpartition(" ")
-        engine, shape = store.split("-")[:2]
+        tree, engine, shape = parts(name)
         records = "long" if shape == "whole" else shape
         base = bases.setdefault((tree, engine, records), values)
         ratios = [v / b for v, b in zip(values, base, strict=True) if b > 0]

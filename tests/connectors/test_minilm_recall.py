@@ -32,6 +32,7 @@ from gateway.store.store import Store
 from tests.connectors.conftest import Loaded as LuceneLoaded
 from tests.connectors.conftest import scifact_store_data
 from tests.support.scifact import SciFact, load_qdrant, load_scifact, subset
+from tests.support.stores import started
 
 pytestmark = pytest.mark.integration
 
@@ -89,13 +90,10 @@ async def _recall(
 
 async def _ranks_like_the_reference(config: StoreConfig, sf: SciFact, qids: Sequence[str]) -> None:
     store = Store("s", config, make_connector(connector_spec(config)))
-    try:
-        await store.ensure_started()
+    async with started(store):
         assert store.describe()["embeddings"]["model"] == "all-MiniLM-L6-v2"
         own = await _recall(store, qids, sf, text=True)
         reference = await _recall(store, qids, sf, text=False)
-    finally:
-        await store.close()
     same_top = sum(own[q][:1] == reference[q][:1] for q in qids) / len(qids)
     overlap = np.mean([len(set(own[q]) & set(reference[q])) / 10 for q in qids])
     assert _hit_at_10(sf, own) >= _hit_at_10(sf, reference) - 0.04
