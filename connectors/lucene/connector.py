@@ -14,6 +14,7 @@ retries and errors from :mod:`connectors.lucene.client`.
 from __future__ import annotations
 
 import copy
+import logging
 from functools import partial
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import quote
@@ -42,6 +43,7 @@ from connectors.lucene.mapping import (
 )
 from connectors.lucene.nested import check_nested, check_nested_version
 from connectors.lucene.order import OrderedBodies, OrderedReader
+from connectors.lucene.passages import ANALYSED_CHARS, ANALYSED_SETTING, analysed_bound
 from connectors.lucene.pit import open_pit, release_pit
 from connectors.lucene.query import MAX_WINDOW, PAGE_SIZE, Body, QueryTranslator
 
@@ -50,6 +52,9 @@ if TYPE_CHECKING:
 
     from connectors.engine_transport import TransportFactory
     from connectors.lucene.spec import LuceneSpec
+
+
+logger = logging.getLogger(__name__)
 
 
 def dialect_for(backend: str, transport: TransportFactory | None = None) -> Dialect:
@@ -115,6 +120,19 @@ async def engine_version(engine: LuceneClient, dialect: Dialect) -> str | None:
         return None
 
 
+async def analysed_chars(engine: LuceneClient, path: str) -> int:
+    """The highlighter's bound for the indices of the settings ``path``
+    (:func:`connectors.lucene.passages.analysed_bound`); the engines' default when their
+    settings cannot be read (never raises)."""
+    params = {"include_defaults": "true", "flat_settings": "true"}
+    try:
+        answer = await engine.call("GET", path, engine.call_timeout(), params=params)
+    except Exception:  # a bound below the index's is what matters; the default is one
+        logger.debug("the index's highlight bound could not be read", exc_info=True)
+        return ANALYSED_CHARS
+    return analysed_bound(answer)
+
+
 class LuceneConnector:
     """An Elasticsearch/OpenSearch index behind one store (a :class:`connectors.base.Connector`)."""
 
@@ -139,6 +157,7 @@ class LuceneConnector:
         self._search_path = f"/{index}/_search"
         self._msearch_path = f"/{index}/_msearch"
         self._mapping_path = f"/{index}/_mapping"
+        self._settings_path = f"/{index}/_settings/{ANALYSED_SETTING}"
         self._pit_path = dialect.pit.open_path.format(index=index)
         self._translator: QueryTranslator | None = None
         self._vector_field: str | None = None
@@ -178,7 +197,10 @@ class LuceneConnector:
         await self._engine.connect()
         try:
             mapping = await self._engine.read_call("GET", self._mapping_path, opening=True)
-            vectors = self._learn(dict(mapping))
+            analysed = ANALYSED_CHARS
+            if self._highlights():
+                analysed = await analysed_chars(self._engine, self._settings_path)
+            vectors = self._learn(dict(mapping), analysed)
             version = await engine_version(self._engine, self._dialect)
             if self._spec.search.nested is not None:
                 check_nested_version(self._dialect.name, version, self._dialect.nested_knn_since)
@@ -189,8 +211,14 @@ class LuceneConnector:
         name = f"{name} {version}" if version else name
         return EngineInfo(engine=name, vectors=vectors, lexical=bool(self._spec.search.text_fields))
 
-    def _learn(self, mapping: dict[str, Any]) -> VectorInfo | None:
-        """Check the fields against the mapping; set up the translator and planners."""
+    def _highlights(self) -> bool:
+        """Searches carry a highlight clause (passages, or a single fragment)."""
+        search = self._spec.search
+        return bool(self._spec.fields.content) and bool(search.passages or search.highlight)
+
+    def _learn(self, mapping: dict[str, Any], analysed: int = ANALYSED_CHARS) -> VectorInfo | None:
+        """Check the fields against the mapping; set up the translator (highlighting at most
+        ``analysed`` characters of a content) and planners."""
         fields = flatten_mapping(mapping)
         if not fields and not mapping:
             raise EngineConfigError("index: the index does not exist in the engine")
@@ -204,6 +232,7 @@ class LuceneConnector:
             exact_fields=exact,
             text_only_fields=text_only_fields(fields, exact),
             highlight_limit_key=self._dialect.highlight_limit_key,
+            analysed_chars=analysed,
         )
         self._order = OrderedBodies(t, self._dialect.engine_id_order)
         if not field_spec:

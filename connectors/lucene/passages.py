@@ -27,10 +27,13 @@ from connectors.spec import PassageSpec
 Body = dict[str, Any]
 
 ANALYSED_CHARS = 999_999
-"""Characters of a content the highlighter analyses, at most: one less than the engines'
-default ``index.highlight.max_analyzed_offset`` (a query's own bound must stay below the
-index's). Without it a longer document fails the whole search; with it, its passages
-come from its head."""
+"""Characters of a content the highlighter analyses, at most, where the index's own bound
+is not known: one less than the engines' default ``index.highlight.max_analyzed_offset``
+(a query's own bound must stay below the index's). Without a bound a longer document
+fails the whole search; with it, its passages come from its head."""
+
+ANALYSED_SETTING = "index.highlight.max_analyzed_offset"
+"""The index setting that bounds what the highlighter analyses (:func:`analysed_bound`)."""
 
 _SENTENCE_END = re.compile(r"[.?!] |\n")
 """A sentence's end: ". ", "? ", "! " or a line break (the first one is a sentence's start)."""
@@ -41,14 +44,18 @@ different paragraphs while there are any, as the gateway's windows do."""
 
 
 def highlight_clause(
-    content: str, spec: PassageSpec, text: str | None, limit_key: str = "max_analyzed_offset"
+    content: str,
+    spec: PassageSpec,
+    text: str | None,
+    limit_key: str = "max_analyzed_offset",
+    analysed: int = ANALYSED_CHARS,
 ) -> Body:
     """The ``highlight`` clause asking for ``spec.count`` passages of ``content``.
 
     ``text``: what the passages answer, matched on the content field whatever query
     selected the hit (None: the search's own query). Tags are empty: a fragment is
     the document's own text, so it can be found in it. ``limit_key``: the dialect's
-    name for the bound on the characters analysed (:data:`ANALYSED_CHARS`).
+    name for the bound on the characters analysed, ``analysed`` (:func:`analysed_bound`).
     """
     field: Body = {
         "type": "unified",
@@ -63,12 +70,30 @@ def highlight_clause(
         "post_tags": [""],
         "encoder": "default",
         "require_field_match": False,
-        limit_key: ANALYSED_CHARS,
+        limit_key: analysed,
         "fields": {content: field},
     }
     if text:
         clause["highlight_query"] = {"match": {content: {"query": text}}}
     return clause
+
+
+def analysed_bound(settings: Mapping[str, Any]) -> int:
+    """The highlighter's bound on the characters it analyses in one search of the indices
+    whose ``GET <index>/_settings/index.highlight.max_analyzed_offset?include_defaults``
+    answer is ``settings``: one less than the lowest of their bounds (an index over its
+    bound fails the whole search), :data:`ANALYSED_CHARS` when none can be read."""
+    bounds: list[int] = []
+    for index in settings.values():
+        if not isinstance(index, Mapping):
+            continue
+        for part in ("settings", "defaults"):
+            value = index.get(part)
+            value = value.get(ANALYSED_SETTING) if isinstance(value, Mapping) else None
+            if isinstance(value, (str, int)) and str(value).isdigit() and int(value) > 1:
+                bounds.append(int(value))
+                break
+    return min(bounds) - 1 if bounds else ANALYSED_CHARS
 
 
 def fragments_of(raw: Mapping[str, Any], content: str) -> list[str]:

@@ -31,7 +31,12 @@ from connectors.errors import EngineConfigError
 from connectors.lucene.filters import Body as Body
 from connectors.lucene.filters import FilterTranslator
 from connectors.lucene.nested import Anchor, anchors_of, inner_hits_clause
-from connectors.lucene.passages import fragments_of, highlight_clause, passages_of
+from connectors.lucene.passages import (
+    ANALYSED_CHARS,
+    fragments_of,
+    highlight_clause,
+    passages_of,
+)
 
 if TYPE_CHECKING:
     from connectors.lucene.spec import LuceneSpec
@@ -101,6 +106,7 @@ class QueryTranslator(FilterTranslator):
         text_only_fields: Collection[str] = (),
         multi_match_type: str = "best_fields",
         highlight_limit_key: str = "max_analyzed_offset",
+        analysed_chars: int = ANALYSED_CHARS,
     ) -> None:
         """
         Args:
@@ -109,7 +115,9 @@ class QueryTranslator(FilterTranslator):
             text_only_fields: analysed text fields with no keyword sub-field.
             multi_match_type: ``best_fields`` unless the store asks otherwise.
             highlight_limit_key: the dialect's name for the highlighter's bound on the
-                characters it analyses (passages).
+                characters it analyses.
+            analysed_chars: that bound, below the index's own
+                (:func:`connectors.lucene.passages.analysed_bound`).
 
         Raises:
             EngineConfigError: ``search.text_fields`` is malformed.
@@ -124,6 +132,7 @@ class QueryTranslator(FilterTranslator):
         content = spec.fields.content
         self._passages = spec.search.passages if content else None
         self._limit_key = highlight_limit_key
+        self._analysed = analysed_chars
 
     # ---- pieces
 
@@ -195,11 +204,14 @@ class QueryTranslator(FilterTranslator):
         has no one field to take a fragment of). Tags are empty because the
         fragment becomes the record's plain-text content; markup would corrupt it.
         ``require_field_match: false`` lets a term matched in the title pick the
-        best passage of the content too.
+        best passage of the content too. Both analyse at most the index's bound: a longer
+        content is highlighted in its head instead of failing the whole search.
         """
         content = self._mapping.content
         if self._passages is not None and content:
-            return highlight_clause(content, self._passages, passage_text, self._limit_key)
+            return highlight_clause(
+                content, self._passages, passage_text, self._limit_key, self._analysed
+            )
         if not self._search.highlight or not content:
             return None
         size = self._search.highlight_fragment_size
@@ -207,6 +219,7 @@ class QueryTranslator(FilterTranslator):
             "pre_tags": [""],
             "post_tags": [""],
             "require_field_match": False,
+            self._limit_key: self._analysed,
             "fields": {content: {"fragment_size": size, "number_of_fragments": 1}},
         }
 

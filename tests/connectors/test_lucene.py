@@ -17,6 +17,7 @@ from connectors.lucene.failures import EngineFailure
 from connectors.lucene.mapping import check_fields, flatten_mapping, keyword_subfields
 from connectors.lucene.opensearch import OpenSearchDialect
 from connectors.lucene.order import OrderedBodies
+from connectors.lucene.passages import ANALYSED_CHARS
 from connectors.lucene.query import QueryTranslator, TextField, parse_text_fields, read_hits
 from connectors.spec import ConnectorSpec
 from tests.connectors.specs import merged, spec_of
@@ -193,8 +194,15 @@ def test_collapse_and_highlight() -> None:
         "pre_tags": [""],
         "post_tags": [""],
         "require_field_match": False,
+        "max_analyzed_offset": ANALYSED_CHARS,
         "fields": {"text": {"fragment_size": 120, "number_of_fragments": 1}},
     }
+    # The index's own bound, where open() read one, is the clause's.
+    bounded = QueryTranslator(store(search={"highlight": True}), analysed_chars=4999)
+    assert (
+        bounded.lexical(SearchRequest(limit=1, text="x"), 1)["highlight"]["max_analyzed_offset"]
+        == 4999
+    )
     plain = QueryTranslator(store()).lexical(SearchRequest(limit=1, text="x"), 1)
     assert "collapse" not in plain
     assert "highlight" not in plain

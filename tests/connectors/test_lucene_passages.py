@@ -20,6 +20,7 @@ from connectors.lucene.hybrid import HybridPlanner, reread_body
 from connectors.lucene.passages import (
     ANALYSED_CHARS,
     CANDIDATES_PER_PASSAGE,
+    analysed_bound,
     choose,
     cut,
     highlight_clause,
@@ -98,6 +99,21 @@ def test_a_knn_search_highlights_its_hits_with_the_query_text(engine: str) -> No
         dialect_for(engine), t, "embedding", SearchRequest(limit=5, dense=[0.1]), 5, 5
     )
     assert "highlight" not in no_text
+
+
+def test_the_bound_stays_below_the_lowest_of_the_indices_own() -> None:
+    key = "index.highlight.max_analyzed_offset"
+    answer = {
+        "set": {"settings": {key: "5000"}, "defaults": {}},
+        "default": {"settings": {}, "defaults": {key: "1000000"}},
+        "raised": {"settings": {key: "4000000"}},
+    }
+    assert analysed_bound(answer) == 4999
+    assert analysed_bound({"raised": {"settings": {key: "4000000"}}}) == 3_999_999
+    assert analysed_bound(answer) != ANALYSED_CHARS
+    # Nothing readable: the engines' default bound.
+    assert analysed_bound({}) == ANALYSED_CHARS
+    assert analysed_bound({"x": {"settings": {key: "lots"}}, "y": []}) == ANALYSED_CHARS
 
 
 def test_hits_carry_the_fragments_located_in_their_content() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from connectors.factory import make_connector
+from connectors.lucene.passages import ANALYSED_CHARS
 from gateway.a2m.params import FetchParams, RecallParams
 from gateway.config import validate_store
 from gateway.security.scopes import Caller, Principal
@@ -146,6 +147,23 @@ async def test_a_scoped_caller_sees_passages_of_its_own_documents_only(
             assert "odd" in {r["metadata"]["acl"] for r in everyone}
 
 
+def _index(
+    backend: str, url: str, index: str, docs: dict[str, str], settings: dict[str, Any] | None = None
+) -> None:
+    """A fresh ``index`` (``settings``) holding each of ``docs`` as ``{key, text}``."""
+    client = lucene_loader.lucene_client(backend, url)
+    try:
+        if client.indices.exists(index=index):
+            client.indices.delete(index=index)
+        mappings = {"properties": {"key": {"type": "keyword"}, "text": {"type": "text"}}}
+        client.indices.create(index=index, body={"settings": settings or {}, "mappings": mappings})
+        for key, text in docs.items():
+            client.index(index=index, id=key, body={"key": key, "text": text})
+        client.indices.refresh(index=index)
+    finally:
+        client.close()
+
+
 async def test_a_document_longer_than_the_highlighters_bound_still_recalls(
     node: tuple[str, str],
 ) -> None:
@@ -158,21 +176,7 @@ async def test_a_document_longer_than_the_highlighters_bound_still_recalls(
         "huge": "Bone density falls in winter. " + filler + "Bone density tail.",
         "small": "Bone density is measured by scans. " + "Other words follow. " * 30,
     }
-    client = lucene_loader.lucene_client(backend, url)
-    try:
-        if client.indices.exists(index=index):
-            client.indices.delete(index=index)
-        client.indices.create(
-            index=index,
-            body={
-                "mappings": {"properties": {"key": {"type": "keyword"}, "text": {"type": "text"}}}
-            },
-        )
-        for key, text in docs.items():
-            client.index(index=index, id=key, body={"key": key, "text": text})
-        client.indices.refresh(index=index)
-    finally:
-        client.close()
+    _index(backend, url, index, docs)
     assert len(docs["huge"]) > 1_000_000
     config = validate_store(
         {
@@ -192,3 +196,53 @@ async def test_a_document_longer_than_the_highlighters_bound_still_recalls(
         assert huge["metadata"]["passage"]["length"] == len(docs["huge"])
         assert huge["content"].startswith("Bone density falls in winter.")
         assert len(huge["content"]) <= CAP
+
+
+@pytest.mark.parametrize("search", [{"passages": PASSAGES}, {"highlight": True}])
+async def test_an_index_with_a_lower_highlight_bound_still_recalls_its_long_documents(
+    node: tuple[str, str], search: dict[str, Any]
+) -> None:
+    # An operator's index.highlight.max_analyzed_offset below the engines' default: a
+    # search asking to analyse more fails as soon as a longer document is a hit. open()
+    # reads the index's bound, and what is past it is not highlighted.
+    backend, url = node
+    index = "a2m-test-highlight-bound"
+    filler = "Filler words without the asked term go on here. " * 400
+    docs = {
+        "long": "Bone density falls in winter. " + filler + "Bone density tail.",
+        "small": "Bone density is measured by scans. " + "Other words follow. " * 30,
+    }
+    _index(backend, url, index, docs, settings={"index.highlight.max_analyzed_offset": 5000})
+    assert len(docs["long"]) > 5000
+    key = "max_analyzed_offset" if backend == "elasticsearch" else "max_analyzer_offset"
+    client = lucene_loader.lucene_client(backend, url)
+    try:
+        # Not vacuous: the engines' default bound is refused on this index.
+        with pytest.raises(Exception, match="max_analy"):
+            client.search(
+                index=index,
+                body={
+                    "query": {"match": {"text": "bone density"}},
+                    "highlight": {key: ANALYSED_CHARS, "fields": {"text": {}}},
+                },
+            )
+    finally:
+        client.close()
+    config = validate_store(
+        {
+            "backend": backend,
+            "index": index,
+            "connection": {"hosts": [url], "timeout_ms": 30_000},
+            "mapping": {"content": "text", "key": "key"},
+            "search": {"mode": "lexical", "text_fields": ["text"], **search},
+        }
+    )
+    store = Store("s", config, make_connector(connector_spec(config)))
+    async with started(store):
+        records = (await store.recall(RecallParams(query="bone density", limit=5)))["records"]
+    by_key = {r["key"]: r for r in records}
+    assert set(by_key) == {"long", "small"}
+    long = by_key["long"]
+    assert long["content"].startswith("Bone density falls in winter.")
+    assert "tail" not in long["content"]  # past the bound: never highlighted
+    assert len(long["content"]) <= CAP

@@ -9,6 +9,7 @@ answer forms over real sockets are tested in test_answer_forms.py.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -17,8 +18,9 @@ from connectors.base import SearchRequest
 from connectors.engine_transport import EngineRequest, MockTransport, Response, json_response
 from connectors.errors import ConnectorError, EngineConfigError
 from connectors.lucene.connector import LuceneConnector
+from connectors.lucene.passages import ANALYSED_CHARS, ANALYSED_SETTING
 from connectors.lucene.spec import LuceneConnectionSpec, LuceneSpec
-from connectors.spec import ConnectorSpec, FieldsSpec, SearchSpec
+from connectors.spec import ConnectorSpec, FieldsSpec, PassageSpec, SearchSpec
 
 ENGINES = ("elasticsearch", "opensearch")
 PRODUCT = {"x-elastic-product": "Elasticsearch"}
@@ -45,11 +47,18 @@ def _spec(backend: str) -> LuceneSpec:
     )
 
 
-def _engine(backend: str, search: Callable[[EngineRequest], Response]) -> MockTransport:
-    """An engine that knows one index; ``search`` answers its ``_search``."""
+def _engine(
+    backend: str,
+    search: Callable[[EngineRequest], Response],
+    paths: dict[str, Response] | None = None,
+) -> MockTransport:
+    """An engine that knows one index; ``search`` answers its ``_search``, ``paths`` the
+    paths they name."""
     headers = PRODUCT if backend == "elasticsearch" else {}
 
     def handler(request: EngineRequest) -> Response:
+        if paths and request.path in paths:
+            return paths[request.path]
         if request.path == "/idx/_mapping":
             return json_response(MAPPING, headers=headers)
         if request.path == "/idx/_search":
@@ -115,3 +124,35 @@ async def test_a_handler_may_be_a_coroutine_and_head_answers_carry_no_body() -> 
     assert (answer.status, answer.body) == (200, b"")
     assert engine.requests[0].method == "HEAD"
     assert engine.requests[0].headers == {"host": "x"}
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+@pytest.mark.parametrize(
+    ("settings", "bound"),
+    [
+        (json_response({"idx": {"settings": {ANALYSED_SETTING: "5000"}}}), 4999),
+        # Settings the credential may not read, or a proxy's page: the engines' default.
+        (json_response({"error": {"type": "security_exception"}}, 403), ANALYSED_CHARS),
+        (Response(200, {"content-type": "text/html"}, b"<html>sign in</html>"), ANALYSED_CHARS),
+    ],
+)
+async def test_open_reads_the_indexs_highlight_bound_for_passages(
+    backend: str, settings: Response, bound: int
+) -> None:
+    headers = PRODUCT if backend == "elasticsearch" else {}
+    answer = Response(settings.status, {**settings.headers, **headers}, settings.body)
+    paths = {f"/idx/_settings/{ANALYSED_SETTING}": answer}
+    engine = _engine(backend, lambda request: json_response(HITS, headers=headers), paths)
+    spec = _spec(backend)
+    search = SearchSpec(
+        mode="lexical",
+        text_fields=("title",),
+        passages=PassageSpec(max_chars=10, count=2, fragment_chars=5),
+    )
+    connector = LuceneConnector(replace(spec, search=search), transport=engine)
+    await connector.open()
+    await connector.search(SearchRequest(limit=2, text="first", passage_text="first"))
+    await connector.close()
+    body: Any = next(r for r in engine.requests if r.path == "/idx/_search").json()
+    key = "max_analyzed_offset" if backend == "elasticsearch" else "max_analyzer_offset"
+    assert body["highlight"][key] == bound
