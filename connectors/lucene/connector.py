@@ -39,13 +39,14 @@ from connectors.lucene.mapping import (
     check_fields,
     flatten_mapping,
     keyword_subfields,
+    not_indexed,
     text_only_fields,
 )
 from connectors.lucene.nested import check_nested, check_nested_version
 from connectors.lucene.order import OrderedBodies, OrderedReader
 from connectors.lucene.passages import ANALYSED_CHARS, ANALYSED_SETTING, analysed_bound
 from connectors.lucene.pit import open_pit, release_pit
-from connectors.lucene.query import MAX_WINDOW, PAGE_SIZE, Body, QueryTranslator
+from connectors.lucene.query import MAX_WINDOW, PAGE_SIZE, Body, QueryTranslator, parse_text_fields
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -233,6 +234,7 @@ class LuceneConnector:
             text_only_fields=text_only_fields(fields, exact),
             highlight_limit_key=self._dialect.highlight_limit_key,
             analysed_chars=analysed,
+            highlight_query_fields=self._highlight_query_fields(mapping),
         )
         self._order = OrderedBodies(t, self._dialect.engine_id_order)
         if not field_spec:
@@ -242,6 +244,26 @@ class LuceneConnector:
         group = self._spec.fields.group if t.collapse_field else None
         self._hybrid = HybridPlanner(t, self._knn, self._knn_score, group_field=group)
         return vectors
+
+    def _highlight_query_fields(self, mapping: Mapping[str, Any]) -> tuple[str, ...]:
+        """Where the passages' text is matched for the highlighter: the content field
+        (none named), else, where an index maps it ``index: false``, the store's text
+        fields.
+
+        Raises:
+            EngineConfigError: the content field is not indexed and the store has no text
+                fields to match on.
+        """
+        content = self._spec.fields.content
+        if not (self._spec.search.passages and content and not_indexed(mapping, content)):
+            return ()
+        names = tuple(tf.name for tf in parse_text_fields(self._spec.search.text_fields))
+        if not names:
+            raise EngineConfigError(
+                "search.passages: the content field is not indexed and search.text_fields"
+                " is empty, so the highlighter has no terms; set passages.by: gateway"
+            )
+        return names
 
     def _knn(self, request: SearchRequest, size: int, depth: int) -> Body:
         assert self._vector_field is not None

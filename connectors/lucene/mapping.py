@@ -66,6 +66,16 @@ def flatten_mapping(response: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def not_indexed(response: Mapping[str, Any], path: str) -> bool:
+    """``path`` is mapped ``index: false`` in at least one index of a get-mapping response
+    (a query on it fails the search there)."""
+    for name, index in response.items():
+        spec = flatten_mapping({name: index}).get(path)
+        if spec is not None and str(spec.get("index", True)).lower() == "false":
+            return True
+    return False
+
+
 def keyword_subfields(fields: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     """text field → its first keyword sub-field: exact matching and sorting use the sub-field."""
     out: dict[str, str] = {}

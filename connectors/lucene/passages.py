@@ -49,6 +49,7 @@ def highlight_clause(
     text: str | None,
     limit_key: str = "max_analyzed_offset",
     analysed: int = ANALYSED_CHARS,
+    query_fields: Sequence[str] = (),
 ) -> Body:
     """The ``highlight`` clause asking for ``spec.count`` passages of ``content``.
 
@@ -56,6 +57,9 @@ def highlight_clause(
     selected the hit (None: the search's own query). Tags are empty: a fragment is
     the document's own text, so it can be found in it. ``limit_key``: the dialect's
     name for the bound on the characters analysed, ``analysed`` (:func:`analysed_bound`).
+    ``query_fields``: where ``text`` is matched when the content field is not indexed
+    (a ``match`` on it would fail the search); the highlighter still marks the content's
+    words, whichever field's analyser made the terms (``require_field_match: false``).
     """
     field: Body = {
         "type": "unified",
@@ -73,7 +77,9 @@ def highlight_clause(
         limit_key: analysed,
         "fields": {content: field},
     }
-    if text:
+    if text and query_fields:
+        clause["highlight_query"] = {"multi_match": {"query": text, "fields": list(query_fields)}}
+    elif text:
         clause["highlight_query"] = {"match": {content: {"query": text}}}
     return clause
 

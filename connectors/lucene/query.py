@@ -107,6 +107,7 @@ class QueryTranslator(FilterTranslator):
         multi_match_type: str = "best_fields",
         highlight_limit_key: str = "max_analyzed_offset",
         analysed_chars: int = ANALYSED_CHARS,
+        highlight_query_fields: tuple[str, ...] = (),
     ) -> None:
         """
         Args:
@@ -118,6 +119,8 @@ class QueryTranslator(FilterTranslator):
                 characters it analyses.
             analysed_chars: that bound, below the index's own
                 (:func:`connectors.lucene.passages.analysed_bound`).
+            highlight_query_fields: where the passages' text is matched instead of the
+                content field, when that one is not indexed.
 
         Raises:
             EngineConfigError: ``search.text_fields`` is malformed.
@@ -133,6 +136,7 @@ class QueryTranslator(FilterTranslator):
         self._passages = spec.search.passages if content else None
         self._limit_key = highlight_limit_key
         self._analysed = analysed_chars
+        self._highlight_query_fields = highlight_query_fields
 
     # ---- pieces
 
@@ -210,7 +214,12 @@ class QueryTranslator(FilterTranslator):
         content = self._mapping.content
         if self._passages is not None and content:
             return highlight_clause(
-                content, self._passages, passage_text, self._limit_key, self._analysed
+                content,
+                self._passages,
+                passage_text,
+                self._limit_key,
+                self._analysed,
+                self._highlight_query_fields,
             )
         if not self._search.highlight or not content:
             return None

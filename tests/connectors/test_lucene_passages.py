@@ -17,6 +17,7 @@ from connectors.base import Condition, Filter, Hit, SearchRequest
 from connectors.fusion import clamp01
 from connectors.lucene.connector import dialect_for, knn_body
 from connectors.lucene.hybrid import HybridPlanner, reread_body
+from connectors.lucene.mapping import not_indexed
 from connectors.lucene.passages import (
     ANALYSED_CHARS,
     CANDIDATES_PER_PASSAGE,
@@ -114,6 +115,26 @@ def test_the_bound_stays_below_the_lowest_of_the_indices_own() -> None:
     # Nothing readable: the engines' default bound.
     assert analysed_bound({}) == ANALYSED_CHARS
     assert analysed_bound({"x": {"settings": {key: "lots"}}, "y": []}) == ANALYSED_CHARS
+
+
+def test_the_highlight_query_uses_the_text_fields_when_given() -> None:
+    clause = highlight_clause("body", SPEC, "bone loss", query_fields=("title", "tags*"))
+    query = {"multi_match": {"query": "bone loss", "fields": ["title", "tags*"]}}
+    assert clause["highlight_query"] == query
+    assert list(clause["fields"]) == ["body"]  # still the content's passages
+
+
+def test_not_indexed_reads_every_index_of_the_mapping() -> None:
+    def index(body: dict[str, Any]) -> dict[str, Any]:
+        return {"mappings": {"properties": {"title": {"type": "text"}, "body": body}}}
+
+    indexed = index({"type": "text"})
+    stored = index({"type": "text", "index": False})
+    nested = {"mappings": {"properties": {"doc": {"properties": {"body": {"index": "false"}}}}}}
+    assert not not_indexed({"a": indexed}, "body")
+    assert not_indexed({"a": indexed, "b": stored}, "body")  # an alias over both
+    assert not_indexed({"n": nested}, "doc.body")
+    assert not not_indexed({"a": indexed}, "missing")
 
 
 def test_hits_carry_the_fragments_located_in_their_content() -> None:

@@ -148,17 +148,29 @@ async def test_a_scoped_caller_sees_passages_of_its_own_documents_only(
 
 
 def _index(
-    backend: str, url: str, index: str, docs: dict[str, str], settings: dict[str, Any] | None = None
+    backend: str,
+    url: str,
+    index: str,
+    docs: dict[str, str],
+    settings: dict[str, Any] | None = None,
+    text: dict[str, Any] | None = None,
 ) -> None:
-    """A fresh ``index`` (``settings``) holding each of ``docs`` as ``{key, text}``."""
+    """A fresh ``index`` (``settings``) holding each of ``docs`` as ``{key, text, title}``
+    (``text`` mapped as given, else ``text``; the title is the text's first four words)."""
     client = lucene_loader.lucene_client(backend, url)
     try:
         if client.indices.exists(index=index):
             client.indices.delete(index=index)
-        mappings = {"properties": {"key": {"type": "keyword"}, "text": {"type": "text"}}}
-        client.indices.create(index=index, body={"settings": settings or {}, "mappings": mappings})
-        for key, text in docs.items():
-            client.index(index=index, id=key, body={"key": key, "text": text})
+        properties = {
+            "key": {"type": "keyword"},
+            "title": {"type": "text"},
+            "text": text or {"type": "text"},
+        }
+        body = {"settings": settings or {}, "mappings": {"properties": properties}}
+        client.indices.create(index=index, body=body)
+        for key, content in docs.items():
+            title = " ".join(content.split()[:4])
+            client.index(index=index, id=key, body={"key": key, "text": content, "title": title})
         client.indices.refresh(index=index)
     finally:
         client.close()
@@ -246,3 +258,54 @@ async def test_an_index_with_a_lower_highlight_bound_still_recalls_its_long_docu
     assert long["content"].startswith("Bone density falls in winter.")
     assert "tail" not in long["content"]  # past the bound: never highlighted
     assert len(long["content"]) <= CAP
+
+
+async def test_passages_of_a_content_field_that_is_not_indexed(node: tuple[str, str]) -> None:
+    # A content field stored but not indexed (index: false; the store searches a title):
+    # a highlight query on it fails the search, so the text fields give the terms.
+    backend, url = node
+    index = "a2m-test-passages-not-indexed"
+    filler = "Filler words without the asked term go on here. " * 20
+    docs = {
+        "a": "Winter notes on health. " + filler + "Bone density falls in winter.",
+        "b": "Summer notes on health. " + filler + "Other words follow.",
+    }
+    _index(backend, url, index, docs, text={"type": "text", "index": False})
+    client = lucene_loader.lucene_client(backend, url)
+    try:
+        # Not vacuous: the engine refuses a highlight query on the content field.
+        with pytest.raises(Exception, match="not indexed"):
+            client.search(
+                index=index,
+                body={
+                    "query": {"match": {"title": "notes"}},
+                    "highlight": {
+                        "highlight_query": {"match": {"text": "bone density"}},
+                        "fields": {"text": {}},
+                    },
+                },
+            )
+    finally:
+        client.close()
+    config = validate_store(
+        {
+            "backend": backend,
+            "index": index,
+            "connection": {"hosts": [url], "timeout_ms": 30_000},
+            "mapping": {"content": "text", "key": "key"},
+            "search": {"mode": "lexical", "text_fields": ["title"], "passages": PASSAGES},
+        }
+    )
+    store = Store("s", config, make_connector(connector_spec(config)))
+    async with started(store):
+        records = (await store.recall(RecallParams(query="winter notes bone density", limit=5)))[
+            "records"
+        ]
+    by_key = {r["key"]: r for r in records}
+    assert set(by_key) == {"a", "b"}  # both titles hold "notes"
+    passage = by_key["a"]["metadata"]["passage"]
+    # The highlighter's best sentence: the one holding the query's words, not the head.
+    best = passage["offsets"][passage["best"]]
+    assert best[0] > 0
+    assert docs["a"][best[0] : best[1]].endswith("Bone density falls in winter.")
+    assert len(by_key["a"]["content"]) <= CAP

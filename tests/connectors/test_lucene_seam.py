@@ -156,3 +156,30 @@ async def test_open_reads_the_indexs_highlight_bound_for_passages(
     body: Any = next(r for r in engine.requests if r.path == "/idx/_search").json()
     key = "max_analyzed_offset" if backend == "elasticsearch" else "max_analyzer_offset"
     assert body["highlight"][key] == bound
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+async def test_passages_match_on_the_text_fields_where_the_content_is_not_indexed(
+    backend: str,
+) -> None:
+    headers = PRODUCT if backend == "elasticsearch" else {}
+    properties = {"title": {"type": "text"}, "body": {"type": "text", "index": False}}
+    mapping = json_response({"idx": {"mappings": {"properties": properties}}}, headers=headers)
+    paths = {"/idx/_mapping": mapping}
+    engine = _engine(backend, lambda request: json_response(HITS, headers=headers), paths)
+    spec = _spec(backend)
+    passages = PassageSpec(max_chars=10, count=2, fragment_chars=5)
+    search = SearchSpec(mode="lexical", text_fields=("title",), passages=passages)
+    fields = FieldsSpec(read=("title", "body"), content="body")
+    connector = LuceneConnector(replace(spec, search=search, fields=fields), transport=engine)
+    await connector.open()
+    await connector.search(SearchRequest(limit=2, text="first", passage_text="the first"))
+    await connector.close()
+    body: Any = next(r for r in engine.requests if r.path == "/idx/_search").json()
+    query = {"multi_match": {"query": "the first", "fields": ["title"]}}
+    assert body["highlight"]["highlight_query"] == query
+    assert "body" in body["highlight"]["fields"]
+    # With no text field either, nothing can give the highlighter its terms: refused at open.
+    bare = replace(spec, search=replace(search, text_fields=()), fields=fields)
+    with pytest.raises(EngineConfigError, match=r"search\.passages"):
+        await LuceneConnector(bare, transport=engine).open()
