@@ -161,14 +161,16 @@ def locate(text: str, fragments: Sequence[str], cap: int) -> list[tuple[int, int
     each span cut to ``cap`` characters at the last word end within it; None when one is
     not found."""
     spans: list[tuple[int, int]] = []
+    find = text.find
     for fragment in fragments:
         fragment = fragment.strip()
         if not fragment:
             continue
-        start = text.find(fragment)
+        start = find(fragment)
         if start < 0:
             return None
-        spans.append((start, cut(text, start, start + len(fragment), cap)))
+        end = start + len(fragment)
+        spans.append((start, end if end - start <= cap else cut(text, start, end, cap)))
     return spans or None
 
 
@@ -178,20 +180,32 @@ def choose(text: str, ranked: Sequence[tuple[int, int]], count: int) -> list[tup
     # A paragraph is named by the last blank line at or before a span's start (a start
     # is never inside a run of line breaks: fragments and anchors are stripped).
     rfind = text.rfind
-    paragraphs = [rfind("\n\n", 0, start + 1) for start, _ in ranked]
     chosen: list[tuple[int, int]] = []
     used: set[int] = set()
-    for diverse in (True, False):
-        for (start, end), paragraph in zip(ranked, paragraphs, strict=True):
-            if len(chosen) == count:
-                break
-            if diverse and paragraph in used:
-                continue
-            if any(start < e and s < end for s, e in chosen):
-                continue
-            chosen.append((start, end))
+    passed: list[tuple[int, int]] = []  # the spans the first round left, best first
+    for span in ranked:
+        if len(chosen) == count:
+            return sorted(chosen)
+        paragraph = rfind("\n\n", 0, span[0] + 1)
+        if paragraph in used or _overlaps(span, chosen):
+            passed.append(span)
+        else:
+            chosen.append(span)
             used.add(paragraph)
+    for span in passed:
+        if len(chosen) == count:
+            break
+        if not _overlaps(span, chosen):
+            chosen.append(span)
     return sorted(chosen)
+
+
+def _overlaps(span: tuple[int, int], chosen: list[tuple[int, int]]) -> bool:
+    start, end = span
+    for s, e in chosen:  # noqa: SIM110 - a loop: no generator made per span
+        if start < e and s < end:
+            return True
+    return False
 
 
 def cut(text: str, start: int, end: int, cap: int) -> int:
