@@ -23,6 +23,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from connectors import json_answer
 from connectors.base import Metric, VectorInfo
 from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
@@ -68,6 +69,17 @@ _ACCEPT = {"accept": "application/json"}
 def _node_version(answer: Mapping[str, Any]) -> str | None:
     versions = [n.get("version") for n in (answer.get("nodes") or {}).values()]
     return str(versions[0]) if versions and versions[0] else None
+
+
+def answer_serializer(base: type) -> type:
+    """elasticsearch-py's orjson serializer ``base``, its answers parsed by
+    :func:`connectors.json_answer.loads` (the library wraps its ``ValueError``)."""
+
+    class AnswerSerializer(base):  # type: ignore[misc]
+        def json_loads(self, data: bytes) -> Any:
+            return json_answer.loads(data)
+
+    return AnswerSerializer
 
 
 def client_options(
@@ -120,9 +132,9 @@ def client_options(
         kwargs["basic_auth"] = (c.username, password)
     elif c.bearer_token is not None:
         kwargs["bearer_auth"] = c.bearer_token.get_secret_value()
-    # orjson instead of stdlib json; the 8.x client speaks the compatibility
-    # media type, so map that one too.
-    fast = OrjsonSerializer()
+    # orjson instead of stdlib json (and what it refuses: connectors.json_answer); the
+    # 8.x client speaks the compatibility media type, so map that one too.
+    fast = answer_serializer(OrjsonSerializer)()
     kwargs["serializers"] = {
         "application/json": fast,
         "application/vnd.elasticsearch+json": fast,

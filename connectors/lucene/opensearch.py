@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from connectors import json_answer
 from connectors.base import Metric, VectorInfo
 from connectors.errors import EngineConfigError
 from connectors.fusion import clamp01, inner_product_score
@@ -328,8 +329,8 @@ class OrjsonSerializer:
     def loads(self, s: str | bytes) -> Any:
         try:
             # The bytes of the connection's text when it kept them (never encoded anew).
-            return orjson.loads(s.body if isinstance(s, AnswerText) else s)
-        except orjson.JSONDecodeError as exc:
+            return json_answer.loads(s.body if isinstance(s, AnswerText) else s)
+        except ValueError as exc:
             from opensearchpy.exceptions import SerializationError
 
             raise SerializationError(s, exc) from None

@@ -1,0 +1,48 @@
+"""An engine's JSON answer, parsed, including the JSON that orjson refuses and RFC 8259 allows.
+
+A JSON string may escape a lone UTF-16 surrogate (``"\\ud800"``): the grammar allows it
+(RFC 8259 section 8.2 leaves what a reader makes of it open), Elasticsearch and
+OpenSearch store such a document as they were given it and return it in ``_source``,
+and orjson refuses the whole answer. One such document would fail every search that
+hits it. :func:`loads` parses that answer again with the standard library, each lone
+surrogate read as U+FFFD (the replacement character), so the record's text is valid
+Unicode and the gateway's own JSON can carry it. An answer orjson parses costs nothing
+more.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import orjson
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate in a parsed string (the standard library joins the pairs)."""
+
+
+def loads(data: bytes | str) -> Any:
+    """``data`` parsed as JSON; lone surrogates in its strings read as U+FFFD.
+
+    Raises:
+        ValueError: ``data`` is not JSON (orjson's ``JSONDecodeError``).
+    """
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as refused:
+        try:
+            return _repaired(json.loads(data))
+        except (ValueError, RecursionError):
+            raise refused from None
+
+
+def _repaired(value: Any) -> Any:
+    """``value`` (parsed JSON) with each string's lone surrogates replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if not value.isascii() else value
+    if isinstance(value, list):
+        return [_repaired(v) for v in value]
+    if isinstance(value, dict):
+        return {_repaired(k): _repaired(v) for k, v in value.items()}
+    return value
