@@ -137,6 +137,23 @@ def test_the_stage_cuts_content_and_says_where_the_passage_sits() -> None:
     assert short.metadata is None
 
 
+def test_offsets_count_code_points_past_characters_outside_the_bmp() -> None:
+    # Emoji (two UTF-16 units each) and accents before the passage: the offsets slice the
+    # content as its code points, and the length is theirs.
+    answer = "Vitamin D deficiency raises the risk of fractures in elderly women."
+    head = "Étude 😀 café 🦴 naïve résumé. " * 40
+    text = head + "\n\n" + answer + " " + "Other words follow here. " * 20
+    record = Record(id="1", content=text)
+    PassageStage(PassagesConfig(max_chars=200, count=1)).apply([record], "vitamin D fractures")
+    assert record.metadata is not None
+    where = record.metadata["passage"]
+    [[start, end]] = where["offsets"]
+    assert start >= len(head)  # past the emoji
+    assert text[start:end] == record.content
+    assert answer in record.content
+    assert where["length"] == len(text) < len(text.encode("utf-16-le")) // 2
+
+
 def test_passages_the_engine_chose_are_shortened_to_a_folds_share_with_their_offsets() -> None:
     doc = "Alpha beta gamma delta epsilon zeta. " * 20 + "Eta theta iota kappa lambda mu. " * 20
     first = doc[:296]
