@@ -6,8 +6,10 @@ OpenSearch store such a document as they were given it and return it in ``_sourc
 and orjson refuses the whole answer. One such document would fail every search that
 hits it. :func:`loads` parses that answer again with the standard library, each lone
 surrogate read as U+FFFD (the replacement character), so the record's text is valid
-Unicode and the gateway's own JSON can carry it. An answer orjson parses costs nothing
-more.
+Unicode and the gateway's own JSON can carry it. The same second reading takes a number
+past a double's range (``1e400``) as an infinity, which the gateway's JSON writes as
+``null``. An answer orjson parses costs
+nothing more.
 """
 
 from __future__ import annotations

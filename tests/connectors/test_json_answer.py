@@ -24,6 +24,16 @@ def test_a_pair_stays_one_character_and_an_escaped_backslash_is_text() -> None:
     assert loads(raw.decode()) == loads(raw)
 
 
+def test_a_number_past_a_doubles_range_is_an_infinity_written_as_null() -> None:
+    raw = b'{"a": 1e400, "b": -1e400, "c": "x"}'
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(raw)
+    parsed = loads(raw)
+    assert parsed["a"] == float("inf")
+    assert parsed["b"] == float("-inf")
+    assert orjson.loads(orjson.dumps(parsed)) == {"a": None, "b": None, "c": "x"}
+
+
 def test_what_is_not_json_is_still_refused() -> None:
     for raw in (b"<html>sign in</html>", b'{"a": "\xff"}', b"[" * 5000 + b"]" * 5000, b""):
         with pytest.raises(orjson.JSONDecodeError):  # a ValueError, orjson's own
