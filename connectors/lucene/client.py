@@ -15,8 +15,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 from urllib.parse import quote
 
-from connectors.errors import ConnectorError, EngineTimeout, EngineUnavailable
-from connectors.lucene.failures import EngineFailure, LegFailed, lost_shards
+from connectors.errors import (
+    ConnectorError,
+    EngineAnswerUnusable,
+    EngineTimeout,
+    EngineUnavailable,
+)
+from connectors.lucene.failures import NOT_AN_OBJECT, EngineFailure, LegFailed, lost_shards
 from connectors.lucene.query import Body
 from connectors.retry import remaining, retry_read
 from connectors.tracing import engine_tracer, operation_of, with_headers
@@ -76,6 +81,7 @@ class LuceneClient:
 
         Raises:
             LegFailed: a search answered with shards lost to a node leaving the cluster.
+            EngineAnswerUnusable: the answer is JSON but not an object.
         """
         tracer = engine_tracer()
         if tracer is None:
@@ -99,6 +105,8 @@ class LuceneClient:
                     params=params,
                     headers=with_headers(self._headers, extra),
                 )
+        if type(answer) is not dict:  # parsed JSON: an object is a dict
+            raise EngineAnswerUnusable(NOT_AN_OBJECT)
         lost = lost_shards(answer)
         if lost is not None:
             raise LegFailed(lost)

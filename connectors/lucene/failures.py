@@ -217,3 +217,27 @@ def msearch_responses(answer: Mapping[str, Any], expected: int) -> list[dict[str
         if lost is not None:
             raise LegFailed(lost)
     return [dict(r) for r in responses]
+
+
+NOT_AN_OBJECT = "the engine answered JSON that is not an object"
+"""A JSON answer (a list, a string, null) to a call every engine answers with an object."""
+NOT_A_SEARCH_ANSWER = "the engine's answer to a search holds no list of hits"
+"""A JSON answer to ``_search`` without ``hits.hits`` (a proxy's or another service's)."""
+NOT_A_HIT = (
+    "the engine's answer to a search holds a hit without an _id or with a _source "
+    "that is not an object"
+)
+"""A ``hits.hits`` entry no engine sends."""
+
+
+def search_hits(answer: Any) -> list[Any]:
+    """The ``hits.hits`` list of a ``_search`` answer (its entries unchecked).
+
+    Raises:
+        EngineAnswerUnusable: the answer holds no such list.
+    """
+    hits = answer.get("hits") if isinstance(answer, Mapping) else None
+    listed = hits.get("hits") if isinstance(hits, Mapping) else None
+    if not isinstance(listed, list):
+        raise EngineAnswerUnusable(NOT_A_SEARCH_ANSWER)
+    return listed

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from connectors.base import ID_FIELD, Filter, Hit, OrderedRequest
+from connectors.errors import EngineAnswerUnusable
+from connectors.lucene.failures import NOT_A_HIT, search_hits
 from connectors.lucene.query import MAX_WINDOW, Body, QueryTranslator
 
 logger = logging.getLogger(__name__)
@@ -177,14 +179,16 @@ class OrderedReader:
                 )
                 response = await self._search_page(body, plan.pit)
                 pit_id = response.get("pit_id", pit_id)
-                page = response.get("hits", {}).get("hits", [])
+                page = search_hits(response)
                 for h in self._t.hits(response, with_vectors=request.with_vectors):
                     h.score = None
                     hits.append(h)
                 if len(page) < size:
                     break
                 if plan.search_after:
-                    after = page[-1]["sort"]
+                    after = page[-1].get("sort")  # a dict: hits() read the page
+                    if not isinstance(after, list):
+                        raise EngineAnswerUnusable(NOT_A_HIT)
             return hits
         finally:
             if pit_id is not None:

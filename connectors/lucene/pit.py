@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from connectors.errors import EngineAnswerUnusable
 from connectors.lucene.client import LuceneClient
 from connectors.lucene.dialect import Dialect
 from connectors.lucene.order import PIT_KEEP_ALIVE
@@ -16,10 +17,17 @@ logger = logging.getLogger(__name__)
 
 
 async def open_pit(engine: LuceneClient, dialect: Dialect, path: str) -> str:
-    """A new point in time on the index ``path`` names; its id."""
+    """A new point in time on the index ``path`` names; its id.
+
+    Raises:
+        EngineAnswerUnusable: the answer names no point in time.
+    """
     params = {"keep_alive": PIT_KEEP_ALIVE}
     answer = await engine.read_call("POST", path, params=params)
-    return str(answer[dialect.pit.id_key])
+    pit_id = answer.get(dialect.pit.id_key)
+    if not isinstance(pit_id, str) or not pit_id:
+        raise EngineAnswerUnusable("the engine's answer to opening a point in time names none")
+    return pit_id
 
 
 async def release_pit(engine: LuceneClient, dialect: Dialect, pit_id: str) -> None:

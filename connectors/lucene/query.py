@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from connectors.base import Hit, SearchRequest
-from connectors.errors import EngineConfigError
+from connectors.errors import EngineAnswerUnusable, EngineConfigError
+from connectors.lucene.failures import NOT_A_HIT, search_hits
 from connectors.lucene.filters import Body as Body
 from connectors.lucene.filters import FilterTranslator
 from connectors.lucene.nested import Anchor, anchors_of, inner_hits_clause
@@ -297,7 +298,7 @@ class QueryTranslator(FilterTranslator):
         )
         content, spec, nested = self._mapping.content, self._passages, self._search.nested
         if spec is not None and content:
-            raws = response.get("hits", {}).get("hits", [])
+            raws = search_hits(response)
             given = anchors or {}
             for hit, raw in zip(hits, raws, strict=True):
                 if nested is not None:
@@ -319,20 +320,35 @@ def read_hits(
     keep_vector_in_source: bool,
     content: str | None,
 ) -> list[Hit]:
-    """Hits of a ``_search`` response; scores are the engine's raw ``_score``."""
+    """Hits of a ``_search`` response; scores are the engine's raw ``_score``.
+
+    Raises:
+        EngineAnswerUnusable: the response holds no list of hits, or a hit no engine
+            sends (no ``_id``, a ``_source`` or vector that is not one).
+    """
     vf = vector_field
     out: list[Hit] = []
-    for raw in response.get("hits", {}).get("hits", []):
-        source = dict(raw.get("_source") or {})
+    for raw in search_hits(response):
+        found = raw.get("_source") if isinstance(raw, dict) and "_id" in raw else NOT_A_HIT
+        if not isinstance(found, dict):
+            if found is not None:
+                raise EngineAnswerUnusable(NOT_A_HIT)
+            found = {}
+        source = dict(found)
         vector: list[float] | None = None
         if vf:
             value = source.get(vf) if keep_vector_in_source else source.pop(vf, None)
             if isinstance(value, list):
-                vector = [float(x) for x in value]
+                try:
+                    vector = [float(x) for x in value]
+                except (TypeError, ValueError):
+                    raise EngineAnswerUnusable(NOT_A_HIT) from None
         highlight: str | None = None
-        if content and "highlight" in raw:
-            fragments = raw["highlight"].get(content) or []
-            highlight = fragments[0] if fragments else None
+        marked = raw.get("highlight") if content else None
+        if isinstance(marked, dict):
+            fragments = marked.get(content)
+            first = fragments[0] if isinstance(fragments, list) and fragments else None
+            highlight = first if isinstance(first, str) else None
         score = raw.get("_score")
         index, routing = raw.get("_index"), raw.get("_routing")
         # Positional, in Hit's field order (keywords cost a tenth of a hit's reading).

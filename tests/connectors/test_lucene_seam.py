@@ -16,7 +16,7 @@ import pytest
 
 from connectors.base import SearchRequest
 from connectors.engine_transport import EngineRequest, MockTransport, Response, json_response
-from connectors.errors import ConnectorError, EngineConfigError
+from connectors.errors import ConnectorError, EngineAnswerUnusable, EngineConfigError
 from connectors.lucene.connector import LuceneConnector
 from connectors.lucene.passages import ANALYSED_CHARS, ANALYSED_SETTING
 from connectors.lucene.spec import LuceneConnectionSpec, LuceneSpec
@@ -183,3 +183,30 @@ async def test_passages_match_on_the_text_fields_where_the_content_is_not_indexe
     bare = replace(spec, search=replace(search, text_fields=()), fields=fields)
     with pytest.raises(EngineConfigError, match=r"search\.passages"):
         await LuceneConnector(bare, transport=engine).open()
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+@pytest.mark.parametrize(
+    ("answer", "says"),
+    [
+        ({}, "no list of hits"),
+        ({"hits": None}, "no list of hits"),
+        ({"hits": {"hits": "x"}}, "no list of hits"),
+        ([1, 2], "not an object"),
+        ({"hits": {"hits": [{"_source": {"title": "t"}}]}}, "a hit without an _id"),
+        ({"hits": {"hits": ["x"]}}, "a hit without an _id"),
+        ({"hits": {"hits": [{"_id": "a", "_source": "x"}]}}, "a _source that is not"),
+    ],
+)
+async def test_json_that_is_not_a_search_answer_is_unusable_and_says_so(
+    backend: str, answer: Any, says: str
+) -> None:
+    # A proxy or another service answering JSON of its own: an engine error saying what
+    # came back, never a crash in the connector.
+    headers = PRODUCT if backend == "elasticsearch" else {}
+    engine = _engine(backend, lambda request: json_response(answer, headers=headers))
+    connector = LuceneConnector(_spec(backend), transport=engine)
+    await connector.open()
+    with pytest.raises(EngineAnswerUnusable, match=says):
+        await connector.search(SearchRequest(limit=2, text="first"))
+    await connector.close()
