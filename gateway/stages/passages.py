@@ -24,7 +24,7 @@ from gateway.stages.rank import (
     paragraphs_of,
     scanned,
 )
-from gateway.stages.scan import Scan
+from gateway.stages.scan import SCAN_CHARS, Scan
 from gateway.stages.terms import find
 from gateway.stages.windows import FOLD, Span, choose, unit_end, windows
 
@@ -127,10 +127,13 @@ def selected(
 ) -> Selection:
     """:func:`select`'s passages of ``text`` for the query terms ``wanted`` and, with
     ``units``, the paragraphs holding them as the rank scores them (gateway.stages.rank,
-    counted from the hits the selection found)."""
+    counted from the hits the selection found). Only the first SCAN_CHARS characters
+    of ``text`` are read."""
     cap = config.max_chars
     if len(text) <= cap:
         return Selection([Span(0, len(text))] if text else [], 0, None)
+    if len(text) > SCAN_CHARS:
+        text = text[:SCAN_CHARS]  # offsets in the head are the content's
     per = max(cap // config.count - len(SEPARATOR), 1)
     paragraphs = config.unit == "paragraph"
     scan = Scan(text)
@@ -154,13 +157,15 @@ def selected(
 
 def sectioned(text: str | None) -> bool:
     """``text`` holds at least two paragraphs (blank-line separated) of SECTION_CHARS or
-    more: a document made of sections, not one section under a heading."""
+    more in its first SCAN_CHARS characters: a document made of sections, not one section
+    under a heading."""
     if not text:
         return False
     found = start = 0
+    limit = min(len(text), SCAN_CHARS)
     while True:
-        end = text.find("\n\n", start)
-        stop = len(text) if end < 0 else end
+        end = text.find("\n\n", start, limit)
+        stop = limit if end < 0 else end
         if len(text[start:stop].strip()) >= SECTION_CHARS:
             found += 1
             if found == 2:

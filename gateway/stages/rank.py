@@ -18,7 +18,7 @@ import math
 from bisect import bisect_left
 from collections.abc import Sequence
 
-from gateway.stages.scan import Scan
+from gateway.stages.scan import SCAN_CHARS, Scan
 from gateway.stages.terms import find
 
 RANK_K = 60
@@ -68,13 +68,13 @@ def counted(
 
 
 def scanned(text: str, spans: Sequence[tuple[int, int]], wanted: list[str]) -> list[Unit]:
-    """The paragraphs of ``text`` holding ``spans`` (none: the whole text), scanned for the
-    query terms ``wanted`` (gateway.stages.passages.query_terms) as passage selection
-    finds them."""
+    """The paragraphs of ``text`` holding ``spans`` (none: the whole text), each read for at
+    most SCAN_CHARS characters from its start, scanned for the query terms ``wanted``
+    (gateway.stages.passages.query_terms) as passage selection finds them."""
     # One scan of the paragraphs joined by blank lines (a term's word-start and word-end
     # tests see the same non-letters at a paragraph's edge), each hit counted in its
     # paragraph: the view's positions are bytes where the text is not ASCII.
-    parts = [text[lo:hi] for lo, hi in paragraphs_of(text, spans)]
+    parts = [text[lo : min(hi, lo + SCAN_CHARS)] for lo, hi in paragraphs_of(text, spans)]
     joined = "\n\n".join(parts)
     scan = Scan(joined)
     positions, found = find(scan, wanted)

@@ -10,6 +10,12 @@ lowered (a query term with one matches its lowercase spelling only).
 
 from __future__ import annotations
 
+SCAN_CHARS = 1_000_000
+"""Characters of a content that passage selection and the rank read, at most (its head),
+as the engines' highlighter analyses at most its first 999,999 by default: a longer
+content's passages come from its head, and a content made of query terms costs a
+bounded time (each occurrence is handled in Python)."""
+
 
 class Scan:
     """``text`` lowered for searching (``view``), with positions mapped back by ``char``."""

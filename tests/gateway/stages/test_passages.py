@@ -10,6 +10,8 @@ from gateway.a2m.records import Record
 from gateway.config.engines import LuceneSearchConfig
 from gateway.stages.config import PassagesConfig
 from gateway.stages.passages import SEPARATOR, PassageStage, select, text_fragment_uri
+from gateway.stages.rank import scanned
+from gateway.stages.scan import SCAN_CHARS
 from gateway.stages.windows import unit_end, unit_start
 
 FILLER = "Nothing in this sentence is about the question at all, it only pads the page. "
@@ -152,6 +154,27 @@ def test_offsets_count_code_points_past_characters_outside_the_bmp() -> None:
     assert text[start:end] == record.content
     assert answer in record.content
     assert where["length"] == len(text) < len(text.encode("utf-16-le")) // 2
+
+
+def test_only_the_head_of_a_huge_content_is_read() -> None:
+    # Past SCAN_CHARS the text is not read: an answer there is not found (the head is
+    # given, as for a text without the query's terms), one inside the bound is.
+    answer = "Vitamin D deficiency raises the risk of fractures."
+    filler = "Other words follow here without the asked terms. "
+    body = filler * (SCAN_CHARS // len(filler) + 1000)
+    assert len(body) > SCAN_CHARS
+    past = body + "\n\n" + answer
+    [span] = select(past, "vitamin deficiency fractures", PassagesConfig(count=1))
+    assert span.start == 0
+    assert answer not in past[span.start : span.end]
+    middle = len(body) // 2
+    inside = body[:middle] + "\n\n" + answer + "\n\n" + body[middle:]
+    [span] = select(inside, "vitamin deficiency fractures", PassagesConfig(count=1))
+    assert answer in inside[span.start : span.end]
+    # The rank reads a paragraph's first SCAN_CHARS characters too.
+    [(counts, chars)] = scanned(past + " vitamin", [], ["vitam"])
+    assert chars == SCAN_CHARS
+    assert counts == {}
 
 
 def test_passages_the_engine_chose_are_shortened_to_a_folds_share_with_their_offsets() -> None:
