@@ -136,6 +136,12 @@ def _check_text_fields(spec: LuceneSpec, fields: Mapping[str, Mapping[str, Any]]
             raise EngineConfigError(
                 f"search.text_fields: field {tf.name!r} is not in the index mapping"
             )
+        if str(fields[tf.name].get("index", True)).lower() == "false":
+            # Every search would fail: the engines refuse a query on such a field.
+            raise EngineConfigError(
+                f"search.text_fields: field {tf.name!r} is mapped index: false (stored, "
+                "not searchable)"
+            )
 
 
 def _check_created_at(spec: LuceneSpec, fields: Mapping[str, Mapping[str, Any]]) -> None:

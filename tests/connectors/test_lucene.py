@@ -414,6 +414,18 @@ def test_check_fields_names_the_config_key(over: dict[str, Any], key: str) -> No
         check_fields(store(**over), fields, keyword_subfields(fields), vector_type="dense_vector")
 
 
+def test_a_text_field_mapped_not_indexed_is_refused_naming_the_key() -> None:
+    # The engines refuse any query on it: every search would fail.
+    fields = flatten_mapping(MAPPING)
+    fields["title"] = {**fields["title"], "index": False}
+    with pytest.raises(EngineConfigError, match=r"search\.text_fields: field 'title'"):
+        check_fields(store(), fields, keyword_subfields(fields), vector_type="dense_vector")
+    fields["title"]["index"] = True  # indexed: accepted (no vector field, so None)
+    assert (
+        check_fields(store(), fields, keyword_subfields(fields), vector_type="dense_vector") is None
+    )
+
+
 def test_check_fields_skips_patterns() -> None:
     fields = flatten_mapping(MAPPING)
     cfg = store(search={"text_fields": ["tit*"]})
