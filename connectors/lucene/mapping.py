@@ -71,9 +71,14 @@ def not_indexed(response: Mapping[str, Any], path: str) -> bool:
     (a query on it fails the search there)."""
     for name, index in response.items():
         spec = flatten_mapping({name: index}).get(path)
-        if spec is not None and str(spec.get("index", True)).lower() == "false":
+        if spec is not None and _unsearchable(spec):
             return True
     return False
+
+
+def _unsearchable(spec: Mapping[str, Any]) -> bool:
+    """A field definition that says ``index: false`` (the engines refuse a query on it)."""
+    return str(spec.get("index", True)).lower() == "false"
 
 
 def keyword_subfields(fields: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
@@ -136,8 +141,7 @@ def _check_text_fields(spec: LuceneSpec, fields: Mapping[str, Mapping[str, Any]]
             raise EngineConfigError(
                 f"search.text_fields: field {tf.name!r} is not in the index mapping"
             )
-        if str(fields[tf.name].get("index", True)).lower() == "false":
-            # Every search would fail: the engines refuse a query on such a field.
+        if _unsearchable(fields[tf.name]):  # every search would fail
             raise EngineConfigError(
                 f"search.text_fields: field {tf.name!r} is mapped index: false (stored, "
                 "not searchable)"
