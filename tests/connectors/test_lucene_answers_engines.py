@@ -42,10 +42,8 @@ def node(request: pytest.FixtureRequest) -> tuple[str, str]:
     backend, url = lucene_node(request.param)
     client = lucene_loader.lucene_client(backend, url)
     try:
-        if client.indices.exists(index=INDEX):
-            client.indices.delete(index=INDEX)
         properties = {"key": {"type": "keyword"}, "text": {"type": "text"}}
-        client.indices.create(index=INDEX, body={"mappings": {"properties": properties}})
+        lucene_loader.recreate_index(client, INDEX, {"mappings": {"properties": properties}})
     finally:
         client.close()
     for key, text in SENT.items():

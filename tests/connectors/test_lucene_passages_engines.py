@@ -159,19 +159,41 @@ def _index(
     (``text`` mapped as given, else ``text``; the title is the text's first four words)."""
     client = lucene_loader.lucene_client(backend, url)
     try:
-        if client.indices.exists(index=index):
-            client.indices.delete(index=index)
         properties = {
             "key": {"type": "keyword"},
             "title": {"type": "text"},
             "text": text or {"type": "text"},
         }
         body = {"settings": settings or {}, "mappings": {"properties": properties}}
-        client.indices.create(index=index, body=body)
+        lucene_loader.recreate_index(client, index, body)
         for key, content in docs.items():
             title = " ".join(content.split()[:4])
             client.index(index=index, id=key, body={"key": key, "text": content, "title": title})
         client.indices.refresh(index=index)
+    finally:
+        client.close()
+
+
+def _index_store(backend: str, url: str, index: str, text_field: str, **search: Any) -> Store:
+    """A lexical store on an index of :func:`_index`, searching ``text_field``."""
+    config = validate_store(
+        {
+            "backend": backend,
+            "index": index,
+            "connection": {"hosts": [url], "timeout_ms": 30_000},
+            "mapping": {"content": "text", "key": "key"},
+            "search": {"mode": "lexical", "text_fields": [text_field], **search},
+        }
+    )
+    return Store("s", config, make_connector(connector_spec(config)))
+
+
+def _refused(backend: str, url: str, index: str, body: dict[str, Any], says: str) -> None:
+    """The engine refuses the ``_search`` ``body`` on ``index``, saying ``says``."""
+    client = lucene_loader.lucene_client(backend, url)
+    try:
+        with pytest.raises(Exception, match=says):
+            client.search(index=index, body=body)
     finally:
         client.close()
 
@@ -190,16 +212,7 @@ async def test_a_document_longer_than_the_highlighters_bound_still_recalls(
     }
     _index(backend, url, index, docs)
     assert len(docs["huge"]) > 1_000_000
-    config = validate_store(
-        {
-            "backend": backend,
-            "index": index,
-            "connection": {"hosts": [url], "timeout_ms": 30_000},
-            "mapping": {"content": "text", "key": "key"},
-            "search": {"mode": "lexical", "text_fields": ["text"], "passages": PASSAGES},
-        }
-    )
-    store = Store("s", config, make_connector(connector_spec(config)))
+    store = _index_store(backend, url, index, "text", passages=PASSAGES)
     async with started(store):
         records = (await store.recall(RecallParams(query="bone density", limit=5)))["records"]
         by_key = {r["key"]: r for r in records}
@@ -227,29 +240,11 @@ async def test_an_index_with_a_lower_highlight_bound_still_recalls_its_long_docu
     _index(backend, url, index, docs, settings={"index.highlight.max_analyzed_offset": 5000})
     assert len(docs["long"]) > 5000
     key = "max_analyzed_offset" if backend == "elasticsearch" else "max_analyzer_offset"
-    client = lucene_loader.lucene_client(backend, url)
-    try:
-        # Not vacuous: the engines' default bound is refused on this index.
-        with pytest.raises(Exception, match="max_analy"):
-            client.search(
-                index=index,
-                body={
-                    "query": {"match": {"text": "bone density"}},
-                    "highlight": {key: ANALYSED_CHARS, "fields": {"text": {}}},
-                },
-            )
-    finally:
-        client.close()
-    config = validate_store(
-        {
-            "backend": backend,
-            "index": index,
-            "connection": {"hosts": [url], "timeout_ms": 30_000},
-            "mapping": {"content": "text", "key": "key"},
-            "search": {"mode": "lexical", "text_fields": ["text"], **search},
-        }
-    )
-    store = Store("s", config, make_connector(connector_spec(config)))
+    # Not vacuous: the engines' default bound is refused on this index.
+    query = {"match": {"text": "bone density"}}
+    highlight = {key: ANALYSED_CHARS, "fields": {"text": {}}}
+    _refused(backend, url, index, {"query": query, "highlight": highlight}, "max_analy")
+    store = _index_store(backend, url, index, "text", **search)
     async with started(store):
         records = (await store.recall(RecallParams(query="bone density", limit=5)))["records"]
     by_key = {r["key"]: r for r in records}
@@ -271,32 +266,12 @@ async def test_passages_of_a_content_field_that_is_not_indexed(node: tuple[str, 
         "b": "Summer notes on health. " + filler + "Other words follow.",
     }
     _index(backend, url, index, docs, text={"type": "text", "index": False})
-    client = lucene_loader.lucene_client(backend, url)
-    try:
-        # Not vacuous: the engine refuses a highlight query on the content field.
-        with pytest.raises(Exception, match="not indexed"):
-            client.search(
-                index=index,
-                body={
-                    "query": {"match": {"title": "notes"}},
-                    "highlight": {
-                        "highlight_query": {"match": {"text": "bone density"}},
-                        "fields": {"text": {}},
-                    },
-                },
-            )
-    finally:
-        client.close()
-    config = validate_store(
-        {
-            "backend": backend,
-            "index": index,
-            "connection": {"hosts": [url], "timeout_ms": 30_000},
-            "mapping": {"content": "text", "key": "key"},
-            "search": {"mode": "lexical", "text_fields": ["title"], "passages": PASSAGES},
-        }
-    )
-    store = Store("s", config, make_connector(connector_spec(config)))
+    # Not vacuous: the engine refuses a highlight query on the content field.
+    query = {"match": {"title": "notes"}}
+    on_content = {"match": {"text": "bone density"}}
+    highlight = {"highlight_query": on_content, "fields": {"text": {}}}
+    _refused(backend, url, index, {"query": query, "highlight": highlight}, "not indexed")
+    store = _index_store(backend, url, index, "title", passages=PASSAGES)
     async with started(store):
         records = (await store.recall(RecallParams(query="winter notes bone density", limit=5)))[
             "records"

@@ -151,6 +151,13 @@ def lucene_client(engine: str, url: str, *, timeout: float = 120) -> Any:
     return OpenSearch(hosts=[url], timeout=timeout)
 
 
+def recreate_index(client: Any, index: str, body: dict[str, Any]) -> None:
+    """``index`` created anew with ``body`` (settings, mappings), dropped first if it exists."""
+    if client.indices.exists(index=index):
+        client.indices.delete(index=index)
+    client.indices.create(index=index, body=body)
+
+
 def _actions(index: str, sf: SciFact) -> Iterator[dict[str, Any]]:
     if sf.corpus_vectors.shape != (len(sf.corpus_ids), DIMENSIONS):
         raise ValueError(f"corpus vectors are {sf.corpus_vectors.shape}, expected 384 wide")
@@ -193,9 +200,7 @@ def load_index(
     try:
         if _ready(client, index, engine, expected, analyzer):
             return LoadResult(index, expected, False, time.monotonic() - started)
-        if client.indices.exists(index=index):
-            client.indices.delete(index=index)
-        client.indices.create(index=index, body=index_body(engine, analyzer))
+        recreate_index(client, index, index_body(engine, analyzer))
         parallel_bulk: Callable[..., Iterable[tuple[bool, Any]]]
         if engine == "elasticsearch":
             from elasticsearch.helpers import parallel_bulk
