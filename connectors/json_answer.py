@@ -34,9 +34,17 @@ def loads(data: bytes | str) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError as refused:
         try:
-            return _repaired(json.loads(data))
+            # UTF-8 only (RFC 8259 section 8.1), as orjson reads it: the standard library
+            # would also take UTF-16 and surrogates encoded as UTF-8 bytes, and the
+            # literals NaN and Infinity, none of them JSON.
+            text = data.decode("utf-8") if isinstance(data, bytes) else data
+            return _repaired(json.loads(text, parse_constant=_not_json))
         except (ValueError, RecursionError):
             raise refused from None
+
+
+def _not_json(literal: str) -> Any:
+    raise ValueError(f"{literal} is not JSON")
 
 
 def _repaired(value: Any) -> Any:

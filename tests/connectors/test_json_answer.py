@@ -40,6 +40,24 @@ def test_what_is_not_json_is_still_refused() -> None:
             loads(raw)
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a": NaN}',
+        b"[Infinity]",
+        b'{"a": "\\ud800", "b": -Infinity}',
+        b'["\xed\xa0\x80"]',  # a surrogate encoded as UTF-8 bytes: not UTF-8
+        '{"a": "\\ud800"}'.encode("utf-16"),
+        '{"a": "\\ud800"}'.encode("utf-32-le"),
+    ],
+    ids=["nan", "infinity", "minus-infinity", "surrogate-as-utf-8", "utf-16", "utf-32"],
+)
+def test_what_the_standard_library_reads_and_json_is_not_is_refused(raw: bytes) -> None:
+    # The second reading must not take what orjson refuses for not being JSON.
+    with pytest.raises(orjson.JSONDecodeError):
+        loads(raw)
+
+
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(),
