@@ -63,12 +63,17 @@ class TimeWindows:
 
 @dataclass(frozen=True, slots=True)
 class Filter:
-    """A conjunction: every condition holds and, when set, the key field starts with prefix."""
+    """A conjunction: every condition holds and, when set, the key field starts with prefix;
+    and none of ``must_not`` holds."""
 
     must: tuple[Condition, ...] = ()
     key_prefix: tuple[str, str] | None = None
     """(engine field, prefix)."""
     times: tuple[TimeWindows, ...] = ()
+    must_not: tuple[Condition, ...] = ()
+    """Exact equalities that leave a document out (never ``phrase``): a connector that
+    cannot match one exactly ignores it (leaving out more than asked would lose records),
+    so a reader still checks what it needs of them."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,7 +76,17 @@ class FilterTranslator:
         if flt.key_prefix is not None:
             field, prefix = flt.key_prefix
             clauses.append(self.key_prefix(self.exact(field), prefix))
+        left_out = [c for c in map(self.exclusion, flt.must_not) if c is not None]
+        if left_out:
+            clauses.append({"bool": {"must_not": left_out}})
         return clauses
+
+    def exclusion(self, cond: Condition) -> Body | None:
+        """A ``must_not`` condition as a clause; None where it cannot be matched exactly
+        (analysed text without a keyword sub-field: a phrase would leave out more)."""
+        if not cond.values or cond.phrase or cond.field in self._text_only:
+            return None
+        return self.condition(cond)
 
     @staticmethod
     def key_prefix(field: str, prefix: str) -> Body:

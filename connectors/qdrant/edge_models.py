@@ -29,6 +29,7 @@ from connectors.qdrant.query import (
     HasIds,
     Match,
     MatchAnyOf,
+    NoneOf,
     Words,
 )
 
@@ -58,6 +59,8 @@ def _condition(c: Cond) -> Any:
         return qe.FieldCondition(key=c.field, range=qe.RangeFloat(gte=c.gte, lte=c.lte))
     if isinstance(c, DateRange):
         return qe.FieldCondition(key=c.field, range=qe.RangeDateTime(gte=c.gte, lt=c.lt))
+    if isinstance(c, NoneOf):
+        return qe.Filter(must_not=[_condition(x) for x in c.conditions])
     return qe.Filter(should=[_condition(x) for x in c.conditions])
 
 

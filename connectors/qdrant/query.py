@@ -86,7 +86,14 @@ class AnyOf:
     conditions: tuple[Cond, ...]
 
 
-Cond = Match | MatchAnyOf | Words | HasIds | FloatRange | DateRange | AnyOf
+@dataclass(frozen=True, slots=True)
+class NoneOf:
+    """None of the conditions holds (a nested ``must_not``)."""
+
+    conditions: tuple[Cond, ...]
+
+
+Cond = Match | MatchAnyOf | Words | HasIds | FloatRange | DateRange | AnyOf | NoneOf
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +118,9 @@ def translate_filter(flt: Filter) -> Translated:
     """
     must: list[Cond] = [_condition(c) for c in flt.must]
     must.extend(_time_windows(t) for t in flt.times)
+    left_out = [c for c in map(_exclusion, flt.must_not) if c is not None]
+    if left_out:
+        must.append(NoneOf(tuple(left_out)))
     prefix: tuple[str, str] | None = None
     if flt.key_prefix is not None and flt.key_prefix[1]:
         field, value = flt.key_prefix
@@ -147,6 +157,17 @@ def _condition(cond: Condition) -> Cond:
         return MatchAnyOf(cond.field, tuple(ints))
     # Mixed types (or floats, bools): any-of as a nested should.
     return AnyOf(tuple(_one_value(cond.field, v) for v in values))
+
+
+def _exclusion(cond: Condition) -> Cond | None:
+    """A ``must_not`` condition, None where it leaves nothing out (no value, no usable
+    id) or is not an exact match."""
+    if cond.phrase:
+        return None
+    try:
+        return _condition(cond)
+    except UnsatisfiableFilter:
+        return None
 
 
 def _time_windows(times: TimeWindows) -> Cond:

@@ -19,6 +19,7 @@ from connectors.qdrant.query import (
     HasIds,
     Match,
     MatchAnyOf,
+    NoneOf,
     Words,
 )
 
@@ -60,6 +61,8 @@ def _condition(c: Cond) -> Any:
         return models.FieldCondition(key=c.field, range=models.Range(gte=c.gte, lte=c.lte))
     if isinstance(c, DateRange):
         return models.FieldCondition(key=c.field, range=models.DatetimeRange(gte=c.gte, lt=c.lt))
+    if isinstance(c, NoneOf):
+        return models.Filter(must_not=[_condition(x) for x in c.conditions])
     return models.Filter(should=[_condition(x) for x in c.conditions])
 
 

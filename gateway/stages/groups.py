@@ -2,7 +2,11 @@
 
 Exact in the gateway whatever the engine does: the engine is asked for a deeper
 page (x4 the limit, then x4 again) until ``limit`` records survive the cap or the
-engine has no more. A record without a group is a group of its own.
+engine has no more. Each deeper page leaves out the groups already at the cap (the
+engine's filter, where it can match the group field exactly): their further records
+would all be dropped, so a cap over few groups ends as soon as those are exhausted
+instead of reading thousands of their records. A record without a group is never
+capped.
 
 Folding (``search.fold_groups``, on by default): a record the cap leaves out that
 ranked within the engine's first ``limit`` is not lost but folded into its group's
@@ -14,7 +18,8 @@ is not always the one that answers.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Sequence
+from typing import Protocol
 
 from gateway.a2m.records import Record
 from gateway.stages.passages import FOLD_SEPARATOR
@@ -25,6 +30,16 @@ DEPTH_FACTOR = 4
 
 Folds = list[list[Record]]
 """Per kept record (same order), the records folded into it, best-ranked first."""
+
+
+class Page(Protocol):
+    """A store's ranked read for the cap."""
+
+    def __call__(self, size: int, without: Sequence[str] = (), /) -> Awaitable[list[Record]]:
+        """At most ``size`` records in the engine's order, fewer when the engine has no
+        more; ``without``: groups whose records may be left out (the engine's filter,
+        where it can match them exactly)."""
+        ...
 
 
 def cap_groups(records: list[Record], per_group: int, limit: int) -> list[Record]:
@@ -41,6 +56,22 @@ def cap_groups(records: list[Record], per_group: int, limit: int) -> list[Record
         if len(kept) == limit:
             break
     return kept
+
+
+def full_groups(kept: list[Record], per_group: int) -> list[str]:
+    """The groups that hold ``per_group`` of ``kept`` (no further record of theirs is kept)."""
+    counts: dict[str, int] = {}
+    for record in kept:
+        if record.group is not None:
+            counts[record.group] = counts.get(record.group, 0) + 1
+    return [group for group, n in counts.items() if n >= per_group]
+
+
+def merged(ranked: list[Record], deeper: list[Record]) -> list[Record]:
+    """``ranked`` followed by the records of ``deeper`` (a deeper page of the same ranking,
+    some groups left out) it does not hold yet, in their order."""
+    seen = {(r.id, r.key, r.group) for r in ranked}
+    return ranked + [r for r in deeper if (r.id, r.key, r.group) not in seen]
 
 
 def folds_of(records: list[Record], kept: list[Record], limit: int) -> Folds:
@@ -98,22 +129,24 @@ class GroupCapStage:
     def describe(self) -> dict[str, object]:
         return {"stage": self.name, "per_group": self.per_group, "fold": self.fold}
 
-    async def read(
-        self, page: Callable[[int], Awaitable[list[Record]]], limit: int
-    ) -> tuple[list[Record], Folds]:
+    async def read(self, page: Page, limit: int) -> tuple[list[Record], Folds]:
         """``limit`` records capped per group, from pages of growing size, and what folds
         into each (all empty when folding is off).
 
-        ``page(size)`` answers at most ``size`` records in the engine's order; fewer
-        than asked means the engine has no more.
+        The first page is the engine's ranking; each deeper one leaves out the groups
+        at the cap, and its records the pages before did not hold follow theirs: the
+        ranking's next records but those the cap would drop.
         """
         # Within the first `limit` no group can pass a cap of `limit` or more.
         size = limit if self.per_group >= limit else min(MAX_FETCH, limit * DEPTH_FACTOR)
-        while True:
-            records = await page(size)
-            kept = cap_groups(records, self.per_group, limit)
-            if len(kept) >= limit or len(records) < size or size >= MAX_FETCH:
-                if not self.fold:
-                    return kept, [[] for _ in kept]
-                return kept, folds_of(records, kept, limit)
+        first = ranked = last = await page(size)
+        kept = cap_groups(ranked, self.per_group, limit)
+        while len(kept) < limit and len(last) >= size and size < MAX_FETCH:
             size = min(MAX_FETCH, size * DEPTH_FACTOR)
+            last = await page(size, full_groups(kept, self.per_group))
+            ranked = merged(ranked, last)
+            kept = cap_groups(ranked, self.per_group, limit)
+        if not self.fold:
+            return kept, [[] for _ in kept]
+        # The first page holds the ranking's first `limit`, whatever the cap left out.
+        return kept, folds_of(first, kept, limit)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from gateway.a2m.records import Record
 from gateway.config.search import SearchConfig, SearchMode
-from gateway.stages.groups import GroupCapStage, fold
+from gateway.stages.groups import GroupCapStage, Page, fold
 from gateway.stages.passages import PassageStage
 
 
@@ -43,12 +41,11 @@ class Stages:
                 out.append(rank)
         return out
 
-    async def recall(
-        self, page: Callable[[int], Awaitable[list[Record]]], limit: int, query: str | None
-    ) -> list[Record]:
+    async def recall(self, page: Page, limit: int, query: str | None) -> list[Record]:
         """The engine's records for a recall of ``limit``, through each stage that is on.
 
-        ``page(size)`` reads at most ``size`` ranked records from the engine.
+        ``page(size)`` reads at most ``size`` ranked records from the engine
+        (groups.Page).
         """
         if self.group_cap is None:
             records, folds = await page(limit), None

@@ -10,6 +10,7 @@ ResultShaper maps what comes back.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -228,7 +229,16 @@ class QueryPlanner:
             raise MatchesNothing
         if not scope:
             return flt
-        return Filter(must=(*scope, *flt.must), key_prefix=flt.key_prefix, times=flt.times)
+        return dataclasses.replace(flt, must=(*scope, *flt.must))
+
+    def without_groups(self, flt: Filter, groups: Sequence[str]) -> Filter:
+        """``flt``, leaving out the documents whose group is one of ``groups`` (exactly, where
+        the engine can match the group field so; see Filter.must_not)."""
+        field = self.mapper.engine_field("group")
+        if field is None or not groups:
+            return flt
+        left_out = Condition(field=field, values=tuple(groups))
+        return dataclasses.replace(flt, must_not=(*flt.must_not, left_out))
 
     def key_filter(self, key: str, caller: Caller, owner: str | None) -> Filter:
         """The filter of memory/fetch: the key, ANDed with the caller's scope.

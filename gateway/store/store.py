@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -173,19 +174,21 @@ class Store:
                 plan.search_plan,
                 text,
                 dense,
-                flt,
-                params.where,
+                where=params.where,
                 info=self.info,
                 given_vector=params.embedding is not None,
                 with_vectors=params.embeddings,
             )
             try:
-                first = search(limit)
+                first = search(flt, limit=limit)
             except MatchesNothing:
                 return Answer([])
 
-            async def page(size: int) -> list[Record]:
-                return await self.pager.read(connector, first if size == limit else search(size))
+            async def page(size: int, without: Sequence[str] = ()) -> list[Record]:
+                if size == limit and not without:
+                    return await self.pager.read(connector, first)
+                read = search(plan.without_groups(flt, without), limit=size)
+                return await self.pager.read(connector, read)
 
             return Answer(await self.stages.recall(page, limit, text))
 

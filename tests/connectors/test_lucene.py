@@ -166,6 +166,36 @@ def test_text_fields_filter_on_their_keyword_subfield() -> None:
     ]
 
 
+def test_must_not_leaves_out_exact_values_only() -> None:
+    t = QueryTranslator(store(), exact_fields={"title": "title.raw"}, text_only_fields=("content",))
+    flt = Filter(
+        must=(Condition("group", ("g",)),),
+        must_not=(
+            Condition("group", ("a", "b")),
+            Condition("title", ("T",)),
+            Condition(ID_FIELD, ("7",)),
+            # Not exact, so never left out (a phrase would leave out more than asked):
+            Condition("content", ("x",)),
+            Condition("role", ("user",), phrase=True),
+            Condition("owner", ()),
+        ),
+    )
+    assert t.filter_clauses(flt) == [
+        {"term": {"group": {"value": "g"}}},
+        {
+            "bool": {
+                "must_not": [
+                    {"terms": {"group": ["a", "b"]}},
+                    {"term": {"title.raw": {"value": "T"}}},
+                    {"ids": {"values": ["7"]}},
+                ]
+            }
+        },
+    ]
+    only_inexact = Filter(must_not=(Condition("content", ("x",)),))
+    assert t.filter_clauses(only_inexact) == []
+
+
 def test_ordered_without_filter_is_match_all() -> None:
     body = OrderedBodies(QueryTranslator(store())).page(OrderedRequest(limit=5), 5)
     assert body["query"] == {"match_all": {}}

@@ -40,7 +40,14 @@ from connectors.errors import (
 )
 from connectors.fusion import fuse
 from connectors.qdrant.connector import ENCODE_INLINE_CHARS, QdrantConnector
-from connectors.qdrant.query import prefix_words, translate_filter
+from connectors.qdrant.query import (
+    AllOf,
+    Match,
+    MatchAnyOf,
+    NoneOf,
+    prefix_words,
+    translate_filter,
+)
 from connectors.qdrant.sparse import LexicalSparseEncoder
 from connectors.retry import deadline_scope
 from connectors.spec import ConnectorSpec
@@ -495,6 +502,55 @@ async def test_a_boolean_condition_is_exact_on_every_read(
     assert {r.id for r in rows} == in_prefix
     hits = await conn.search(_request(loaded, qid, "hybrid", limit=50, filter=scoped))
     assert {h.id for h in hits} == in_prefix
+
+
+async def test_must_not_leaves_out_exactly_its_values(
+    loaded: Loaded, conn: QdrantConnector
+) -> None:
+    left_out = Filter(must_not=(Condition("group", ("g1", "g3")), Condition("year", (2004,))))
+    expected = _expected(loaded, lambda d: d["group"] not in ("g1", "g3") and d["year"] != 2004)
+    assert 0 < len(expected) < len(loaded.docs)  # the control: it leaves some out, not all
+    rows = await conn.ordered(OrderedRequest(limit=5000, filter=left_out))
+    assert {r.id for r in rows} == expected
+    for mode in ("dense", "sparse", "hybrid"):
+        req = _request(loaded, loaded.query_ids[3], mode, limit=40, filter=left_out)
+        hits = await conn.search(req)
+        assert len(hits) == 40, mode
+        assert {h.id for h in hits} <= expected, mode
+    # Nothing a point can hold (not an id, no value) leaves nothing out.
+    none_out = Filter(must_not=(Condition(ID_FIELD, ("not-an-id",)), Condition("group", ())))
+    rows = await conn.ordered(OrderedRequest(limit=5000, filter=none_out))
+    assert {r.id for r in rows} == set(loaded.docs)
+
+
+def test_must_not_is_a_nested_must_not_for_a_qdrant_server() -> None:
+    from qdrant_client.http import models
+
+    from connectors.qdrant.server_models import server_filter
+
+    flt = Filter(
+        must=(Condition("group", ("g1",)),),
+        must_not=(
+            Condition("group", ("a", "b")),
+            Condition("year", (2004,)),
+            Condition("content", ("x",), phrase=True),  # not exact: never left out
+        ),
+    )
+    qfilter = translate_filter(flt).qfilter
+    assert qfilter == AllOf(
+        (Match("group", "g1"), NoneOf((MatchAnyOf("group", ("a", "b")), Match("year", 2004))))
+    )
+    assert server_filter(qfilter) == models.Filter(
+        must=[
+            models.FieldCondition(key="group", match=models.MatchValue(value="g1")),
+            models.Filter(
+                must_not=[
+                    models.FieldCondition(key="group", match=models.MatchAny(any=["a", "b"])),
+                    models.FieldCondition(key="year", match=models.MatchValue(value=2004)),
+                ]
+            ),
+        ]
+    )
 
 
 async def test_id_filter(loaded: Loaded, conn: QdrantConnector) -> None:

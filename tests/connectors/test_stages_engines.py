@@ -24,6 +24,7 @@ from gateway.config import validate_store
 from gateway.stages.passages import query_terms
 from gateway.stages.rank import best_paragraph_scores, fused_order, scanned
 from gateway.store.connector_spec import connector_spec
+from gateway.store.paging import EngineObserver
 from gateway.store.store import Store
 from tests.conftest import lucene_node
 from tests.support import lucene_loader
@@ -36,7 +37,14 @@ INDEX = "a2m-test-scifact"
 QUERIES = ["vitamin D deficiency and bone fractures", "insulin resistance in obesity"]
 
 
-def lucene_store(engine: str, url: str, group: str, index: str = INDEX, **search: Any) -> Store:
+def lucene_store(
+    engine: str,
+    url: str,
+    group: str,
+    index: str = INDEX,
+    observers: list[EngineObserver] | None = None,
+    **search: Any,
+) -> Store:
     config = validate_store(
         {
             "backend": engine,
@@ -46,10 +54,10 @@ def lucene_store(engine: str, url: str, group: str, index: str = INDEX, **search
             "search": {"mode": "lexical", "text_fields": ["title", "text"], **search},
         }
     )
-    return Store("s", config, make_connector(connector_spec(config)))
+    return Store("s", config, make_connector(connector_spec(config)), engine_observers=observers)
 
 
-def qdrant_store(path: Path, **search: Any) -> Store:
+def qdrant_store(path: Path, observers: list[EngineObserver] | None = None, **search: Any) -> Store:
     config = validate_store(
         {
             "backend": "qdrant",
@@ -59,7 +67,7 @@ def qdrant_store(path: Path, **search: Any) -> Store:
             "search": {"mode": "lexical", "sparse_vector": "text-sparse", **search},
         }
     )
-    return Store("s", config, make_connector(connector_spec(config)))
+    return Store("s", config, make_connector(connector_spec(config)), engine_observers=observers)
 
 
 @pytest.fixture(scope="module", params=["elasticsearch9", "opensearch3", "qdrant-edge"])
@@ -78,7 +86,12 @@ def engine(
 
 
 def store_of(
-    engine: tuple[str, str], tmp: Path, group: str = "group", index: str = INDEX, **search: Any
+    engine: tuple[str, str],
+    tmp: Path,
+    group: str = "group",
+    index: str = INDEX,
+    observers: list[EngineObserver] | None = None,
+    **search: Any,
 ) -> Store:
     """A store on the engine (a node's ``index``); on qdrant-edge over its own copy of the
     shard (one client a directory)."""
@@ -86,8 +99,8 @@ def store_of(
     if backend == "qdrant":
         copy = tmp / f"copy-{len(list(tmp.iterdir()))}"
         shutil.copytree(where, copy)
-        return qdrant_store(copy, **search)
-    return lucene_store(backend, where, group, index, **search)
+        return qdrant_store(copy, observers, **search)
+    return lucene_store(backend, where, group, index, observers, **search)
 
 
 async def test_passages_point_into_the_document_fetch_returns(
@@ -185,13 +198,30 @@ async def test_one_per_group_when_fewer_groups_than_limit(
     engine: tuple[str, str], tmp_path: Path
 ) -> None:
     # Two groups on Elasticsearch/OpenSearch (the parity of the id), seven on qdrant-edge:
-    # the cap reads deeper pages until the engine has no more.
+    # the deeper page leaves out the groups at the cap, and the engine has no more.
     group, groups = ("group", 7) if engine[0] == "qdrant" else ("acl", 2)
-    store = store_of(engine, tmp_path, group, per_group=1)
+    searches: list[str] = []
+
+    def note(store: str, operation: str, seconds: float, error: str | None) -> None:
+        if operation == "search":
+            searches.append(operation)
+
+    store = store_of(engine, tmp_path, group, observers=[note], per_group=1)
     async with started(store):
         records = (await store.recall(RecallParams(query=QUERIES[0], limit=10)))["records"]
         assert len(records) == groups
         assert len({r["group"] for r in records}) == groups
+        # The first page (40; on qdrant-edge's subset it holds every match), then at most
+        # one of 160 that finds no other group: not the pages of 640, 2,560 and 10,000
+        # every record of which the cap would drop.
+        assert len(searches) <= 2
+        # A `where` naming one group: its first record, in no more reads.
+        searches.clear()
+        one = records[0]["group"]
+        params = RecallParams(query=QUERIES[0], limit=10, where={"group": one})
+        named = (await store.recall(params))["records"]
+        assert [r["group"] for r in named] == [one]
+        assert len(searches) <= 2
 
 
 LONG_INDEX = "a2m-test-long-stages"
@@ -247,9 +277,9 @@ async def test_passages_rank_orders_the_page_by_its_best_passage_paragraphs(
 ) -> None:
     # The highlighter's passages on Elasticsearch/OpenSearch, the gateway's on qdrant-edge.
     passages = {"max_chars": 300, "count": 2}
-    index = {} if long_engine[0] == "qdrant" else {"index": LONG_INDEX}
-    ranked = store_of(long_engine, tmp_path, passages=passages, **index)  # on by default
-    plain = store_of(long_engine, tmp_path, passages={**passages, "rank": False}, **index)
+    # (qdrant-edge's store reads its own shard, whatever the index)
+    ranked = store_of(long_engine, tmp_path, index=LONG_INDEX, passages=passages)  # on by default
+    plain = store_of(long_engine, tmp_path, index=LONG_INDEX, passages={**passages, "rank": False})
     queries = [*QUERIES, *(scifact.queries[q] for q in scifact.query_ids[:12])]
     moved = 0
     async with started(ranked, plain):

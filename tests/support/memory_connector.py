@@ -42,6 +42,10 @@ def matches(doc_id: str, source: Mapping[str, Any], flt: Filter) -> bool:
         name, prefix = flt.key_prefix
         if not any(str(v).startswith(prefix) for v in values_of(source, name)):
             return False
+    for cond in flt.must_not:
+        have = [doc_id] if cond.field == ID_FIELD else values_of(source, cond.field)
+        if any(v in cond.values for v in have):
+            return False
     return True
 
 

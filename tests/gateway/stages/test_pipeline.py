@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from gateway.a2m.records import Record
 from gateway.config.engines import LuceneSearchConfig
@@ -18,7 +19,7 @@ def test_without_passages_or_per_group_no_stage_runs_and_the_page_is_returned_as
     page = [Record(id="1", content=content), Record(id="2", content=content)]
     asked: list[int] = []
 
-    async def read(size: int) -> list[Record]:
+    async def read(size: int, without: Sequence[str] = ()) -> list[Record]:
         asked.append(size)
         return page
 
@@ -38,7 +39,7 @@ def test_with_passages_the_stage_is_listed_and_cuts_long_contents() -> None:
     ]
     content = "Filler words about nothing. " * 100 + "The answer is here. " + "More. " * 100
 
-    async def read(size: int) -> list[Record]:
+    async def read(size: int, without: Sequence[str] = ()) -> list[Record]:
         return [Record(id="1", content=content)]
 
     [record] = asyncio.run(stages.recall(read, 10, "answer"))
@@ -67,7 +68,7 @@ def test_a_capped_groups_folded_records_share_the_passage_cap() -> None:
         chunk(3, "a", "An answer ranked below the limit."),
     ]
 
-    async def read(size: int) -> list[Record]:
+    async def read(size: int, without: Sequence[str] = ()) -> list[Record]:
         return page[:size]
 
     records = asyncio.run(stages.recall(read, 2, "answer chunk"))

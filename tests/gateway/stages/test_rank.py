@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -187,7 +187,7 @@ def test_a_recall_through_the_stages_comes_back_re_ordered() -> None:
         {"text_fields": ["t"], "passages": {"rank": True, "max_chars": 400, "count": 2}}
     )
 
-    async def read(size: int) -> list[Record]:
+    async def read(size: int, without: Sequence[str] = ()) -> list[Record]:
         return [Record(id=i, content=SPREAD) for i in "ab"] + [Record(id="c", content=ANSWER)]
 
     got = asyncio.run(Stages(search).recall(read, 10, QUERY))
