@@ -198,6 +198,19 @@ def _refused(backend: str, url: str, index: str, body: dict[str, Any], says: str
         client.close()
 
 
+FILLER = "Filler words without the asked term go on here. "
+"""A sentence without the query's terms."""
+
+
+def _long_and_small(fillers: int) -> dict[str, str]:
+    """A long document whose head and tail hold "bone density", ``fillers`` filler
+    sentences between them, and a small one holding it too (by key)."""
+    return {
+        "long": "Bone density falls in winter. " + FILLER * fillers + "Bone density tail.",
+        "small": "Bone density is measured by scans. " + "Other words follow. " * 30,
+    }
+
+
 async def test_a_document_longer_than_the_highlighters_bound_still_recalls(
     node: tuple[str, str],
 ) -> None:
@@ -205,20 +218,16 @@ async def test_a_document_longer_than_the_highlighters_bound_still_recalls(
     # unbounded highlight fails the whole search; bounded, the head is highlighted.
     backend, url = node
     index = "a2m-test-passages-huge"
-    filler = "Filler words without the asked term go on here. " * 22_000
-    docs = {
-        "huge": "Bone density falls in winter. " + filler + "Bone density tail.",
-        "small": "Bone density is measured by scans. " + "Other words follow. " * 30,
-    }
+    docs = _long_and_small(22_000)
     _index(backend, url, index, docs)
-    assert len(docs["huge"]) > 1_000_000
+    assert len(docs["long"]) > 1_000_000
     store = _index_store(backend, url, index, "text", passages=PASSAGES)
     async with started(store):
         records = (await store.recall(RecallParams(query="bone density", limit=5)))["records"]
         by_key = {r["key"]: r for r in records}
-        assert set(by_key) == {"huge", "small"}
-        huge = by_key["huge"]
-        assert huge["metadata"]["passage"]["length"] == len(docs["huge"])
+        assert set(by_key) == {"long", "small"}
+        huge = by_key["long"]
+        assert huge["metadata"]["passage"]["length"] == len(docs["long"])
         assert huge["content"].startswith("Bone density falls in winter.")
         assert len(huge["content"]) <= CAP
 
@@ -232,11 +241,7 @@ async def test_an_index_with_a_lower_highlight_bound_still_recalls_its_long_docu
     # reads the index's bound, and what is past it is not highlighted.
     backend, url = node
     index = "a2m-test-highlight-bound"
-    filler = "Filler words without the asked term go on here. " * 400
-    docs = {
-        "long": "Bone density falls in winter. " + filler + "Bone density tail.",
-        "small": "Bone density is measured by scans. " + "Other words follow. " * 30,
-    }
+    docs = _long_and_small(400)
     _index(backend, url, index, docs, settings={"index.highlight.max_analyzed_offset": 5000})
     assert len(docs["long"]) > 5000
     key = "max_analyzed_offset" if backend == "elasticsearch" else "max_analyzer_offset"
@@ -260,7 +265,7 @@ async def test_passages_of_a_content_field_that_is_not_indexed(node: tuple[str, 
     # a highlight query on it fails the search, so the text fields give the terms.
     backend, url = node
     index = "a2m-test-passages-not-indexed"
-    filler = "Filler words without the asked term go on here. " * 20
+    filler = FILLER * 20
     docs = {
         "a": "Winter notes on health. " + filler + "Bone density falls in winter.",
         "b": "Summer notes on health. " + filler + "Other words follow.",
