@@ -32,6 +32,13 @@ class LimitsConfig(StrictModel):
     max_where_values: int = Field(default=100, gt=0)
     max_key_length: int = Field(default=1024, gt=0)
     max_prompt_budget: int = Field(default=100_000, gt=0)
+    max_where_candidates: int = Field(
+        default=1_000,
+        gt=0,
+        le=10_000,
+        description="the most of the engine's matches that one read checks against a"
+        " `where` the engine only approximates (at least the read's limit)",
+    )
 
     @model_validator(mode="before")
     @classmethod

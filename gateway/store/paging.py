@@ -2,7 +2,8 @@
 
 What changes together here is how a store reads from its connector: the `where`
 refill loop (the engine only approximates `where`, so a read that lost records
-to the exact check asks again for more, x4 each time, up to MAX_FETCH), the
+to the exact check asks again for more, x4 each time, up to the store's
+`limits.max_where_candidates`), the
 observers timing each engine call (metrics), the store's guard (circuit breaker and
 in-flight limit) around each, and moving the mapping of a large page off the event
 loop. The planner decides what to ask (a ReadPlan); this asks it.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from functools import partial
 from typing import Final, TypeVar
 
@@ -36,12 +37,14 @@ MAX_FETCH: Final = 10_000
 """Lucene's default index.max_result_window: no refill asks for a larger page."""
 
 
-def refill_sizes(limit: int) -> Iterator[int]:
-    """The page sizes a read with an exact check tries in turn: `limit`, then x4 up to MAX_FETCH."""
-    size = limit
+def refill_sizes(limit: int, most: int = MAX_FETCH) -> Iterator[int]:
+    """The page sizes a read with an exact check tries in turn: `limit`, then x4 up to
+    `most` candidates (never fewer than `limit`, never more than MAX_FETCH)."""
+    top = min(max(limit, most), MAX_FETCH)
+    size = min(limit, top)
     yield size
-    while size < MAX_FETCH:
-        size = min(MAX_FETCH, size * 4)
+    while size < top:
+        size = min(top, size * 4)
         yield size
 
 
@@ -62,8 +65,12 @@ class RecordPager:
         shaper: ResultShaper,
         guard: EngineGuard,
         observers: list[EngineObserver] | None = None,
+        where_candidates: int = MAX_FETCH,
     ) -> None:
+        """``where_candidates``: the most of the engine's matches one read checks
+        against an approximated ``where`` (the store's ``limits.max_where_candidates``)."""
         self._store = store
+        self._where_candidates = where_candidates
         self._shaper = shaper
         self.guard = guard
         """The store's breaker and in-flight limit (the Store reads and replaces it here)."""
@@ -92,10 +99,14 @@ class RecordPager:
         """At most `plan.limit` records, in the engine's order, that meet `where` exactly.
 
         Without an exact check one page of `limit` answers; with one, a page that lost
-        records to it is asked again four times larger, until `limit` survive or the
-        engine has no more.
+        records to it is asked again four times larger, until `limit` survive, the
+        engine has no more, or the page would pass the store's bound on the candidates
+        checked (then the answer is the records among those that meet `where`).
         """
-        sizes = refill_sizes(plan.limit) if plan.exact is not None else (plan.limit,)
+        if plan.exact is None:
+            sizes: Iterable[int] = (plan.limit,)
+        else:
+            sizes = refill_sizes(plan.limit, self._where_candidates)
         records: list[Record] = []
         for size in sizes:
             hits = await self.engine(plan.operation, partial(plan.read, connector, size))

@@ -78,6 +78,7 @@ class Store:
             self.shaper,
             guard or EngineGuard(name, config.resilience, config.connection.pool_maxsize),
             engine_observers,
+            where_candidates=config.limits.max_where_candidates,
         )
         # While the breaker is open, the engine's own ping can end the wait early.
         self.guard.watch(connector.ping)

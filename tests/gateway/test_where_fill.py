@@ -63,14 +63,16 @@ def engine(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
         client.close()
 
 
-def _gateway(engine: str, url: str) -> Gateway:
-    store = {
+def _gateway(engine: str, url: str, **limits: int) -> Gateway:
+    store: dict[str, object] = {
         "backend": engine,
         "index": INDEX,
         "connection": {"hosts": [url]},
         "mapping": {"id": "doc_id", "content": "text", "created_at": "created_at"},
         "search": {"mode": "lexical", "text_fields": ["text"]},
     }
+    if limits:
+        store["limits"] = limits
     return Gateway(parse_config({"stores": {"s": store}}))
 
 
@@ -97,6 +99,25 @@ async def test_recall_by_query_with_where_fills_the_limit(engine: tuple[str, str
         )
         ids = {r["id"] for r in result["records"]}
         assert len(ids) == 15
+        assert ids <= set(EXACT_IDS)
+    finally:
+        await gateway.close()
+
+
+@pytest.mark.parametrize(("bound", "kept"), [(20, 0), (30, 10)])
+async def test_the_refill_checks_at_most_the_bound_on_candidates(
+    engine: tuple[str, str], bound: int, kept: int
+) -> None:
+    # The 20 near-misses rank first: a bound of 20 candidates reads only them (pages of
+    # 15 and 20), one of 30 also the first 10 exact matches; neither reads the 60 that
+    # would fill the limit.
+    gateway = _gateway(*engine, max_where_candidates=bound)
+    try:
+        result = await gateway.dispatcher("s").dispatch(
+            "memory/recall", {"query": "beta gamma", "where": {"content": EXACT}, "limit": 15}
+        )
+        ids = {r["id"] for r in result["records"]}
+        assert len(ids) == kept
         assert ids <= set(EXACT_IDS)
     finally:
         await gateway.close()
