@@ -30,6 +30,7 @@ from typing import Any
 
 from bench import machine
 from bench.quality.collection import SCIFACT
+from connectors.registry import make_connector
 from gateway.a2m.params import RecallParams
 from gateway.config import validate_store
 from gateway.store.connector_spec import connector_spec
@@ -42,8 +43,6 @@ QUERY = "vitamin D deficiency and bone fractures"
 
 def store_of(engine: str, url: str, bound: int, searches: list[str]) -> Store:
     """A lexical store on the SciFact index whose refill reads at most ``bound`` hits."""
-    from connectors.registry import make_connector
-
     config = validate_store(
         {
             "backend": engine,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from functools import partial
 from typing import Final, TypeVar
 
@@ -100,13 +100,14 @@ class RecordPager:
 
         Without an exact check one page of `limit` answers; with one, a page that lost
         records to it is asked again four times larger, until `limit` survive, the
-        engine has no more, or the page would pass the store's bound on the candidates
+        engine has no more, or a page has reached the store's bound on the candidates
         checked (then the answer is the records among those that meet `where`).
         """
-        if plan.exact is None:
-            sizes: Iterable[int] = (plan.limit,)
-        else:
-            sizes = refill_sizes(plan.limit, self._where_candidates)
+        sizes = (
+            refill_sizes(plan.limit, self._where_candidates)
+            if plan.exact is not None
+            else (plan.limit,)
+        )
         records: list[Record] = []
         for size in sizes:
             hits = await self.engine(plan.operation, partial(plan.read, connector, size))
